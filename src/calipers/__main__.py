@@ -1,0 +1,3 @@
+from calipers.cli import main
+
+main()

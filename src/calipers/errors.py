@@ -1,0 +1,105 @@
+"""The one error hierarchy of calipers.
+
+Every error a user can cause or meet is a :class:`CalipersError`; the CLI prints its message
+as one sentence (with ``hint`` on the next line) and exits non-zero, and shows the traceback
+only with ``--debug``::
+
+    CalipersError
+    ├── ConfigError            bad option, bad spec string, unknown name
+    │   ├── UnknownNameError   unknown task / model / scorer (with "did you mean")
+    │   └── TaskSpecError      malformed task file (file, line/field, what is expected)
+    ├── DataError              a data file is missing or unreadable
+    ├── ModelError             a model cannot be loaded or called
+    │   ├── ModelLoadError     missing file, not a GGUF, missing optional package
+    │   ├── ModelCallError     a call failed (after retries); recorded per sample, not raised
+    │   └── NotSupportedError  the backend cannot do this (e.g. log-likelihoods)
+    ├── StoreError             the store cannot be opened or is inconsistent
+    │   └── RunNotFoundError   no run with that id or prefix
+    └── ResumeError            a run cannot be resumed as asked
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "CalipersError",
+    "ConfigError",
+    "DataError",
+    "ModelCallError",
+    "ModelError",
+    "ModelLoadError",
+    "NotSupportedError",
+    "ResumeError",
+    "RunNotFoundError",
+    "StoreError",
+    "TaskSpecError",
+    "UnknownNameError",
+]
+
+
+class CalipersError(Exception):
+    """Base of every calipers error. ``hint`` says what the user can do about it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n{self.hint}"
+
+
+class ConfigError(CalipersError):
+    """An option, spec string or configuration value is wrong."""
+
+
+class UnknownNameError(ConfigError):
+    """A name (task, model, scorer, ...) is not registered."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], *, hint: str | None = None):
+        known = sorted(known)
+        close = difflib.get_close_matches(name, known, n=3)
+        msg = f"Unknown {kind} {name!r}."
+        if close:
+            msg += f" Did you mean {', '.join(repr(c) for c in close)}?"
+        super().__init__(msg, hint=hint or f"Known {kind}s: {', '.join(known) or '(none)'}.")
+        self.kind = kind
+        self.name = name
+
+
+class TaskSpecError(ConfigError):
+    """A task spec file (YAML/JSON) or its data file is malformed."""
+
+
+class DataError(CalipersError):
+    """A data file or directory is missing or unreadable."""
+
+
+class ModelError(CalipersError):
+    """A model cannot be loaded or called."""
+
+
+class ModelLoadError(ModelError):
+    """The model cannot be loaded: missing file, not a GGUF, missing package, bad server."""
+
+
+class ModelCallError(ModelError):
+    """A model call failed after retries. Recorded on the sample as an error, never a score."""
+
+
+class NotSupportedError(ModelError):
+    """The backend cannot do what was asked (for example, log-likelihood scoring)."""
+
+
+class StoreError(CalipersError):
+    """The store cannot be opened, migrated or read."""
+
+
+class RunNotFoundError(StoreError):
+    """No run matches the given id or prefix."""
+
+
+class ResumeError(CalipersError):
+    """A run cannot be resumed as asked (finished, changed data, different config)."""

@@ -1,0 +1,108 @@
+"""What goes to a model and what comes back."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calipers._util.hashing import json_hash
+
+__all__ = [
+    "ChatMessage",
+    "GenerateParams",
+    "LoglikelihoodRequest",
+    "LoglikelihoodResult",
+    "ModelIdentity",
+    "ModelRequest",
+    "ModelResponse",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChatMessage(_Frozen):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class GenerateParams(_Frozen):
+    """Decoding parameters. Defaults are greedy, so a run is reproducible."""
+
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = 0
+
+
+class ModelRequest(_Frozen):
+    """A generation request: chat ``messages`` or a plain completion ``prompt`` (exactly one)."""
+
+    messages: tuple[ChatMessage, ...] | None = None
+    prompt: str | None = None
+    params: GenerateParams = Field(default_factory=GenerateParams)
+
+    def model_post_init(self, __context: Any) -> None:
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("ModelRequest needs exactly one of messages or prompt")
+
+    @property
+    def is_chat(self) -> bool:
+        return self.messages is not None
+
+    def as_sent(self) -> dict[str, Any]:
+        """The request as a JSON-able dict (what is stored as the sample's prompt)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class ModelResponse(_Frozen):
+    """A generation result. ``latency_s`` is wall time of the call; tokens as counted by the
+    backend. ``cached`` marks a response served from the response cache."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float | None = None
+    finish_reason: str | None = None
+    cached: bool = False
+
+
+class LoglikelihoodRequest(_Frozen):
+    """Score each continuation given one shared context: log P(continuation | context)."""
+
+    context: str
+    continuations: tuple[str, ...]
+
+
+class LoglikelihoodResult(_Frozen):
+    """Per continuation: summed log-probability, whether greedy decoding would produce it, and
+    its token count. ``tokens_evaluated`` is what the backend actually computed (context once
+    plus each continuation, when the backend reuses the shared prefix)."""
+
+    logprobs: tuple[float, ...]
+    is_greedy: tuple[bool, ...]
+    n_tokens: tuple[int, ...]
+    tokens_evaluated: int | None = None
+    input_tokens: int | None = None
+    latency_s: float | None = None
+    cached: bool = False
+
+
+class ModelIdentity(_Frozen):
+    """Who answered: enough to tell two models (or two files of one model) apart."""
+
+    provider: str
+    name: str
+    sha256: str | None = None  # GGUF file hash for local models
+    api_model: str | None = None  # model id reported by an API
+    base_url: str | None = None
+    quantization: str | None = None
+    chat_template_hash: str | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+    def key(self) -> str:
+        """Stable key for caching: changes when any identifying field changes."""
+        return json_hash(self.model_dump(mode="json"), length=32)
