@@ -1,0 +1,5 @@
+"""Scorers: async ``(sample, output) -> Score`` callables built by registered factories."""
+
+from calipers.scorers._base import Scorer, ScorerSpec, build_scorer, list_scorers, scorer
+
+__all__ = ["Scorer", "ScorerSpec", "build_scorer", "list_scorers", "scorer"]

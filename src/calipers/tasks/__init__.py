@@ -1,0 +1,29 @@
+"""Tasks: samples + prompt formulation + scorers + version; registry and spec files."""
+
+from calipers.tasks._prompt import PromptTemplate
+from calipers.tasks._registry import (
+    get_task,
+    list_suites,
+    list_tasks,
+    register_suite,
+    register_task,
+    resolve_task,
+)
+from calipers.tasks._task import LoadContext, Task, TaskKind, data_hash
+
+DEFAULT_TASK = "dynamic"
+
+__all__ = [
+    "DEFAULT_TASK",
+    "LoadContext",
+    "PromptTemplate",
+    "Task",
+    "TaskKind",
+    "data_hash",
+    "get_task",
+    "list_suites",
+    "list_tasks",
+    "register_suite",
+    "register_task",
+    "resolve_task",
+]

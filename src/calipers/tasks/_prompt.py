@@ -1,0 +1,118 @@
+"""Prompt formulation: how a sample (and its few-shot examples) becomes a model request.
+
+Templates use ``{field}`` placeholders only: attribute access, indexing and format specs are
+refused, so a task file can never reach into Python objects.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from calipers.errors import ConfigError
+from calipers.types import ChatMessage, Sample
+
+__all__ = ["PromptTemplate", "render", "sample_fields", "template_fields"]
+
+_FORMATTER = string.Formatter()
+
+
+def template_fields(template: str) -> list[str]:
+    """The placeholder names of a template; raises ConfigError on anything but ``{name}``."""
+    names = []
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError as e:
+        raise ConfigError(f"Bad prompt template {template!r}: {e}.") from None
+    for _lit, field, spec, conv in parsed:
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conv:
+            raise ConfigError(
+                f"Bad placeholder {{{field}}} in template {template!r}.",
+                hint="Use plain {name} placeholders; write {{ and }} for literal braces.",
+            )
+        names.append(field)
+    return names
+
+
+def render(template: str, fields: dict[str, Any]) -> str:
+    missing = [f for f in template_fields(template) if f not in fields]
+    if missing:
+        raise ConfigError(
+            f"Template {template!r} uses {', '.join(missing)}, which the sample does not have.",
+            hint=f"Available fields: {', '.join(sorted(fields))}.",
+        )
+    return template.format_map(fields)
+
+
+def sample_fields(sample: Sample) -> dict[str, Any]:
+    """Fields a template can use: input, target, choices (as a lettered block), the sample's
+    extra fields."""
+    fields: dict[str, Any] = {"input": sample.input, "target": sample.target_text}
+    if sample.choices:
+        fields["choices"] = "\n".join(
+            f"{chr(65 + i)}. {c}" for i, c in enumerate(sample.choices)
+        )
+        if isinstance(sample.target, int):
+            fields["target_letter"] = chr(65 + sample.target)
+    fields.update(sample.fields)
+    return fields
+
+
+class PromptTemplate(BaseModel):
+    """How a task asks its question.
+
+    ``template`` renders the question part; ``answer`` renders a few-shot example's answer
+    (placed after the question in plain mode, as the assistant turn in chat mode).
+    ``instruction`` comes first, once. For multiple choice by log-likelihood, ``continuation``
+    renders each option (``{choice}``) appended to the prompt.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    template: str = "{input}"
+    answer: str = " {target}"
+    instruction: str = ""
+    fewshot_separator: str = "\n\n"
+    continuation: str = " {choice}"
+
+    def _question(self, sample: Sample) -> str:
+        return render(self.template, sample_fields(sample))
+
+    def _answer(self, sample: Sample) -> str:
+        return render(self.answer, sample_fields(sample))
+
+    def plain(self, sample: Sample, shots: Sequence[Sample], system_prompt: str | None) -> str:
+        """One completion prompt: system prompt, instruction, shots, then the question."""
+        parts = [system_prompt] if system_prompt else []
+        if self.instruction:
+            parts.append(self.instruction)
+        parts += [self._question(s) + self._answer(s) for s in shots]
+        parts.append(self._question(sample))
+        return self.fewshot_separator.join(parts)
+
+    def chat(
+        self, sample: Sample, shots: Sequence[Sample], system_prompt: str | None
+    ) -> tuple[ChatMessage, ...]:
+        """Chat messages: system prompt, then each shot as a user/assistant turn pair, then the
+        question (the instruction prefixes the first user turn)."""
+        msgs: list[ChatMessage] = []
+        if system_prompt:
+            msgs.append(ChatMessage(role="system", content=system_prompt))
+        prefix = self.instruction + self.fewshot_separator if self.instruction else ""
+        for s in shots:
+            msgs.append(ChatMessage(role="user", content=prefix + self._question(s)))
+            msgs.append(ChatMessage(role="assistant", content=self._answer(s).strip()))
+            prefix = ""
+        msgs.append(ChatMessage(role="user", content=prefix + self._question(sample)))
+        return tuple(msgs)
+
+    def continuations(self, sample: Sample) -> tuple[str, ...]:
+        if not sample.choices:
+            raise ConfigError(f"Sample {sample.id!r} has no choices to score.")
+        base = sample_fields(sample)
+        return tuple(render(self.continuation, {**base, "choice": c}) for c in sample.choices)

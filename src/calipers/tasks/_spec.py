@@ -1,0 +1,259 @@
+"""Task spec files: data-only YAML/JSON, safe-loaded and validated; no code in them.
+
+A spec names a data file (JSONL, JSON or CSV, relative to the spec), maps its fields,
+and chooses a prompt template, scorers and decoding parameters::
+
+    name: capitals
+    version: "1"
+    data: capitals.jsonl
+    fields: {input: question, target: answer}
+    prompt: {template: "Q: {input}\\nA:"}
+    scorers: [normalized_match]
+
+Every error names the file, the line (YAML) or the field, and what is expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from calipers.datasets import read_records
+from calipers.errors import CalipersError, TaskSpecError
+from calipers.scorers import ScorerSpec, build_scorer
+from calipers.tasks._prompt import PromptTemplate, template_fields
+from calipers.tasks._task import LoadContext, Task
+from calipers.types import GenerateParams, Sample
+
+__all__ = ["TaskSpec", "load_task_spec"]
+
+
+class FieldMap(BaseModel):
+    """Which column of the data holds what. Only ``input`` is required."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = "input"
+    target: str | None = "target"
+    id: str | None = None
+    choices: str | None = None
+    category: str | None = None
+    cluster: str | None = None
+    extra: list[str] = Field(default_factory=list, description="columns usable in templates")
+
+
+class FewShot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(0, ge=0)
+    seed: int = 1234
+    data: str | None = None  # a separate file; few-shot items never come from the eval data
+
+
+class TaskSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    version: str = "1"
+    description: str = ""
+    data: str
+    kind: Literal["generate", "multiple_choice"] = "generate"
+    target_type: Literal["text", "index", "letter", "choice_text"] = "text"
+    fields: FieldMap = Field(default_factory=FieldMap)
+    prompt: PromptTemplate = Field(default_factory=PromptTemplate)
+    few_shot: FewShot = Field(default_factory=FewShot)
+    scorers: list[str | ScorerSpec] = Field(min_length=1)
+    generation: GenerateParams = Field(default_factory=GenerateParams)
+    source: str = "user"
+    license: str = "unknown"
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_str(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int | float) else v
+
+
+def _yaml_line(text: str, loc: Sequence[str | int]) -> int | None:
+    """Line (1-based) of the YAML node at ``loc``, or of its nearest existing parent."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            nxt = node.value[key]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node, line = nxt, nxt.start_mark.line + 1
+    return line
+
+
+def _parse(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TaskSpecError(f"Task file {path} does not exist.") from None
+    try:
+        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise TaskSpecError(f"{path}:{e.lineno}: not valid JSON ({e.msg}).") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(e, "problem", None) or str(e)
+        raise TaskSpecError(f"{where}: not valid YAML ({problem}).") from None
+    if not isinstance(raw, dict):
+        raise TaskSpecError(f"{path}: expected a mapping of task fields at the top level.")
+    return raw, text
+
+
+def load_task_spec(path: str | Path) -> Task:
+    """Read, validate and build a task from a spec file."""
+    path = Path(path)
+    raw, text = _parse(path)
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = [str(x) if not isinstance(x, int) else x for x in err["loc"]]
+        line = _yaml_line(text, loc) if path.suffix.lower() != ".json" else None
+        where = f"{path}:{line}" if line else str(path)
+        field = ".".join(str(x) for x in loc) or "(top level)"
+        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
+        raise TaskSpecError(f"{where}: field '{field}': {err['msg']}{more}.") from None
+    try:
+        return _build(spec, path)
+    except TaskSpecError:
+        raise
+    except CalipersError as e:
+        raise TaskSpecError(f"{path}: {e.message}", hint=e.hint) from None
+
+
+def _to_sample(spec: TaskSpec, row: dict[str, Any], where: str, index: int) -> Sample:
+    f = spec.fields
+
+    def need(col: str) -> Any:
+        if col not in row or row[col] is None:
+            raise TaskSpecError(
+                f"{where}: missing field {col!r}.",
+                hint=f"Columns present: {', '.join(map(str, row)) or '(none)'}; "
+                "map yours under `fields:` in the task spec.",
+            )
+        return row[col]
+
+    text = str(need(f.input))
+    choices: tuple[str, ...] | None = None
+    if f.choices:
+        raw_choices = need(f.choices)
+        if isinstance(raw_choices, str):
+            try:
+                raw_choices = json.loads(raw_choices)
+            except json.JSONDecodeError:
+                raw_choices = raw_choices.split("|")
+        if not isinstance(raw_choices, list) or len(raw_choices) < 2:
+            raise TaskSpecError(f"{where}: field {f.choices!r} must be a list of 2+ choices.")
+        choices = tuple(str(c) for c in raw_choices)
+    target: str | int | None = None
+    if f.target:
+        target = _target(spec, need(f.target), choices, where)
+    return Sample(
+        id=str(row[f.id]) if f.id and f.id in row else str(index),
+        input=text,
+        target=target,
+        choices=choices,
+        category=str(row[f.category]) if f.category and row.get(f.category) is not None else None,
+        cluster=str(row[f.cluster]) if f.cluster and row.get(f.cluster) is not None else None,
+        fields={c: need(c) for c in f.extra},
+    )
+
+
+def _target(
+    spec: TaskSpec, value: Any, choices: tuple[str, ...] | None, where: str
+) -> str | int:
+    if spec.kind == "generate" and spec.target_type == "text":
+        return str(value)
+    if not choices:
+        raise TaskSpecError(f"{where}: target_type {spec.target_type!r} needs `fields.choices`.")
+    try:
+        if spec.target_type == "index":
+            idx = int(value)
+        elif spec.target_type == "letter":
+            idx = ord(str(value).strip().upper()) - 65
+        else:  # choice_text (or text on a multiple-choice task)
+            idx = choices.index(str(value))
+    except (ValueError, TypeError):
+        raise TaskSpecError(
+            f"{where}: target {value!r} does not fit target_type {spec.target_type!r}."
+        ) from None
+    if not 0 <= idx < len(choices):
+        raise TaskSpecError(f"{where}: target {value!r} is outside the {len(choices)} choices.")
+    return idx
+
+
+def _read(spec: TaskSpec, data: Path) -> list[Sample]:
+    samples = [_to_sample(spec, row, f"{data}:{line}", i) for i, (line, row) in
+               enumerate(read_records(data))]
+    if not samples:
+        raise TaskSpecError(f"{data}: no items.")
+    ids = [s.id for s in samples]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise TaskSpecError(f"{data}: duplicate item id {dup!r}; ids must be unique.")
+    return samples
+
+
+def _build(spec: TaskSpec, path: Path) -> Task:
+    base = path.parent
+    data = (base / spec.data).resolve()
+    shot_file = (base / spec.few_shot.data).resolve() if spec.few_shot.data else None
+    if spec.few_shot.k and not shot_file:
+        raise TaskSpecError(
+            f"{path}: few_shot.k is {spec.few_shot.k} but few_shot.data is not set.",
+            hint="Few-shot examples come from a separate file, never from the evaluated items.",
+        )
+    scorers = tuple(build_scorer(s) for s in spec.scorers)
+    needs = "loglikelihood" if spec.kind == "multiple_choice" else "generation"
+    for s in scorers:
+        if s.needs != needs:
+            raise TaskSpecError(
+                f"{path}: scorer {s.spec.name!r} needs {s.needs} but the task kind is "
+                f"{spec.kind!r}."
+            )
+    for t in (spec.prompt.template, spec.prompt.answer, spec.prompt.continuation):
+        template_fields(t)
+    eval_samples = _read(spec, data)  # fail fast: bad data is reported when the task loads
+
+    def load(ctx: LoadContext) -> list[Sample]:
+        return eval_samples
+
+    def fewshot(ctx: LoadContext) -> list[Sample]:
+        if shot_file is None:
+            return []
+        return _read(spec, shot_file)
+
+    return Task(
+        name=spec.name,
+        version=spec.version,
+        description=spec.description or f"Task from {path.name}",
+        kind=spec.kind,
+        load=load,
+        scorers=scorers,
+        prompt=spec.prompt,
+        fewshot=fewshot if shot_file else None,
+        default_few_shot=spec.few_shot.k,
+        few_shot_seed=spec.few_shot.seed,
+        params=spec.generation,
+        source=spec.source,
+        license=spec.license,
+        tags=("file",),
+    )

@@ -1,0 +1,69 @@
+"""A task: samples + prompt formulation + scorers + version."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from calipers._util.hashing import json_hash
+from calipers.scorers import Scorer
+from calipers.tasks._prompt import PromptTemplate
+from calipers.types import GenerateParams, Sample
+
+__all__ = ["LoadContext", "Task", "TaskKind", "data_hash"]
+
+TaskKind = Literal["generate", "multiple_choice"]
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """What a task's loader may use: the seed (dynamic tasks generate from it), the number of
+    items wanted (dynamic tasks generate that many; ``None`` means the task's default), and the
+    data directory for tasks that read files."""
+
+    seed: int = 0
+    n: int | None = None
+    data_dir: Path | None = None
+
+
+Loader = Callable[[LoadContext], Sequence[Sample]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """An evaluation task.
+
+    ``load`` returns the evaluation samples; ``fewshot`` returns the pool few-shot examples
+    are drawn from (never the evaluation items themselves). ``kind`` says whether samples are
+    answered by generation or scored by log-likelihood over ``Sample.choices``.
+    """
+
+    name: str
+    version: str
+    description: str
+    kind: TaskKind
+    load: Loader
+    scorers: tuple[Scorer, ...]
+    prompt: PromptTemplate = field(default_factory=PromptTemplate)
+    fewshot: Loader | None = None
+    default_few_shot: int = 0
+    few_shot_seed: int = 1234
+    params: GenerateParams = field(default_factory=GenerateParams)
+    default_n: int | None = None
+    dynamic: bool = False
+    source: str = "calipers"
+    license: str = "Apache-2.0"
+    tags: tuple[str, ...] = ()
+
+    @property
+    def metrics(self) -> list[str]:
+        return [m for s in self.scorers for m in s.metrics]
+
+
+def data_hash(samples: Sequence[Sample]) -> str:
+    """Content hash of the evaluation items (ids, inputs, targets, choices, fields)."""
+    return json_hash(
+        [s.model_dump(mode="json", exclude={"metadata"}) for s in samples], length=32
+    )
