@@ -1,0 +1,23 @@
+"""Persistence for runs, samples and the response cache (layer 3).
+
+SQLite by default (``$CALIPERS_HOME/calipers.db`` or ``./.calipers/calipers.db``), PostgreSQL
+by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md``.
+
+    with Store.open() as store:
+        run = store.get_run("latest")
+        samples = store.get_samples(run.id)
+"""
+
+from calipers.store._engine import default_sqlite_path
+from calipers.store._records import RUN_STATUSES, RunRecord, RunStatus, SampleKey, SampleRecord
+from calipers.store._store import Store
+
+__all__ = [
+    "RUN_STATUSES",
+    "RunRecord",
+    "RunStatus",
+    "SampleKey",
+    "SampleRecord",
+    "Store",
+    "default_sqlite_path",
+]

@@ -1,0 +1,147 @@
+"""Schema migrations: a plain list of functions, applied in order, each exactly once.
+
+``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``; the ``schema_version``
+table records which ones ran. To change the schema, append a function; never edit one that
+has shipped, because databases in the wild were built by it. A migration declares the tables
+it touches as they are at that point in history (not by importing ``_schema``, which moves on),
+and uses only portable SQLAlchemy constructs, so one list serves SQLite and PostgreSQL.
+
+All pending migrations run in one transaction, under a lock (SQLite: ``BEGIN IMMEDIATE``;
+PostgreSQL: an advisory lock), so two processes opening a fresh store at once cannot both
+migrate it, and a failed migration leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from calipers._util.clock import utc_now
+from calipers.errors import StoreError
+from calipers.store._engine import write_transaction
+from calipers.store._schema import NAMING_CONVENTION, schema_version
+from calipers.store._types import JSONText, UTCDateTime
+
+__all__ = ["MIGRATIONS", "Migration", "current_version", "migrate"]
+
+Migration = Callable[[Connection], None]
+
+# Any constant works; this is "cali" in ASCII. Only calipers takes this advisory lock.
+_PG_LOCK_KEY = 0x63616C69
+
+
+def m001_initial(conn: Connection) -> None:
+    """Runs, their samples, and the response cache."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    big_int_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    sa.Table(
+        "runs",
+        md,
+        sa.Column("id", sa.Text, primary_key=True),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.Column("finished_at", UTCDateTime, nullable=True),
+        sa.Column("status", sa.Text, nullable=False),
+        sa.Column("model", sa.Text, nullable=False),
+        sa.Column("model_name", sa.Text, nullable=False),
+        sa.Column("tasks", JSONText, nullable=False),
+        sa.Column("methodology", JSONText, nullable=False),
+        sa.Column("methodology_hash", sa.Text, nullable=False),
+        sa.Column("config", JSONText, nullable=False),
+        sa.Column("summary", JSONText, nullable=True),
+        sa.Column("error", sa.Text, nullable=True),
+        sa.Column("calipers_version", sa.Text, nullable=False),
+        sa.Index(None, "created_at"),
+        sa.Index(None, "methodology_hash"),
+    )
+    sa.Table(
+        "samples",
+        md,
+        sa.Column("id", big_int_id, primary_key=True, autoincrement=True),
+        sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), nullable=False),
+        sa.Column("task", sa.Text, nullable=False),
+        sa.Column("sample_id", sa.Text, nullable=False),
+        sa.Column("epoch", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("position", sa.Integer, nullable=False),
+        sa.Column("category", sa.Text, nullable=True),
+        sa.Column("cluster", sa.Text, nullable=True),
+        sa.Column("prompt", JSONText, nullable=False),
+        sa.Column("response", sa.Text, nullable=True),
+        sa.Column("answer", sa.Text, nullable=True),
+        sa.Column("target", sa.Text, nullable=True),
+        sa.Column("scores", JSONText, nullable=True),
+        sa.Column("score_details", JSONText, nullable=True),
+        sa.Column("latency_s", sa.Float, nullable=True),
+        sa.Column("input_tokens", sa.Integer, nullable=True),
+        sa.Column("output_tokens", sa.Integer, nullable=True),
+        sa.Column("cost_usd", sa.Float, nullable=True),
+        sa.Column("cached", sa.Boolean, nullable=False, server_default=sa.false()),
+        sa.Column("error", sa.Text, nullable=True),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.UniqueConstraint("run_id", "task", "sample_id", "epoch"),
+    )
+    sa.Table(
+        "response_cache",
+        md,
+        sa.Column("key", sa.Text, primary_key=True),
+        sa.Column("value", JSONText, nullable=False),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn, checkfirst=False)
+
+
+MIGRATIONS: list[Migration] = [m001_initial]
+
+
+def current_version(conn: Connection) -> int:
+    """The schema version of the database behind ``conn`` (0 for a blank one)."""
+    if not sa.inspect(conn).has_table(schema_version.name):
+        return 0
+    return int(conn.scalar(sa.select(sa.func.max(schema_version.c.version))) or 0)
+
+
+def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring the database up to ``len(migrations)``; return that version.
+
+    Cheap when there is nothing to do: one read, no lock. Raises :class:`StoreError` when the
+    database is newer than this calipers or a migration fails (then nothing is changed).
+    """
+    target = len(migrations)
+    with engine.connect() as conn:
+        found = current_version(conn)
+        conn.rollback()
+    _check_not_newer(engine, found, target)
+    if found == target:
+        return target
+    with write_transaction(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_LOCK_KEY)))
+        schema_version.create(conn, checkfirst=True)
+        found = current_version(conn)  # another process may have migrated meanwhile
+        _check_not_newer(engine, found, target)
+        for number in range(found + 1, target + 1):
+            step = migrations[number - 1]
+            try:
+                step(conn)
+            except sa.exc.SQLAlchemyError as e:
+                raise StoreError(
+                    f"Migration {number} ({step.__name__}) of the store failed: {e.args[0]}",
+                    hint="The store was left unchanged; please report this with the message.",
+                ) from e
+            conn.execute(
+                schema_version.insert().values(
+                    version=number, name=step.__name__, applied_at=utc_now()
+                )
+            )
+    return target
+
+
+def _check_not_newer(engine: Engine, found: int, target: int) -> None:
+    if found > target:
+        shown = engine.url.render_as_string(hide_password=True)
+        raise StoreError(
+            f"The store at {shown} has schema version {found}, newer than this calipers "
+            f"understands ({target}).",
+            hint="Upgrade calipers (pip install -U calipers) or use another store.",
+        )

@@ -1,0 +1,103 @@
+"""The rows of the store as frozen, validated Python values.
+
+A record's fields are the table's columns, with JSON columns as plain ``dict``/``list``, so the
+runner builds records without knowing SQL, and what it reads back is what it wrote. Times are
+timezone-aware UTC; a naive ``datetime`` is taken to be UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from calipers._util.clock import utc_now
+from calipers._util.environment import calipers_version
+
+__all__ = ["RUN_STATUSES", "RunRecord", "RunStatus", "SampleKey", "SampleRecord"]
+
+RunStatus = Literal["running", "finished", "interrupted", "failed"]
+RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "interrupted", "failed")
+
+SampleKey = tuple[str, str, int]
+"""``(task, sample_id, epoch)``: what identifies a sample within a run."""
+
+
+def _as_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
+
+
+class RunRecord(_Record):
+    """One evaluation run: model × tasks × methodology.
+
+    ``model`` is the spec string as the user gave it, ``model_name`` the resolved name.
+    ``methodology`` is the methodology card and ``methodology_hash`` its hash: runs with
+    different hashes are never ranked together. ``config`` holds everything needed to resume.
+    ``summary`` stays ``None`` until the run is finalized; ``error`` says why a run failed.
+    """
+
+    id: str
+    model: str
+    model_name: str
+    tasks: list[str]
+    methodology: dict[str, Any]
+    methodology_hash: str
+    config: dict[str, Any]
+    status: RunStatus = "running"
+    created_at: datetime = Field(default_factory=utc_now)
+    finished_at: datetime | None = None
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    calipers_version: str = Field(default_factory=calipers_version)
+
+    _utc = field_validator("created_at", "finished_at")(_as_utc)
+
+
+class SampleRecord(_Record):
+    """One sample of a run: the request as sent, the raw response, the parsed answer, the
+    scores, latency, tokens and cost.
+
+    A sample whose model call or scoring failed has ``error`` set and ``scores=None``: it is
+    kept (nothing is lost) but is not "done", so a resumed run retries it. ``id`` is assigned by
+    the store and is ``None`` on a record that has not been stored.
+    """
+
+    run_id: str
+    task: str
+    sample_id: str
+    position: int
+    prompt: dict[str, Any]
+    epoch: int = 0
+    category: str | None = None
+    cluster: str | None = None
+    response: str | None = None
+    answer: str | None = None
+    target: str | None = None
+    scores: dict[str, float] | None = None
+    score_details: dict[str, Any] | None = None
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+    id: int | None = None
+
+    _utc = field_validator("created_at")(_as_utc)
+
+    @property
+    def key(self) -> SampleKey:
+        return (self.task, self.sample_id, self.epoch)
+
+    @property
+    def ok(self) -> bool:
+        """Completed without error: a resumed run will not redo it."""
+        return self.error is None

@@ -1,0 +1,102 @@
+"""The current tables, as the store's queries see them.
+
+These definitions describe the schema that :data:`~calipers.store._migrations.MIGRATIONS`
+produce; they never create anything themselves (migrations do). ``tests/store`` checks that
+the migrated database and these tables agree, so a migration cannot be forgotten.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from calipers.store._types import JSONText, UTCDateTime
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "SAMPLE_KEY_COLUMNS",
+    "metadata",
+    "response_cache",
+    "runs",
+    "samples",
+    "schema_version",
+]
+
+NAMING_CONVENTION = {
+    "pk": "pk_%(table_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+}
+"""Constraint names are explicit, so they are the same on SQLite and PostgreSQL. Frozen: the
+first migration created constraints with these names."""
+
+SAMPLE_KEY_COLUMNS = ("run_id", "task", "sample_id", "epoch")
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+# BIGINT on PostgreSQL; on SQLite only INTEGER makes the key an alias of the rowid.
+_BigIntId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+schema_version = sa.Table(
+    "schema_version",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("applied_at", UTCDateTime, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("model_name", sa.Text, nullable=False),
+    sa.Column("tasks", JSONText, nullable=False),
+    sa.Column("methodology", JSONText, nullable=False),
+    sa.Column("methodology_hash", sa.Text, nullable=False),
+    sa.Column("config", JSONText, nullable=False),
+    sa.Column("summary", JSONText, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("calipers_version", sa.Text, nullable=False),
+    sa.Index(None, "created_at"),
+    sa.Index(None, "methodology_hash"),
+)
+
+samples = sa.Table(
+    "samples",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("sample_id", sa.Text, nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("category", sa.Text, nullable=True),
+    sa.Column("cluster", sa.Text, nullable=True),
+    sa.Column("prompt", JSONText, nullable=False),
+    sa.Column("response", sa.Text, nullable=True),
+    sa.Column("answer", sa.Text, nullable=True),
+    sa.Column("target", sa.Text, nullable=True),
+    sa.Column("scores", JSONText, nullable=True),
+    sa.Column("score_details", JSONText, nullable=True),
+    sa.Column("latency_s", sa.Float, nullable=True),
+    sa.Column("input_tokens", sa.Integer, nullable=True),
+    sa.Column("output_tokens", sa.Integer, nullable=True),
+    sa.Column("cost_usd", sa.Float, nullable=True),
+    sa.Column("cached", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    # Its index also serves every lookup by run_id (the leading column).
+    sa.UniqueConstraint(*SAMPLE_KEY_COLUMNS),
+)
+
+response_cache = sa.Table(
+    "response_cache",
+    metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", JSONText, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+)

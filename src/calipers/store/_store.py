@@ -1,0 +1,267 @@
+"""The store: runs, their samples, and the response cache, behind one small API.
+
+Every write is one transaction that commits before the method returns, so whatever a method
+stored survives a crash of the writer (``kill -9`` included). Two :class:`Store` objects, in
+one process or two, can use the same SQLite file at once: readers never block, and a second
+writer waits for the first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from calipers._util.clock import utc_now
+from calipers.errors import RunNotFoundError, StoreError
+from calipers.store._engine import (
+    create_engine,
+    display_url,
+    read_transaction,
+    resolve_url,
+    write_transaction,
+)
+from calipers.store._migrations import migrate
+from calipers.store._records import RUN_STATUSES, RunRecord, RunStatus, SampleKey, SampleRecord
+from calipers.store._schema import response_cache, runs, samples
+from calipers.store._sql import (
+    NEWEST_FIRST,
+    row_to_run,
+    runs_with_prefix,
+    upsert_cache,
+    upsert_samples,
+)
+
+__all__ = ["Store"]
+
+_LIST_HINT = "`calipers runs` lists stored runs."
+_CHUNK = 500
+
+
+class Store:
+    """Persistent results. Open with :meth:`Store.open`; close with :meth:`close` or ``with``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.url = display_url(engine.url)
+        """The database URL, password masked: safe to print."""
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Store:
+        """Open (creating and migrating when needed) the store at ``url``.
+
+        ``None`` means the SQLite file ``$CALIPERS_HOME/calipers.db``, or
+        ``./.calipers/calipers.db`` without ``CALIPERS_HOME``. A plain path is a SQLite file;
+        otherwise ``sqlite:///...`` or ``postgresql+psycopg://user:password@host/db``.
+        """
+        engine = create_engine(resolve_url(url))
+        try:
+            migrate(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine)
+
+    def close(self) -> None:
+        """Release the connections. Safe to call twice."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def create_run(self, run: RunRecord) -> None:
+        """Store a new run. Raises :class:`StoreError` if its id is taken."""
+        try:
+            with write_transaction(self._engine) as conn:
+                conn.execute(runs.insert().values(**run.model_dump()))
+        except sa.exc.IntegrityError as e:
+            raise StoreError(
+                f"A run with id {run.id!r} is already stored.",
+                hint="Give the new run a fresh id, or resume the stored one.",
+            ) from e
+
+    def update_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus | None = None,
+        finished_at: datetime | None = None,
+        summary: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Set the given fields of run ``run_id`` (exact id); ``None`` leaves a field as it is."""
+        if status is not None and status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
+        given = {
+            "status": status,
+            "finished_at": finished_at,
+            "summary": summary,
+            "config": config,
+            "error": error,
+        }
+        values = {k: v for k, v in given.items() if v is not None}
+        with write_transaction(self._engine) as conn:
+            if values:
+                found = conn.execute(runs.update().where(runs.c.id == run_id).values(values))
+                exists = found.rowcount > 0
+            else:
+                exists = conn.scalar(sa.select(runs.c.id).where(runs.c.id == run_id)) is not None
+        if not exists:
+            raise RunNotFoundError(f"No run has the id {run_id!r}.", hint=_LIST_HINT)
+
+    def get_run(self, id_or_prefix: str) -> RunRecord:
+        """The run with this exact id, else the one run whose id starts with it; ``"latest"``
+        is the newest run. Raises :class:`RunNotFoundError` for no match or several."""
+        with read_transaction(self._engine) as conn:
+            if id_or_prefix == "latest":
+                row = conn.execute(sa.select(runs).order_by(*NEWEST_FIRST).limit(1)).first()
+                if row is None:
+                    raise RunNotFoundError(
+                        "No runs are stored yet.", hint="`calipers run` makes one."
+                    )
+                return row_to_run(row)
+            row = conn.execute(sa.select(runs).where(runs.c.id == id_or_prefix)).first()
+            if row is not None:
+                return row_to_run(row)
+            matches = runs_with_prefix(conn, id_or_prefix) if id_or_prefix else []
+        if len(matches) == 1:
+            return row_to_run(matches[0])
+        if not matches:
+            raise RunNotFoundError(f"No run matches {id_or_prefix!r}.", hint=_LIST_HINT)
+        names = ", ".join(row.id for row in matches[:5])
+        if len(matches) > 5:
+            names += " and others"
+        raise RunNotFoundError(
+            f"{id_or_prefix!r} matches more than one run: {names}.",
+            hint="Type more of the run id.",
+        )
+
+    def list_runs(
+        self, *, limit: int | None = None, task: str | None = None, model: str | None = None
+    ) -> list[RunRecord]:
+        """Runs, newest first. ``task`` keeps runs that include that task; ``model`` keeps runs
+        whose model spec or model name equals it."""
+        stmt = sa.select(runs).order_by(*NEWEST_FIRST)
+        if model is not None:
+            stmt = stmt.where(sa.or_(runs.c.model == model, runs.c.model_name == model))
+        if task is not None:
+            # A cheap pre-filter on the JSON text; the exact test is done below.
+            text = sa.type_coerce(runs.c.tasks, sa.Text)
+            stmt = stmt.where(text.contains(json.dumps(task, ensure_ascii=False), autoescape=True))
+        elif limit is not None:
+            stmt = stmt.limit(limit)
+        found: list[RunRecord] = []
+        with read_transaction(self._engine) as conn:
+            for row in conn.execute(stmt):
+                if limit is not None and len(found) >= limit:
+                    break
+                run = row_to_run(row)
+                if task is None or task in run.tasks:
+                    found.append(run)
+        return found
+
+    def delete_run(self, run_id: str) -> int:
+        """Delete run ``run_id`` (exact id) and its samples; return how many samples went."""
+        with write_transaction(self._engine) as conn:
+            gone = conn.execute(samples.delete().where(samples.c.run_id == run_id)).rowcount
+            if conn.execute(runs.delete().where(runs.c.id == run_id)).rowcount == 0:
+                raise RunNotFoundError(f"No run has the id {run_id!r}.", hint=_LIST_HINT)
+        return int(gone)
+
+    # -- samples ------------------------------------------------------------------------------
+
+    def add_samples(self, records: Sequence[SampleRecord]) -> int:
+        """Store ``records`` in one transaction; return how many rows were written.
+
+        A record whose key ``(run_id, task, sample_id, epoch)`` is already stored *without*
+        error is skipped: a successful sample is never replaced or duplicated. A record whose
+        key is stored *with* an error replaces that row: a resumed run retries failed samples.
+        """
+        chosen: dict[tuple[str, str, str, int], SampleRecord] = {}
+        for rec in records:  # the same rule within one batch as against the table
+            prev = chosen.get((rec.run_id, *rec.key))
+            if prev is None or not prev.ok:
+                chosen[(rec.run_id, *rec.key)] = rec
+        if not chosen:
+            return 0
+        rows = [rec.model_dump(exclude={"id"}) for rec in chosen.values()]
+        try:
+            with write_transaction(self._engine) as conn:
+                result = conn.execute(upsert_samples(conn), rows)
+                return len(result.all())
+        except sa.exc.IntegrityError as e:
+            run_ids = sorted({rec.run_id for rec in chosen.values()})
+            raise StoreError(
+                f"Cannot store samples of run {', '.join(map(repr, run_ids))}: "
+                "no such run is stored.",
+                hint="Store the run with create_run() before its samples.",
+            ) from e
+
+    def done_keys(self, run_id: str) -> set[SampleKey]:
+        """``(task, sample_id, epoch)`` of the samples of ``run_id`` completed without error:
+        what a resumed run skips. Samples stored with an error are not done."""
+        stmt = sa.select(samples.c.task, samples.c.sample_id, samples.c.epoch).where(
+            samples.c.run_id == run_id, samples.c.error.is_(None)
+        )
+        with read_transaction(self._engine) as conn:
+            return {(r.task, r.sample_id, int(r.epoch)) for r in conn.execute(stmt)}
+
+    def get_samples(self, run_id: str, *, task: str | None = None) -> list[SampleRecord]:
+        """The samples of ``run_id`` (errors included), ordered by task, position, epoch."""
+        stmt = sa.select(samples).where(samples.c.run_id == run_id)
+        if task is not None:
+            stmt = stmt.where(samples.c.task == task)
+        stmt = stmt.order_by(samples.c.task, samples.c.position, samples.c.epoch)
+        with read_transaction(self._engine) as conn:
+            return [SampleRecord.model_validate(row._asdict()) for row in conn.execute(stmt)]
+
+    # -- response cache -----------------------------------------------------------------------
+
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        """The cached value for ``key``, or ``None``."""
+        return self.cache_get_many([key]).get(key)
+
+    def cache_get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The cached values of those ``keys`` that are cached, by key: one read for many."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        with read_transaction(self._engine) as conn:
+            for i in range(0, len(unique), _CHUNK):  # stay under the drivers' parameter limits
+                chunk = unique[i : i + _CHUNK]
+                stmt = sa.select(response_cache.c.key, response_cache.c.value).where(
+                    response_cache.c.key.in_(chunk)
+                )
+                found.update({row.key: row.value for row in conn.execute(stmt)})
+        return found
+
+    def cache_put(self, key: str, value: dict[str, Any]) -> None:
+        """Store ``value`` under ``key``, replacing any earlier value."""
+        self.cache_put_many({key: value})
+
+    def cache_put_many(self, items: Mapping[str, dict[str, Any]]) -> None:
+        """Store many values in one transaction, each replacing any earlier value for its key."""
+        if not items:
+            return
+        now = utc_now()
+        rows = [{"key": k, "value": v, "created_at": now} for k, v in items.items()]
+        with write_transaction(self._engine) as conn:
+            conn.execute(upsert_cache(conn), rows)

@@ -1,0 +1,267 @@
+"""Migrations: a blank database migrates to exactly the pinned schema, once, atomically."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from calipers.errors import StoreError
+from calipers.store import Store
+from calipers.store._engine import create_engine, resolve_url
+from calipers.store._migrations import MIGRATIONS, current_version, m001_initial, migrate
+from calipers.store._schema import metadata
+from tests.store.conftest import postgres_url, run_record, wipe
+
+DOCS = Path(__file__).parents[2] / "docs" / "store.md"
+
+# The schema a blank SQLite database has after Store.open: change it only with a new migration.
+EXPECTED: dict[str, dict[str, Any]] = {
+    "response_cache": {
+        "columns": [
+            "key TEXT NOT NULL",
+            "value TEXT NOT NULL",
+            "created_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_response_cache (key)",
+        "foreign_keys": [],
+        "indexes": [],
+        "unique": [],
+    },
+    "runs": {
+        "columns": [
+            "id TEXT NOT NULL",
+            "created_at DATETIME NOT NULL",
+            "finished_at DATETIME NULL",
+            "status TEXT NOT NULL",
+            "model TEXT NOT NULL",
+            "model_name TEXT NOT NULL",
+            "tasks TEXT NOT NULL",
+            "methodology TEXT NOT NULL",
+            "methodology_hash TEXT NOT NULL",
+            "config TEXT NOT NULL",
+            "summary TEXT NULL",
+            "error TEXT NULL",
+            "calipers_version TEXT NOT NULL",
+        ],
+        "primary_key": "pk_runs (id)",
+        "foreign_keys": [],
+        "indexes": [
+            "ix_runs_created_at (created_at)",
+            "ix_runs_methodology_hash (methodology_hash)",
+        ],
+        "unique": [],
+    },
+    "samples": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "run_id TEXT NOT NULL",
+            "task TEXT NOT NULL",
+            "sample_id TEXT NOT NULL",
+            "epoch INTEGER NOT NULL DEFAULT 0",
+            "position INTEGER NOT NULL",
+            "category TEXT NULL",
+            "cluster TEXT NULL",
+            "prompt TEXT NOT NULL",
+            "response TEXT NULL",
+            "answer TEXT NULL",
+            "target TEXT NULL",
+            "scores TEXT NULL",
+            "score_details TEXT NULL",
+            "latency_s FLOAT NULL",
+            "input_tokens INTEGER NULL",
+            "output_tokens INTEGER NULL",
+            "cost_usd FLOAT NULL",
+            "cached BOOLEAN NOT NULL DEFAULT 0",
+            "error TEXT NULL",
+            "created_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_samples (id)",
+        "foreign_keys": ["fk_samples_run_id_runs (run_id) -> runs (id)"],
+        "indexes": [],
+        "unique": ["uq_samples_run_id_task_sample_id_epoch (run_id, task, sample_id, epoch)"],
+    },
+    "schema_version": {
+        "columns": [
+            "version INTEGER NOT NULL",
+            "name TEXT NOT NULL",
+            "applied_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_schema_version (version)",
+        "foreign_keys": [],
+        "indexes": [],
+        "unique": [],
+    },
+}
+
+
+def describe(engine: sa.Engine, *, types: bool = True) -> dict[str, dict[str, Any]]:
+    """What a migration decides about each table, in a form a test can compare as a whole."""
+    insp = sa.inspect(engine)
+
+    def cols(names: list[str]) -> str:
+        return ", ".join(names)
+
+    def column(c: Any) -> str:
+        parts = [c["name"]]
+        if types:
+            parts.append(c["type"].compile(dialect=engine.dialect))
+        parts.append("NULL" if c["nullable"] else "NOT NULL")
+        default = c.get("default")
+        if types and default is not None and "nextval" not in default:
+            parts.append(f"DEFAULT {default}")
+        return " ".join(parts)
+
+    out: dict[str, dict[str, Any]] = {}
+    for table in sorted(insp.get_table_names()):
+        pk = insp.get_pk_constraint(table)
+        out[table] = {
+            "columns": [column(c) for c in insp.get_columns(table)],
+            "primary_key": f"{pk['name']} ({cols(pk['constrained_columns'])})",
+            "foreign_keys": [
+                f"{fk['name']} ({cols(fk['constrained_columns'])}) -> "
+                f"{fk['referred_table']} ({cols(fk['referred_columns'])})"
+                for fk in insp.get_foreign_keys(table)
+            ],
+            "indexes": sorted(
+                f"{'UNIQUE ' if ix['unique'] else ''}{ix['name']} ({cols(ix['column_names'])})"  # type: ignore[arg-type]
+                for ix in insp.get_indexes(table)
+                if not ix.get("duplicates_constraint")  # PostgreSQL lists a UNIQUE's index too
+            ),
+            "unique": sorted(
+                f"{uq['name']} ({cols(uq['column_names'])})"
+                for uq in insp.get_unique_constraints(table)
+            ),
+        }
+    return out
+
+
+def without_types(schema: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def strip(col: str) -> str:
+        name, *_rest = col.split(" ")
+        return f"{name} {'NULL' if col.endswith(' NULL') else 'NOT NULL'}"
+
+    return {
+        table: info | {"columns": [strip(c) for c in info["columns"]]}
+        for table, info in schema.items()
+    }
+
+
+def sqlite_schema_sql(engine: sa.Engine) -> str:
+    """The CREATE statements of the database, tables first: what docs/store.md shows."""
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type DESC, name"
+        )
+        statements = [row[0] for row in rows]
+    text = ";\n".join(statements) + ";"
+    return "\n".join(line.rstrip().replace("\t", "    ") for line in text.splitlines())
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path) -> sa.Engine:
+    """A blank SQLite database, configured like the store's (WAL, foreign keys, BEGIN)."""
+    return create_engine(resolve_url(str(tmp_path / "blank.db")))
+
+
+def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 1
+    assert describe(sqlite_engine) == EXPECTED
+    with sqlite_engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
+    assert [tuple(r) for r in rows] == [(1, "m001_initial")]
+
+
+def test_query_tables_match_the_migrated_schema(tmp_path: Path) -> None:
+    built = create_engine(resolve_url(str(tmp_path / "from_metadata.db")))
+    metadata.create_all(built)
+    assert describe(built) == EXPECTED
+
+
+def test_postgres_gets_the_same_schema() -> None:
+    url = postgres_url()
+    wipe(url)
+    Store.open(url).close()
+    engine = sa.create_engine(url)
+    try:
+        found = describe(engine)
+        assert without_types(found) == without_types(EXPECTED)
+        samples = found["samples"]["columns"]
+        assert "id BIGINT NOT NULL" in samples
+        assert "created_at TIMESTAMP WITH TIME ZONE NOT NULL" in samples
+        assert "cached BOOLEAN NOT NULL DEFAULT false" in samples
+    finally:
+        engine.dispose()
+        wipe(url)
+
+
+def test_docs_show_the_migrated_schema(sqlite_engine: sa.Engine) -> None:
+    migrate(sqlite_engine)
+    expected = sqlite_schema_sql(sqlite_engine)
+    match = re.search(r"<!-- schema -->\n```sql\n(.*?)\n```", DOCS.read_text(), re.DOTALL)
+    assert match, f"{DOCS} has no schema block"
+    assert match.group(1) == expected, f"update the schema block in {DOCS} to:\n{expected}"
+
+
+def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.db")
+    with Store.open(path) as store:
+        store.create_run(run_record("r1"))
+    for _ in range(2):
+        with Store.open(path) as store:
+            assert [r.id for r in store.list_runs()] == ["r1"]
+    engine = create_engine(resolve_url(path))
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 1
+
+
+def add_note(conn: Connection) -> None:
+    conn.execute(sa.text("ALTER TABLE runs ADD COLUMN note TEXT"))
+
+
+def test_only_pending_migrations_run(sqlite_engine: sa.Engine) -> None:
+    assert migrate(sqlite_engine, [m001_initial]) == 1
+    assert migrate(sqlite_engine, [m001_initial, add_note]) == 2
+    assert migrate(sqlite_engine, [m001_initial, add_note]) == 2  # would fail if re-run
+    with sqlite_engine.connect() as conn:
+        assert current_version(conn) == 2
+        names = conn.exec_driver_sql("SELECT name FROM schema_version ORDER BY version")
+        assert [n for (n,) in names] == ["m001_initial", "add_note"]
+    assert "note" in {c["name"] for c in sa.inspect(sqlite_engine).get_columns("runs")}
+
+
+def broken(conn: Connection) -> None:
+    conn.execute(sa.text("CREATE TABLE half_done (x INTEGER)"))
+    conn.execute(sa.text("ALTER TABLE no_such_table ADD COLUMN y INTEGER"))
+
+
+def test_a_failing_migration_changes_nothing(store_url: str) -> None:
+    if store_url.startswith("sqlite:///"):
+        Path(store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True)
+    engine = create_engine(resolve_url(store_url))
+    try:
+        migrate(engine)
+        with pytest.raises(StoreError, match=r"Migration 2 \(broken\) of the store failed"):
+            migrate(engine, [*MIGRATIONS, broken])
+        assert not sa.inspect(engine).has_table("half_done")
+        with engine.connect() as conn:
+            assert current_version(conn) == 1
+    finally:
+        engine.dispose()
+
+
+def test_a_store_from_a_newer_calipers_is_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "new.db")
+    Store.open(path).close()
+    engine = create_engine(resolve_url(path))
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO schema_version VALUES (7, 'future', '2030-01-01 00:00:00.000000')"
+        )
+    with pytest.raises(StoreError, match="schema version 7, newer than this calipers") as err:
+        Store.open(path)
+    assert err.value.hint and "pip install -U calipers" in err.value.hint
