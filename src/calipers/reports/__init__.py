@@ -1,0 +1,48 @@
+"""Run reports: one self-contained HTML file and the same content as Markdown.
+
+A report only reads what it is given (a run record and its sample records); it computes no
+new statistics. ``calipers run`` writes one at the end of a run::
+
+    from calipers.reports import write_report
+    html_path, md_path = write_report(run, samples, Path("reports"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from calipers.reports._html import render_html
+from calipers.reports._markdown import render_markdown
+from calipers.reports._view import (
+    error_items,
+    failing_items,
+    methodology_rows,
+    prompt_text,
+    worst_categories,
+)
+from calipers.store import RunRecord, SampleRecord
+
+__all__ = [
+    "error_items",
+    "failing_items",
+    "methodology_rows",
+    "prompt_text",
+    "render_html",
+    "render_markdown",
+    "worst_categories",
+    "write_report",
+]
+
+
+def write_report(
+    run: RunRecord, samples: Sequence[SampleRecord], out_dir: Path
+) -> tuple[Path, Path]:
+    """Write ``<out_dir>/<run.id>.html`` and ``<out_dir>/<run.id>.md`` (creating ``out_dir``)
+    and return both paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    html_path, md_path = out / f"{run.id}.html", out / f"{run.id}.md"
+    html_path.write_text(render_html(run, samples), encoding="utf-8")
+    md_path.write_text(render_markdown(run, samples), encoding="utf-8")
+    return html_path, md_path

@@ -1,0 +1,77 @@
+"""The HTML report: one self-contained file (inline CSS, inline SVG, no script, no network).
+
+Everything a model or a dataset wrote is escaped by Jinja's autoescape; collapsing uses
+``<details>``, which needs no JavaScript.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from calipers.reports._view import methodology_rows, prompt_text, task_views
+from calipers.store import RunRecord, SampleRecord
+
+__all__ = ["MAX_TEXT", "render_html"]
+
+MAX_TEXT = 20_000
+"""Longest prompt or response shown in full; longer ones are cut, and the cut is stated."""
+
+
+@cache
+def _template() -> jinja2.Template:
+    text = (
+        resources.files("calipers.reports")
+        .joinpath("templates", "report.html.j2")
+        .read_text(encoding="utf-8")
+    )
+    env = jinja2.Environment(
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env.from_string(text)
+
+
+def when(value: datetime | str | None) -> str:
+    """A stored time as ``2024-05-01 12:00:03 UTC``."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return value.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+
+
+def clip(text: str | None, limit: int = MAX_TEXT) -> str:
+    if text is None:
+        return ""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters not shown]"
+
+
+def score(record: SampleRecord, metric: str) -> str:
+    v = (record.scores or {}).get(metric)
+    return "n/a" if v is None or math.isnan(v) else f"{v:g}"
+
+
+def confidence_label(methodology: dict[str, Any]) -> str:
+    c = (methodology or {}).get("confidence")
+    return f"{100 * c:g}%" if isinstance(c, int | float) else "95%"
+
+
+def render_html(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> str:
+    """The whole report as one HTML document."""
+    return _template().render(
+        run=run,
+        tasks=task_views(run, samples, k=k),
+        card=methodology_rows(run.methodology),
+        elapsed=(run.summary or {}).get("elapsed_s"),
+        confidence=confidence_label(run.methodology),
+        when=when, clip=clip, score=score, prompt_text=prompt_text,
+    )
