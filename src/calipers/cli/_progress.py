@@ -1,0 +1,60 @@
+"""A rich progress bar per task, on stderr, with a running error count."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from calipers.store import SampleRecord
+
+__all__ = ["BarProgress"]
+
+
+class BarProgress:
+    def __init__(self, console: Console, *, enabled: bool = True) -> None:
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[errors]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not enabled,
+            transient=False,
+        )
+        self._ids: dict[str, TaskID] = {}
+        self._errors: dict[str, int] = {}
+
+    def __enter__(self) -> BarProgress:
+        self._bar.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._bar.stop()
+
+    def start_task(self, task: str, total: int, done: int) -> None:
+        self._errors[task] = 0
+        self._ids[task] = self._bar.add_task(task, total=total, completed=done, errors="")
+
+    def advance(self, task: str, record: SampleRecord) -> None:
+        fields = {}
+        if record.error is not None:
+            self._errors[task] += 1
+            fields["errors"] = f"[red]{self._errors[task]} errors[/]"
+        self._bar.update(self._ids[task], advance=1, **fields)
+
+    def finish_task(self, task: str) -> None:
+        pass

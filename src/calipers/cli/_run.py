@@ -1,0 +1,165 @@
+"""``calipers run``: evaluate a model on tasks, store the run, print and write the report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from calipers.cli._app import EXIT_INTERRUPTED, Context, cli
+from calipers.cli._progress import BarProgress
+from calipers.cli._render import summary_table
+from calipers.errors import ConfigError
+from calipers.models import DEFAULT_MODEL, ModelOptions
+from calipers.runner import RunConfig, RunResult, aresume, arun
+from calipers.store import Store
+from calipers.tasks import DEFAULT_TASK
+
+__all__ = ["run_cmd"]
+
+
+def _report_dir(explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    home = os.environ.get("CALIPERS_HOME")
+    return (Path(home) if home else Path(".calipers")) / "reports"
+
+
+def _config(opts: dict[str, Any]) -> RunConfig:
+    model_opts: dict[str, Any] = {
+        k: opts[k] for k in ("base_url", "api_key_env", "n_ctx") if opts[k] is not None
+    }
+    if opts["concurrency"] is not None:
+        model_opts["concurrency"] = opts["concurrency"]
+    try:
+        return RunConfig(
+            model=opts["model"],
+            tasks=tuple(opts["task"]) or (DEFAULT_TASK,),
+            limit=opts["limit"], seed=opts["seed"], few_shot=opts["few_shot"],
+            few_shot_seed=opts["few_shot_seed"], chat_template=opts["chat_template"],
+            system_prompt=opts["system_prompt"], data_dir=opts["data_dir"],
+            max_tokens=opts["max_tokens"], temperature=opts["temperature"],
+            concurrency=opts["concurrency"], use_cache=opts["cache"],
+            model_options=ModelOptions(**model_opts),
+        )
+    except ValueError as e:
+        raise ConfigError(f"Invalid run option: {e}") from None
+
+
+def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None) -> str:
+    tasks = {
+        t: {
+            "primary": ts["primary"], "n_samples": ts["n_samples"], "n_scored": ts["n_scored"],
+            "n_errors": ts["n_errors"], "n_cached": ts["n_cached"], "metrics": ts["metrics"],
+            "categories": ts["categories"], "latency_s": ts["latency_s"],
+            "input_tokens": ts["input_tokens"], "output_tokens": ts["output_tokens"],
+        }
+        for t, ts in result.summary["tasks"].items()
+    }
+    return json.dumps(
+        {
+            "run_id": result.run_id, "status": result.status, "store": store.url,
+            "model": result.methodology.model.model_dump(mode="json"),
+            "report": {"html": str(reports[0]), "markdown": str(reports[1])} if reports else None,
+            "elapsed_s": result.summary.get("elapsed_s"), "tasks": tasks,
+        },
+        indent=2,
+    )
+
+
+@cli.command("run")
+@click.option("-m", "--model", default=DEFAULT_MODEL, show_default=True, metavar="SPEC",
+              help="smollm2 | llamacpp:PATH.gguf | openai:MODEL | fake:echo ...")
+@click.option("-t", "--task", multiple=True, metavar="NAME|PATH",
+              help=f"Task, suite or task file; repeatable. [default: {DEFAULT_TASK}]")
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for generated items and bootstrap intervals.")
+@click.option("--few-shot", "few_shot", type=click.IntRange(min=0), metavar="K",
+              help="Few-shot examples per item (default: the task's).")
+@click.option("--few-shot-seed", type=int, help="Seed of the few-shot draw.")
+@click.option("--chat-template/--no-chat-template", default=True, show_default=True,
+              help="Send chat messages through the model's chat template, or a plain prompt.")
+@click.option("--system-prompt", metavar="TEXT", help="System prompt for every item.")
+@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA",
+              help="Local benchmark data directory.")
+@click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
+@click.option("--api-key-env", metavar="VAR",
+              help="Environment variable holding the API key [default: OPENAI_API_KEY].")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Parallel requests.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Override max new tokens.")
+@click.option("--temperature", type=click.FloatRange(min=0), help="Override temperature.")
+@click.option("--n-ctx", type=click.IntRange(min=256), help="Context size for llamacpp.")
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Reuse stored responses to identical requests.")
+@click.option("--resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
+@click.option("--report-dir", type=click.Path(file_okay=False),
+              help="Where HTML/Markdown reports go [default: .calipers/reports].")
+@click.option("--no-report", is_flag=True, help="Do not write report files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run id and estimates as JSON.")
+@click.pass_obj
+def run_cmd(obj: Context, **opts: Any) -> None:
+    """Evaluate a model on tasks and store the run.
+
+    With no options: the embedded SmolLM2-135M-Instruct on the built-in dynamic suite
+    (items generated fresh from --seed, so they cannot have been memorized).
+
+    \b
+    Examples:
+      calipers run
+      calipers run -t dyn_arithmetic -n 20 --seed 7
+      calipers run -m llamacpp:./model.gguf -t my_task.yaml --no-chat-template
+      calipers run -m openai:my-model --base-url http://127.0.0.1:8080/v1
+      calipers run --resume 20261130-0512
+    """
+    with Store.open(obj.store_url) as store:
+        progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])
+        try:
+            with progress:
+                if opts["resume"]:
+                    result = asyncio.run(aresume(opts["resume"], store, progress=progress))
+                else:
+                    result = asyncio.run(arun(_config(opts), store, progress=progress))
+        except KeyboardInterrupt:
+            latest = store.list_runs(limit=1)
+            rid = opts["resume"] or (latest[0].id if latest else "RUN")
+            obj.err.print(
+                f"[yellow]Interrupted.[/] Finished samples are stored; "
+                f"resume with: calipers run --resume {rid}"
+            )
+            sys.exit(EXIT_INTERRUPTED)
+        reports = None
+        if not opts["no_report"]:
+            from calipers.reports import write_report
+
+            reports = write_report(
+                store.get_run(result.run_id), store.get_samples(result.run_id),
+                _report_dir(opts["report_dir"]),
+            )
+        if opts["as_json"]:
+            obj.out.print(_as_json(result, store, reports), markup=False, highlight=False)
+            return
+        _print_result(obj, result, store, reports)
+
+
+def _print_result(
+    obj: Context, result: RunResult, store: Store, reports: tuple[Path, Path] | None
+) -> None:
+    card = result.methodology
+    title = f"{card.model.name} · run {result.run_id}"
+    obj.out.print(summary_table(result.summary, title=title))
+    errors = sum(ts["n_errors"] for ts in result.summary["tasks"].values())
+    if errors:
+        obj.out.print(
+            f"[red]{errors} sample(s) failed[/] and are excluded from the scores "
+            f"(not counted as wrong): calipers show {result.run_id}"
+        )
+    obj.out.print(f"Stored in {store.url} as run [bold]{result.run_id}[/] "
+                  f"({result.elapsed_s:.1f}s).")
+    if reports:
+        obj.out.print(f"Report: {reports[0]}  (Markdown: {reports[1]})")

@@ -1,0 +1,123 @@
+"""``calipers runs`` and ``calipers show``: what is in the store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from calipers.cli._app import Context, cli
+from calipers.cli._render import summary_table
+from calipers.store import RunRecord, Store
+from calipers.types import Estimate
+
+__all__ = ["runs_cmd", "show_cmd"]
+
+
+def _primary(run: RunRecord) -> str:
+    if not run.summary:
+        return "-"
+    parts = []
+    for task, ts in run.summary.get("tasks", {}).items():
+        if ts.get("primary"):
+            est = Estimate.from_dict(ts["metrics"][ts["primary"]])
+            parts.append(f"{task} {est.format(percent=True)}")
+    return "; ".join(parts) or "-"
+
+
+@cli.command("runs")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--task", help="Only runs that include this task.")
+@click.option("--model", help="Only runs of this model spec.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_obj
+def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_json: bool) -> None:
+    """List stored runs, newest first."""
+    with Store.open(obj.store_url) as store:
+        runs = store.list_runs(limit=limit, task=task, model=model)
+    if as_json:
+        rows = [
+            {"id": r.id, "created_at": r.created_at, "status": r.status, "model": r.model,
+             "model_name": r.model_name, "tasks": r.tasks, "summary": r.summary}
+            for r in runs
+        ]
+        obj.out.print(json.dumps(rows, indent=2, default=str), markup=False)
+        return
+    if not runs:
+        obj.out.print("No runs stored yet. Start one with: calipers run")
+        return
+    t = Table(header_style="bold")
+    for c in ("run", "created", "status", "model", "tasks", "primary score [95% interval]"):
+        t.add_column(c)
+    for r in runs:
+        status = r.status if r.status == "finished" else f"[yellow]{r.status}[/]"
+        t.add_row(r.id, str(r.created_at)[:19], status, escape(r.model),
+                  ", ".join(r.tasks), escape(_primary(r)))
+    obj.out.print(t)
+
+
+@cli.command("show")
+@click.argument("run_id", metavar="RUN")
+@click.option("--failures", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Failing items to show per task.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
+@click.pass_obj
+def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
+    """Show one run: scores with intervals, methodology, categories, worst items.
+
+    RUN is a run id, a unique prefix of one, or "latest".
+    """
+    from calipers.reports import error_items, failing_items, methodology_rows, worst_categories
+
+    with Store.open(obj.store_url) as store:
+        run = store.get_run(run_id)
+        samples = store.get_samples(run.id)
+    if as_json:
+        obj.out.print(json.dumps(_run_json(run), indent=2, default=str), markup=False)
+        return
+    out = obj.out
+    out.print(f"[bold]Run {run.id}[/]  {run.status}  {escape(run.model)}  {run.created_at}")
+    if run.summary:
+        out.print(summary_table(run.summary))
+    else:
+        out.print(f"[yellow]Not finished[/]: {len(samples)} samples stored. "
+                  f"Resume with: calipers run --resume {run.id}")
+    card = Table(title="Methodology", title_justify="left", show_header=False, box=None)
+    for label, value in methodology_rows(run.methodology):
+        card.add_row(f"[dim]{escape(label)}[/]", escape(value))
+    out.print(card)
+    for task, ts in (run.summary or {}).get("tasks", {}).items():
+        _show_task(obj, task, ts, samples, failures, worst_categories, failing_items,
+                   error_items)
+
+
+def _show_task(obj: Context, task: str, ts: dict[str, Any], samples: Any, k: int,
+               worst_categories: Any, failing_items: Any, error_items: Any) -> None:
+    out = obj.out
+    cats = worst_categories(ts, k=5)
+    if cats:
+        t = Table(title=f"{task}: worst categories", title_justify="left", header_style="bold")
+        t.add_column("category")
+        t.add_column("n", justify="right")
+        t.add_column(f"{ts['primary']} [95% interval]", justify="right")
+        for name, est, n in cats:
+            t.add_row(escape(name), str(n), est.format(percent=True))
+        out.print(t)
+    if k and ts.get("primary"):
+        for rec in failing_items(samples, task, ts["primary"], k=k):
+            out.print(f"[red]✗[/] {task}/{escape(rec.sample_id)}: answered "
+                      f"{escape(repr(rec.answer))}, expected {escape(repr(rec.target))}")
+    for rec in error_items(samples, task, k=k):
+        out.print(f"[red]error[/] {task}/{escape(rec.sample_id)}: {escape(rec.error or '')}")
+
+
+def _run_json(run: RunRecord) -> dict[str, Any]:
+    return {
+        "id": run.id, "created_at": run.created_at, "finished_at": run.finished_at,
+        "status": run.status, "model": run.model, "model_name": run.model_name,
+        "tasks": run.tasks, "methodology": run.methodology, "config": run.config,
+        "summary": run.summary, "calipers_version": run.calipers_version,
+    }

@@ -1,0 +1,25 @@
+"""Model providers: protocol, registry and built-ins (llamacpp, openai, fake)."""
+
+from calipers.models._base import ModelOptions, ModelProvider
+from calipers.models._fake import FakeModel
+from calipers.models._registry import (
+    ProviderInfo,
+    list_aliases,
+    list_providers,
+    register_provider,
+    resolve_model,
+)
+
+DEFAULT_MODEL = "smollm2"
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "FakeModel",
+    "ModelOptions",
+    "ModelProvider",
+    "ProviderInfo",
+    "list_aliases",
+    "list_providers",
+    "register_provider",
+    "resolve_model",
+]

@@ -1,0 +1,74 @@
+"""The model provider protocol."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from calipers.errors import NotSupportedError
+from calipers.types import (
+    ChatMessage,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    ModelIdentity,
+    ModelRequest,
+    ModelResponse,
+)
+
+__all__ = ["ModelOptions", "ModelProvider"]
+
+
+class ModelOptions(BaseModel):
+    """Options a user can set for any provider; each provider reads what applies to it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"  # the *name* of the variable; the key is never stored
+    concurrency: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    n_ctx: int = 4096
+    n_threads: int | None = None
+
+
+class ModelProvider(ABC):
+    """A model that calipers can evaluate.
+
+    ``generate`` handles chat (``request.messages``) and plain completion (``request.prompt``).
+    ``loglikelihood`` scores continuations of one context; backends that cannot do it keep the
+    default, which raises :class:`NotSupportedError`. Providers load lazily: constructing one is
+    cheap, the first call loads weights or opens connections, so a fully cached re-run never
+    loads the model at all.
+    """
+
+    provider_name: str = "abstract"
+    supports_loglikelihood: bool = False
+    default_concurrency: int = 1
+
+    @abstractmethod
+    def identity(self) -> ModelIdentity:
+        """Who answers; computed once (it may hash a weights file)."""
+
+    @abstractmethod
+    async def generate(self, request: ModelRequest) -> ModelResponse: ...
+
+    async def loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
+        raise NotSupportedError(
+            f"The {self.provider_name} provider cannot compute log-likelihoods.",
+            hint="Use a generation formulation of the task, or a llamacpp model.",
+        )
+
+    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+        """The prompt text the model sees for ``messages`` (chat template applied, generation
+        prompt added). Needed to score multiple choice by log-likelihood with the chat template
+        on."""
+        raise NotSupportedError(
+            f"The {self.provider_name} provider cannot render its chat template locally.",
+            hint="Run log-likelihood tasks with --no-chat-template on this provider.",
+        )
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (connections, model memory)."""

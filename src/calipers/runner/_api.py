@@ -1,0 +1,152 @@
+"""The library entry points: run, resume (``calipers.run`` mirrors ``calipers run``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from calipers._util.clock import utc_now
+from calipers._util.environment import calipers_version
+from calipers._util.hashing import json_hash
+from calipers._util.ids import new_run_id
+from calipers.errors import ResumeError
+from calipers.models import ModelProvider
+from calipers.runner._config import RunConfig
+from calipers.runner._finalize import summarize_records
+from calipers.runner._methodology import Methodology, comparable_hash
+from calipers.runner._plan import Plan, make_plan
+from calipers.runner._sample import metric_names
+from calipers.runner._schedule import Progress, execute
+from calipers.store import RunRecord, Store
+
+__all__ = ["RunResult", "aresume", "arun", "run"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    status: str
+    summary: dict[str, Any]
+    methodology: Methodology
+    elapsed_s: float
+
+
+def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResult:
+    metrics = {pt.task.name: metric_names(pt.task.scorers) for pt in plan.tasks}
+    summary = summarize_records(
+        store.get_samples(run_id), metrics, seed=plan.config.seed,
+        confidence=plan.config.confidence,
+    )
+    elapsed = time.perf_counter() - started
+    summary["elapsed_s"] = round(elapsed, 3)
+    store.update_run(run_id, status="finished", finished_at=utc_now(), summary=summary)
+    return RunResult(run_id, "finished", summary, plan.methodology, elapsed)
+
+
+async def _execute_and_finalize(
+    run_id: str, plan: Plan, store: Store, done: set[tuple[str, str, int]],
+    progress: Progress | None,
+) -> RunResult:
+    started = time.perf_counter()
+    try:
+        await execute(run_id, plan, store, done=done, progress=progress)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        store.update_run(run_id, status="interrupted")
+        raise
+    except BaseException:
+        store.update_run(run_id, status="failed")
+        raise
+    finally:
+        await plan.provider.aclose()
+    return _finalize(run_id, plan, store, started)
+
+
+async def arun(
+    config: RunConfig,
+    store: Store,
+    *,
+    provider: ModelProvider | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Plan, execute and finalize a new run; the run is stored before the first sample."""
+    plan = make_plan(config, provider)
+    run_id = new_run_id()
+    card = plan.methodology
+    store.create_run(
+        RunRecord(
+            id=run_id, created_at=utc_now(), finished_at=None, status="running",
+            model=config.model, model_name=card.model.name,
+            tasks=[pt.task.name for pt in plan.tasks],
+            methodology=card.model_dump(mode="json"),
+            methodology_hash=json_hash(
+                [card.model.model_dump(mode="json"),
+                 {t: comparable_hash(card, t) for t in card.tasks}]
+            ),
+            config=config.model_dump(mode="json"), summary=None,
+            calipers_version=calipers_version(),
+        )
+    )
+    return await _execute_and_finalize(run_id, plan, store, set(), progress)
+
+
+def _explain_mismatch(old: Methodology, new: Methodology) -> str | None:
+    if old.model.key() != new.model.key():
+        return "the model is not the same (identity or file hash changed)"
+    for task, m in old.tasks.items():
+        if task not in new.tasks:
+            return f"task {task!r} is no longer part of the plan"
+        if comparable_hash(old, task) != comparable_hash(new, task):
+            a, b = m.model_dump(), new.tasks[task].model_dump()
+            fields = [k for k in a if a[k] != b.get(k)]
+            return f"task {task!r} changed ({', '.join(fields)})"
+    return None
+
+
+async def aresume(
+    run_id: str,
+    store: Store,
+    *,
+    provider: ModelProvider | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Finish an interrupted run: same plan, skipping samples already stored."""
+    rec = store.get_run(run_id)
+    if rec.status == "finished":
+        raise ResumeError(
+            f"Run {rec.id} is already finished.", hint=f"`calipers show {rec.id}` shows it."
+        )
+    config = RunConfig.model_validate(rec.config)
+    plan = make_plan(config, provider)
+    old = Methodology.model_validate(rec.methodology)
+    why = _explain_mismatch(old, plan.methodology)
+    if why:
+        raise ResumeError(
+            f"Run {rec.id} cannot be resumed: {why}.",
+            hint="Start a new run instead; mixing the two would make its numbers meaningless.",
+        )
+    store.update_run(rec.id, status="running")
+    plan = Plan(plan.config, plan.provider, plan.tasks, old)
+    return await _execute_and_finalize(rec.id, plan, store, store.done_keys(rec.id), progress)
+
+
+def run(
+    model: str | ModelProvider = "smollm2",
+    task: str | list[str] = "dynamic",
+    *,
+    store: Store | None = None,
+    **options: Any,
+) -> RunResult:
+    """Evaluate ``model`` on ``task`` (names, suites or spec paths); options as RunConfig."""
+    provider = model if isinstance(model, ModelProvider) else None
+    spec = f"{provider.provider_name}:{provider.identity().name}" if provider else str(model)
+    tasks = (task,) if isinstance(task, str) else tuple(task)
+    config = RunConfig(model=spec, tasks=tasks, **options)
+    own = store is None
+    st = store or Store.open()
+    try:
+        return asyncio.run(arun(config, st, provider=provider))
+    finally:
+        if own:
+            st.close()

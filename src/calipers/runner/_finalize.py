@@ -1,0 +1,102 @@
+"""Finalize: reduce stored sample records to Estimates, per task and per category.
+
+Errored samples are excluded from every score and counted on their own; a NaN metric value
+(unscorable) is excluded the same way. Bootstrap randomness is seeded from the run's seed, the
+task and the metric, so a summary is reproducible from the stored records alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from calipers._util.hashing import text_hash
+from calipers.stats import bootstrap_mean, summarize
+from calipers.store import SampleRecord
+from calipers.types import Estimate
+
+__all__ = ["summarize_records", "summarize_task"]
+
+
+def _rng(seed: int, *parts: str) -> np.random.Generator:
+    return np.random.default_rng([seed, int(text_hash("\x00".join(parts), length=8), 16)])
+
+
+def _estimate(
+    recs: Sequence[SampleRecord], metric: str, seed: int, confidence: float, *tag: str
+) -> Estimate:
+    pairs = [
+        (r.scores[metric], r.cluster)
+        for r in recs
+        if r.error is None and r.scores and metric in r.scores
+    ]
+    values = np.array([v for v, _c in pairs], dtype=float)
+    clusters = [c for _v, c in pairs]
+    has_clusters = any(c is not None for c in clusters)
+    cl = [c if c is not None else f"__item{i}" for i, c in enumerate(clusters)]
+    return summarize(
+        values, clusters=cl if has_clusters else None,
+        rng=_rng(seed, metric, *tag), confidence=confidence,
+    )
+
+
+def summarize_task(
+    task: str, recs: Sequence[SampleRecord], metrics: Sequence[str], seed: int,
+    confidence: float,
+) -> dict[str, Any]:
+    scored = [r for r in recs if r.error is None]
+    errors = [r for r in recs if r.error is not None]
+    if not metrics:  # a task whose scorers were not given: take metric names from records
+        metrics = list(next((r.scores for r in scored if r.scores), {}) or {})
+    by_cat: dict[str, list[SampleRecord]] = defaultdict(list)
+    for r in recs:
+        by_cat[r.category or "(none)"].append(r)
+    categories = {}
+    if len(by_cat) > 1:
+        for cat, crecs in sorted(by_cat.items()):
+            categories[cat] = {
+                "n": len(crecs),
+                "n_errors": sum(r.error is not None for r in crecs),
+                "metrics": {
+                    m: _estimate(crecs, m, seed, confidence, task, cat).to_dict()
+                    for m in metrics
+                },
+            }
+    lat = np.array([r.latency_s for r in scored if r.latency_s is not None], dtype=float)
+    return {
+        "primary": metrics[0] if metrics else None,
+        "n_samples": len(recs),
+        "n_scored": len(scored),
+        "n_errors": len(errors),
+        "n_cached": sum(bool(r.cached) for r in recs),
+        "metrics": {m: _estimate(recs, m, seed, confidence, task).to_dict() for m in metrics},
+        "categories": categories,
+        "latency_s": bootstrap_mean(
+            lat, _rng(seed, "latency", task), confidence=confidence
+        ).to_dict(),
+        "input_tokens": sum(r.input_tokens or 0 for r in recs),
+        "output_tokens": sum(r.output_tokens or 0 for r in recs),
+        "errors": sorted({(r.error or "").split(":")[0] for r in errors}),
+    }
+
+
+def summarize_records(
+    records: Sequence[SampleRecord],
+    metrics: dict[str, list[str]],
+    *,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any]:
+    """``metrics`` maps each task (in run order) to its metric names, primary first."""
+    by_task: dict[str, list[SampleRecord]] = defaultdict(list)
+    for r in records:
+        by_task[r.task].append(r)
+    return {
+        "tasks": {
+            t: summarize_task(t, by_task.get(t, []), ms, seed, confidence)
+            for t, ms in metrics.items()
+        }
+    }

@@ -1,0 +1,77 @@
+"""The methodology card: everything needed to defend, reproduce or refuse to compare a number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from calipers._util.clock import utc_now_iso
+from calipers._util.environment import calipers_version, git_revision, package_versions
+from calipers._util.hashing import json_hash
+from calipers.types import GenerateParams, ModelIdentity
+
+__all__ = ["Methodology", "TaskMethodology", "chat_hash", "comparable_hash", "prompt_hash"]
+
+
+class TaskMethodology(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    version: str
+    kind: str
+    source: str
+    data_hash: str
+    n_items: int
+    dynamic: bool
+    seed: int
+    limit: int | None
+    prompt_template: dict[str, str]
+    prompt_hash: str
+    chat_template: bool
+    chat_template_hash: str | None
+    system_prompt: str | None
+    few_shot: int
+    few_shot_seed: int
+    decoding: GenerateParams
+    scorers: list[dict[str, Any]]
+
+
+class Methodology(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: ModelIdentity
+    model_spec: str
+    tasks: dict[str, TaskMethodology]
+    confidence: float
+    calipers_version: str
+    git_revision: str | None
+    packages: dict[str, str]
+    created_at: str
+
+    @classmethod
+    def create(
+        cls, model: ModelIdentity, model_spec: str, tasks: dict[str, TaskMethodology],
+        confidence: float,
+    ) -> Methodology:
+        return cls(
+            model=model, model_spec=model_spec, tasks=tasks, confidence=confidence,
+            calipers_version=calipers_version(), git_revision=git_revision(),
+            packages=package_versions(), created_at=utc_now_iso(),
+        )
+
+
+def prompt_hash(template: dict[str, str]) -> str:
+    return json_hash(template)
+
+
+def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
+    return model.chat_template_hash if enabled else None
+
+
+def comparable_hash(card: Methodology, task: str) -> str:
+    """Hash of what must match for two runs' scores on ``task`` to be comparable: the task
+    methodology without the model (comparisons are between models) and without the software
+    versions (recorded, but a patch release must not make runs incomparable)."""
+    return json_hash(card.tasks[task].model_dump(mode="json"))
+

@@ -1,0 +1,152 @@
+"""Plan: resolve the model and tasks, load items, draw few-shot examples, build every request.
+
+Planning does no model calls (the provider loads its weights lazily), so a plan is cheap and
+its methodology card is known before the first sample runs.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from calipers._util.hashing import json_hash
+from calipers.errors import ConfigError
+from calipers.models import ModelProvider, resolve_model
+from calipers.runner._config import RunConfig
+from calipers.runner._methodology import Methodology, TaskMethodology, chat_hash, prompt_hash
+from calipers.tasks import LoadContext, Task, data_hash, resolve_task
+from calipers.types import (
+    GenerateParams,
+    LoglikelihoodRequest,
+    ModelRequest,
+    Sample,
+)
+
+__all__ = ["Plan", "PlannedSample", "PlannedTask", "make_plan"]
+
+
+@dataclass(frozen=True)
+class PlannedSample:
+    task: str
+    position: int
+    sample: Sample
+    request: ModelRequest | LoglikelihoodRequest
+    prompt_text: str | None  # for log-likelihood: the full rendered context
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    task: Task
+    samples: tuple[PlannedSample, ...]
+    methodology: TaskMethodology
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: RunConfig
+    provider: ModelProvider
+    tasks: tuple[PlannedTask, ...]
+    methodology: Methodology
+
+    @property
+    def total(self) -> int:
+        return sum(len(t.samples) for t in self.tasks)
+
+
+def _data_dir(config: RunConfig) -> Path | None:
+    import os
+
+    d = config.data_dir or os.environ.get("CALIPERS_DATA")
+    return Path(d) if d else None
+
+
+def _decoding(task: Task, config: RunConfig) -> GenerateParams:
+    upd: dict[str, object] = {}
+    if config.max_tokens is not None:
+        upd["max_tokens"] = config.max_tokens
+    if config.temperature is not None:
+        upd["temperature"] = config.temperature
+    return task.params.model_copy(update=upd) if upd else task.params
+
+
+def _draw_shots(pool: list[Sample], sample: Sample, k: int, seed: int) -> list[Sample]:
+    if k == 0:
+        return []
+    candidates = [s for s in pool if s.id != sample.id and s.input != sample.input]
+    if len(candidates) < k:
+        raise ConfigError(f"Few-shot k={k} but the pool has only {len(candidates)} examples.")
+    rng = random.Random(json_hash([seed, sample.id]))
+    return rng.sample(candidates, k)
+
+
+def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> PlannedTask:
+    ctx = LoadContext(
+        seed=config.seed, n=config.limit or task.default_n, data_dir=_data_dir(config)
+    )
+    samples = list(task.load(ctx))
+    if config.limit is not None:
+        samples = samples[: config.limit]
+    k = task.default_few_shot if config.few_shot is None else config.few_shot
+    shot_seed = task.few_shot_seed if config.few_shot_seed is None else config.few_shot_seed
+    pool = list(task.fewshot(ctx)) if (k and task.fewshot) else []
+    if k and not task.fewshot:
+        raise ConfigError(f"Task {task.name!r} has no few-shot pool; use --few-shot 0.")
+    params = _decoding(task, config)
+    identity = provider.identity()
+    planned = []
+    for i, s in enumerate(samples):
+        shots = _draw_shots(pool, s, k, shot_seed)
+        req: ModelRequest | LoglikelihoodRequest
+        text: str | None = None
+        if task.kind == "multiple_choice":
+            if config.chat_template:
+                text = provider.render_chat(task.prompt.chat(s, shots, config.system_prompt))
+            else:
+                text = task.prompt.plain(s, shots, config.system_prompt)
+            req = LoglikelihoodRequest(context=text, continuations=task.prompt.continuations(s))
+        elif config.chat_template:
+            req = ModelRequest(
+                messages=task.prompt.chat(s, shots, config.system_prompt), params=params
+            )
+        else:
+            req = ModelRequest(
+                prompt=task.prompt.plain(s, shots, config.system_prompt), params=params
+            )
+        planned.append(PlannedSample(task.name, i, s, req, text))
+    template = task.prompt.model_dump(mode="json")
+    card = TaskMethodology(
+        task=task.name, version=task.version, kind=task.kind, source=task.source,
+        data_hash=data_hash(samples), n_items=len(samples), dynamic=task.dynamic,
+        seed=config.seed, limit=config.limit, prompt_template=template,
+        prompt_hash=prompt_hash(template), chat_template=config.chat_template,
+        chat_template_hash=chat_hash(config.chat_template, identity),
+        system_prompt=config.system_prompt, few_shot=k, few_shot_seed=shot_seed,
+        decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
+    )
+    return PlannedTask(task, tuple(planned), card)
+
+
+def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
+    """Resolve everything a run needs. ``provider`` overrides ``config.model`` (tests pass a
+    FakeModel instance; the spec string is still recorded)."""
+    tasks: list[Task] = []
+    for name in config.tasks:
+        tasks.extend(resolve_task(name))
+    names = [t.name for t in tasks]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"A task is listed twice: {', '.join(names)}.")
+    provider = provider or resolve_model(config.model, config.model_options)
+    for t in tasks:
+        if t.kind == "multiple_choice" and not provider.supports_loglikelihood:
+            raise ConfigError(
+                f"Task {t.name!r} scores choices by log-likelihood, which the "
+                f"{provider.provider_name} provider cannot compute.",
+                hint="Drop the task or use a model that returns log-probabilities (llamacpp).",
+            )
+    planned = tuple(_plan_task(t, config, provider) for t in tasks)
+    card = Methodology.create(
+        provider.identity(), config.model, {p.task.name: p.methodology for p in planned},
+        config.confidence,
+    )
+    return Plan(config, provider, planned, card)

@@ -1,0 +1,118 @@
+"""One sample: request -> (cache | model) -> scorers -> a record. Failures become data."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from calipers.models import ModelProvider
+from calipers.runner._cache import ResponseCache
+from calipers.runner._plan import PlannedSample
+from calipers.scorers import Scorer
+from calipers.store import SampleRecord
+from calipers.types import (
+    LoglikelihoodRequest,
+    ModelRequest,
+    SampleOutput,
+)
+
+__all__ = ["metric_names", "run_sample"]
+
+
+async def _call(
+    provider: ModelProvider,
+    request: ModelRequest | LoglikelihoodRequest,
+    cache: ResponseCache | None,
+) -> SampleOutput:
+    if cache is not None and (hit := cache.get(request)) is not None:
+        return hit
+    if isinstance(request, ModelRequest):
+        out = SampleOutput(response=await provider.generate(request))
+    else:
+        out = SampleOutput(loglikelihood=await provider.loglikelihood(request))
+    if cache is not None:
+        cache.put(request, out)
+    return out
+
+
+def metric_names(scorers: tuple[Scorer, ...]) -> list[str]:
+    """The task's metric names, primary first; a metric name two scorers share is prefixed
+    with the scorer's name."""
+    counts: dict[str, int] = {}
+    for s in scorers:
+        for m in s.metrics:
+            counts[m] = counts.get(m, 0) + 1
+    return [f"{s.spec.name}.{m}" if counts[m] > 1 else m for s in scorers for m in s.metrics]
+
+
+def _metric_values(scores: list[tuple[Scorer, dict[str, float]]]) -> dict[str, float]:
+    names = iter(metric_names(tuple(s for s, _v in scores)))
+    merged: dict[str, float] = {}
+    for s, vals in scores:
+        for m in s.metrics:
+            merged[next(names)] = float(vals.get(m, float("nan")))
+    return merged
+
+
+async def run_sample(
+    run_id: str,
+    planned: PlannedSample,
+    provider: ModelProvider,
+    scorers: tuple[Scorer, ...],
+    cache: ResponseCache | None,
+) -> SampleRecord:
+    """Never raises for a model or scorer failure: the record carries the error instead."""
+    s = planned.sample
+    prompt = planned.request.model_dump(mode="json", exclude_none=True)
+    if planned.prompt_text is not None:
+        prompt["rendered"] = planned.prompt_text
+    base: dict[str, Any] = dict(
+        run_id=run_id, task=planned.task, sample_id=s.id, epoch=0, position=planned.position,
+        category=s.category, cluster=s.cluster, prompt=prompt, target=s.target_text or None,
+    )
+    start = time.perf_counter()
+    try:
+        out = await _call(provider, planned.request, cache)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # a failed call is data, not a crash and not a wrong answer
+        return SampleRecord(
+            **base, latency_s=time.perf_counter() - start, cached=False,
+            error=f"model: {type(e).__name__}: {e}",
+        )
+    if out.response is not None:
+        r = out.response
+        response_text: str | None = r.text
+        latency, tin, tout, cached = r.latency_s, r.input_tokens, r.output_tokens, r.cached
+    else:
+        ll = out.loglikelihood
+        assert ll is not None
+        response_text = None
+        latency, tin, tout, cached = ll.latency_s, ll.input_tokens, 0, ll.cached
+    try:
+        results = [(sc, await sc(s, out)) for sc in scorers]
+    except Exception as e:
+        return SampleRecord(
+            **base, response=response_text, latency_s=latency, input_tokens=tin,
+            output_tokens=tout, cached=cached, error=f"scorer: {type(e).__name__}: {e}",
+           
+        )
+    answer = next((sc.answer for _s, sc in results if sc.answer is not None), None)
+    details: dict[str, Any] = {
+        s_.spec.name: {k: v for k, v in (("explanation", sc.explanation),
+                                         ("metadata", sc.metadata)) if v}
+        for s_, sc in results
+    }
+    if out.loglikelihood is not None:
+        details["loglikelihood"] = out.loglikelihood.model_dump(
+            mode="json", include={"logprobs", "is_greedy", "n_tokens", "tokens_evaluated"}
+        )
+        if answer is not None and answer.isdigit() and s.choices and int(answer) < len(s.choices):
+            response_text = s.choices[int(answer)]
+    return SampleRecord(
+        **base, response=response_text, answer=answer,
+        scores=_metric_values([(s_, sc.values) for s_, sc in results]),
+        score_details=details or None, latency_s=latency, input_tokens=tin,
+        output_tokens=tout, cached=cached, error=None,
+    )

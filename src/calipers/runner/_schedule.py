@@ -1,0 +1,117 @@
+"""Schedule: run the planned samples with bounded concurrency, writing records as they finish.
+
+Records are written in small batches (each batch one transaction), so a kill loses at most the
+samples in flight; a resumed run skips what was written and retries what errored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from typing import Protocol
+
+from calipers.runner._plan import Plan, PlannedSample, PlannedTask
+from calipers.runner._cache import ResponseCache
+from calipers.runner._sample import run_sample
+from calipers.store import SampleRecord, Store
+
+__all__ = ["Progress", "execute"]
+
+
+class Progress(Protocol):
+    """What the runner tells a progress display (the CLI's bar; nothing in the library)."""
+
+    def start_task(self, task: str, total: int, done: int) -> None: ...
+    def advance(self, task: str, record: SampleRecord) -> None: ...
+    def finish_task(self, task: str) -> None: ...
+
+
+class _Writer:
+    """Buffers records and flushes them every ``every`` records or ``interval_s`` seconds."""
+
+    def __init__(self, store: Store, every: int = 64, interval_s: float = 0.5) -> None:
+        self._store = store
+        self._buf: list[SampleRecord] = []
+        self._every = every
+        self._interval = interval_s
+        self._last = time.monotonic()
+
+    def add(self, record: SampleRecord) -> None:
+        self._buf.append(record)
+        if len(self._buf) >= self._every or time.monotonic() - self._last > self._interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            self._store.add_samples(self._buf)
+            self._buf = []
+        self._last = time.monotonic()
+
+
+async def _run_task(
+    run_id: str,
+    plan: Plan,
+    pt: PlannedTask,
+    todo: list[PlannedSample],
+    writer: _Writer,
+    cache: ResponseCache | None,
+    progress: Progress | None,
+) -> None:
+    limit = plan.config.concurrency or plan.provider.default_concurrency
+    sem = asyncio.Semaphore(limit)
+
+    async def one(ps: PlannedSample) -> None:
+        async with sem:
+            rec = await run_sample(run_id, ps, plan.provider, pt.task.scorers, cache)
+        writer.add(rec)
+        if progress:
+            progress.advance(pt.task.name, rec)
+
+    # Bounded fan-out: at most ``limit`` coroutines exist at once, in item order.
+    pending: set[asyncio.Task[None]] = set()
+    try:
+        for ps in todo:
+            if len(pending) >= limit:
+                _done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for d in _done:
+                    d.result()
+            pending.add(asyncio.create_task(one(ps)))
+        if pending:
+            for d in (await asyncio.wait(pending))[0]:
+                d.result()
+    finally:
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        writer.flush()
+        if cache is not None:
+            cache.flush()
+
+
+def _todo(pt: PlannedTask, done: set[tuple[str, str, int]]) -> list[PlannedSample]:
+    return [ps for ps in pt.samples if (ps.task, ps.sample.id, 0) not in done]
+
+
+async def execute(
+    run_id: str,
+    plan: Plan,
+    store: Store,
+    *,
+    done: Iterable[tuple[str, str, int]] = (),
+    progress: Progress | None = None,
+) -> None:
+    """Run every planned sample not in ``done``; records go to ``store`` as they finish."""
+    done_set = set(done)
+    cache = ResponseCache(store, plan.methodology.model.key()) if plan.config.use_cache else None
+    writer = _Writer(store)
+    for pt in plan.tasks:
+        todo = _todo(pt, done_set)
+        if cache is not None:
+            cache.prefetch(ps.request for ps in todo)
+        if progress:
+            progress.start_task(pt.task.name, len(pt.samples), len(pt.samples) - len(todo))
+        await _run_task(run_id, plan, pt, todo, writer, cache, progress)
+        if progress:
+            progress.finish_task(pt.task.name)

@@ -1,0 +1,50 @@
+"""Shared fixtures: every test runs in an isolated calipers home (temporary folder)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def calipers_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "calipers-home"
+    monkeypatch.setenv("CALIPERS_HOME", str(home))
+    monkeypatch.delenv("CALIPERS_STORE", raising=False)
+    monkeypatch.delenv("CALIPERS_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    yield home
+
+
+CAPITALS = [
+    {"id": "fr", "question": "Capital of France?", "answer": "Paris", "region": "europe"},
+    {"id": "de", "question": "Capital of Germany?", "answer": "Berlin", "region": "europe"},
+    {"id": "it", "question": "Capital of Italy?", "answer": "Rome", "region": "europe"},
+    {"id": "jp", "question": "Capital of Japan?", "answer": "Tokyo", "region": "asia"},
+    {"id": "cn", "question": "Capital of China?", "answer": "Beijing", "region": "asia"},
+    {"id": "kr", "question": "Capital of South Korea?", "answer": "Seoul", "region": "asia"},
+    {"id": "eg", "question": "Capital of Egypt?", "answer": "Cairo", "region": "africa"},
+    {"id": "ke", "question": "Capital of Kenya?", "answer": "Nairobi", "region": "africa"},
+]
+
+
+@pytest.fixture
+def capitals_task(tmp_path: Path) -> Path:
+    """A generation task file: 8 capitals in 3 regions, scored by exact match."""
+    data = tmp_path / "capitals.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in CAPITALS), encoding="utf-8")
+    spec = tmp_path / "capitals.yaml"
+    spec.write_text(
+        "name: capitals\n"
+        "version: '2'\n"
+        "data: capitals.jsonl\n"
+        "fields: {id: id, input: question, target: answer, category: region}\n"
+        "prompt: {template: \"Q: {input}\\nA:\"}\n"
+        "scorers: [exact_match]\n"
+        "generation: {max_tokens: 8}\n",
+        encoding="utf-8",
+    )
+    return spec
