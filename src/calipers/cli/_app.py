@@ -3,6 +3,7 @@ one-sentence messages and exit codes."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Any
@@ -24,7 +25,9 @@ class Context:
     def __init__(self, store_url: str | None, debug: bool) -> None:
         self.store_url = store_url
         self.debug = debug
-        self.out = Console(highlight=False, soft_wrap=True)
+        # Piped output is read by people too: do not squeeze tables into 80 columns.
+        wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+        self.out = Console(highlight=False, width=wide)
         self.err = Console(stderr=True, highlight=False)
 
 

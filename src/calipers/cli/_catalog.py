@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.table import Table
@@ -21,7 +22,7 @@ __all__ = ["models_cmd", "tasks_cmd"]
 def tasks_cmd(obj: Context, verbose: bool, as_json: bool) -> None:
     """List built-in tasks and suites. A path to a task file (.yaml/.json) also works as a
     task: see docs/tasks.md."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, factory in list_tasks().items():
         t = factory()
         rows.append({

@@ -50,11 +50,12 @@ class BarProgress:
         self._ids[task] = self._bar.add_task(task, total=total, completed=done, errors="")
 
     def advance(self, task: str, record: SampleRecord) -> None:
-        fields = {}
-        if record.error is not None:
-            self._errors[task] += 1
-            fields["errors"] = f"[red]{self._errors[task]} errors[/]"
-        self._bar.update(self._ids[task], advance=1, **fields)
+        if record.error is None:
+            self._bar.update(self._ids[task], advance=1)
+            return
+        self._errors[task] += 1
+        label = f"[red]{self._errors[task]} errors[/]"
+        self._bar.update(self._ids[task], advance=1, errors=label)
 
     def finish_task(self, task: str) -> None:
         pass

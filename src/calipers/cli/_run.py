@@ -46,6 +46,7 @@ def _config(opts: dict[str, Any]) -> RunConfig:
             max_tokens=opts["max_tokens"], temperature=opts["temperature"],
             concurrency=opts["concurrency"], use_cache=opts["cache"],
             model_options=ModelOptions(**model_opts),
+            confidence=0.95,
         )
     except ValueError as e:
         raise ConfigError(f"Invalid run option: {e}") from None
@@ -103,7 +104,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 @click.option("--no-report", is_flag=True, help="Do not write report files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run id and estimates as JSON.")
 @click.pass_obj
-def run_cmd(obj: Context, **opts: Any) -> None:
+def run_cmd(obj: Context, /, **opts: Any) -> None:
     """Evaluate a model on tasks and store the run.
 
     With no options: the embedded SmolLM2-135M-Instruct on the built-in dynamic suite

@@ -101,10 +101,10 @@ def _show_task(obj: Context, task: str, ts: dict[str, Any], samples: Any, k: int
     if cats:
         t = Table(title=f"{task}: worst categories", title_justify="left", header_style="bold")
         t.add_column("category")
-        t.add_column("n", justify="right")
+        t.add_column("scored/total", justify="right")
         t.add_column(f"{ts['primary']} [95% interval]", justify="right")
         for name, est, n in cats:
-            t.add_row(escape(name), str(n), est.format(percent=True))
+            t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=True))
         out.print(t)
     if k and ts.get("primary"):
         for rec in failing_items(samples, task, ts["primary"], k=k):

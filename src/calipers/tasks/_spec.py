@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from calipers.datasets import read_records
-from calipers.errors import CalipersError, TaskSpecError
+from calipers.errors import CalipersError, DataError, TaskSpecError
 from calipers.scorers import ScorerSpec, build_scorer
 from calipers.tasks._prompt import PromptTemplate, template_fields
 from calipers.tasks._task import LoadContext, Task
@@ -133,7 +133,7 @@ def load_task_spec(path: str | Path) -> Task:
         raise TaskSpecError(f"{where}: field '{field}': {err['msg']}{more}.") from None
     try:
         return _build(spec, path)
-    except TaskSpecError:
+    except (TaskSpecError, DataError):
         raise
     except CalipersError as e:
         raise TaskSpecError(f"{path}: {e.message}", hint=e.hint) from None
