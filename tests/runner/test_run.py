@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import norm
 
-from calipers.errors import ConfigError, ModelCallError, ResumeError
+from calipers.errors import ConfigError, ModelCallError, ModelLoadError, ResumeError
 from calipers.models import FakeModel
 from calipers.runner import RunConfig, aresume, arun
 from calipers.store import Store
@@ -189,3 +189,16 @@ def test_multiple_choice_needs_loglikelihood(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="log-likelihood"):
         _run(RunConfig(model="fake:echo", tasks=("dyn_dates_mc",), limit=2), NoLL())
+
+
+def test_a_model_that_cannot_load_fails_the_run_not_the_samples(capitals_task: Path) -> None:
+    def unloadable(req: ModelRequest) -> str:
+        raise ModelLoadError("weights are corrupt")
+
+    cfg = RunConfig(model="fake:x", tasks=(str(capitals_task),))
+    with Store.open() as store:
+        with pytest.raises(ModelLoadError):
+            asyncio.run(arun(cfg, store, provider=FakeModel(unloadable)))
+        run = store.list_runs()[0]
+        assert run.status == "failed" and "weights are corrupt" in (run.error or "")
+        assert store.get_samples(run.id) == []

@@ -55,8 +55,8 @@ async def _execute_and_finalize(
     except (KeyboardInterrupt, asyncio.CancelledError):
         store.update_run(run_id, status="interrupted")
         raise
-    except BaseException:
-        store.update_run(run_id, status="failed")
+    except BaseException as e:
+        store.update_run(run_id, status="failed", error=f"{type(e).__name__}: {e}")
         raise
     finally:
         await plan.provider.aclose()

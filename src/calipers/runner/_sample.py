@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+from calipers.errors import ModelLoadError, NotSupportedError
 from calipers.models import ModelProvider
 from calipers.runner._cache import ResponseCache
 from calipers.runner._plan import PlannedSample
@@ -15,6 +16,7 @@ from calipers.types import (
     LoglikelihoodRequest,
     ModelRequest,
     SampleOutput,
+    Score,
 )
 
 __all__ = ["metric_names", "run_sample"]
@@ -55,6 +57,20 @@ def _metric_values(scores: list[tuple[Scorer, dict[str, float]]]) -> dict[str, f
     return merged
 
 
+def _details(results: list[tuple[Scorer, Score]], out: SampleOutput) -> dict[str, Any]:
+    """What scorers explained, and the raw log-likelihoods, for the stored record."""
+    details: dict[str, Any] = {
+        s.spec.name: {k: v for k, v in (("explanation", sc.explanation),
+                                        ("metadata", sc.metadata)) if v}
+        for s, sc in results
+    }
+    if out.loglikelihood is not None:
+        details["loglikelihood"] = out.loglikelihood.model_dump(
+            mode="json", include={"logprobs", "is_greedy", "n_tokens", "tokens_evaluated"}
+        )
+    return details
+
+
 async def run_sample(
     run_id: str,
     planned: PlannedSample,
@@ -74,8 +90,8 @@ async def run_sample(
     start = time.perf_counter()
     try:
         out = await _call(provider, planned.request, cache)
-    except asyncio.CancelledError:
-        raise
+    except (asyncio.CancelledError, ModelLoadError, NotSupportedError):
+        raise  # the whole run cannot go on: not a property of this sample
     except Exception as e:  # a failed call is data, not a crash and not a wrong answer
         return SampleRecord(
             **base, latency_s=time.perf_counter() - start, cached=False,
@@ -96,20 +112,11 @@ async def run_sample(
         return SampleRecord(
             **base, response=response_text, latency_s=latency, input_tokens=tin,
             output_tokens=tout, cached=cached, error=f"scorer: {type(e).__name__}: {e}",
-           
         )
     answer = next((sc.answer for _s, sc in results if sc.answer is not None), None)
-    details: dict[str, Any] = {
-        s_.spec.name: {k: v for k, v in (("explanation", sc.explanation),
-                                         ("metadata", sc.metadata)) if v}
-        for s_, sc in results
-    }
-    if out.loglikelihood is not None:
-        details["loglikelihood"] = out.loglikelihood.model_dump(
-            mode="json", include={"logprobs", "is_greedy", "n_tokens", "tokens_evaluated"}
-        )
-        if answer is not None and answer.isdigit() and s.choices and int(answer) < len(s.choices):
-            response_text = s.choices[int(answer)]
+    if out.loglikelihood is not None and answer is not None and answer.isdigit() and s.choices:
+        response_text = s.choices[int(answer)] if int(answer) < len(s.choices) else answer
+    details = _details(results, out)
     return SampleRecord(
         **base, response=response_text, answer=answer,
         scores=_metric_values([(s_, sc.values) for s_, sc in results]),

@@ -11,8 +11,8 @@ import time
 from collections.abc import Iterable
 from typing import Protocol
 
-from calipers.runner._plan import Plan, PlannedSample, PlannedTask
 from calipers.runner._cache import ResponseCache
+from calipers.runner._plan import Plan, PlannedSample, PlannedTask
 from calipers.runner._sample import run_sample
 from calipers.store import SampleRecord, Store
 
