@@ -85,3 +85,24 @@ def test_module_entry_point_runs() -> None:
     proc = subprocess.run([sys.executable, "-m", "calipers", "--help"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and "calipers run" in proc.stdout
+
+
+def test_store_option_on_subcommands(capitals_task: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    code, out, _ = invoke("run", "--store", url, "-m", "fake:echo", "-t", str(capitals_task),
+                          "--json", "--no-report")
+    run_id = json.loads(out)["run_id"]
+    assert code == 0 and (tmp_path / "elsewhere.db").exists()
+    code, out, _ = invoke("runs", "--store", url, "--json")
+    assert [r["id"] for r in json.loads(out)] == [run_id]
+    code, out, _ = invoke("runs", "--json")  # the default store did not get it
+    assert json.loads(out) == []
+    code, out, _ = invoke("--store", url, "show", run_id, "--json")
+    assert code == 0 and json.loads(out)["id"] == run_id
+
+
+def test_not_a_gguf_is_one_clear_error(tmp_path: Path) -> None:
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"not really a model")
+    code, _, err = invoke("run", "-m", f"llamacpp:{fake}", "-t", "dyn_arithmetic", "-n", "2")
+    assert code == 2 and "is not a GGUF file" in err and "Traceback" not in err

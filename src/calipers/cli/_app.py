@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -14,7 +15,15 @@ from rich.console import Console
 from calipers._util.environment import calipers_version
 from calipers.errors import CalipersError
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "Context", "cli", "main"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "Context",
+    "cli",
+    "main",
+    "store_option",
+]
 
 EXIT_ERROR = 2
 EXIT_INTERNAL = 1
@@ -91,6 +100,20 @@ def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
       calipers tasks | calipers models  what can be evaluated, and with what
     """
     ctx.obj = Context(store_url, debug)
+
+
+def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL`` on a subcommand too (``calipers run --store URL``), overriding the
+    group option and ``CALIPERS_STORE``."""
+
+    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value:
+            ctx.ensure_object(Context).store_url = value
+
+    return click.option(
+        "--store", "store_url_override", metavar="URL", expose_value=False, callback=remember,
+        help="Database URL (default: SQLite under $CALIPERS_HOME or ./.calipers/).",
+    )(f)
 
 
 def main() -> None:

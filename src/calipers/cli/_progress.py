@@ -34,6 +34,7 @@ class BarProgress:
             transient=False,
         )
         self._ids: dict[str, TaskID] = {}
+        self.run_id: str | None = None
         self._errors: dict[str, int] = {}
 
     def __enter__(self) -> BarProgress:
@@ -44,6 +45,9 @@ class BarProgress:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._bar.stop()
+
+    def start_run(self, run_id: str) -> None:
+        self.run_id = run_id
 
     def start_task(self, task: str, total: int, done: int) -> None:
         self._errors[task] = 0

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from calipers.cli._app import EXIT_INTERRUPTED, Context, cli
+from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
 from calipers.cli._progress import BarProgress
 from calipers.cli._render import summary_table
 from calipers.errors import ConfigError
@@ -103,6 +103,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
               help="Where HTML/Markdown reports go [default: .calipers/reports].")
 @click.option("--no-report", is_flag=True, help="Do not write report files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run id and estimates as JSON.")
+@store_option
 @click.pass_obj
 def run_cmd(obj: Context, /, **opts: Any) -> None:
     """Evaluate a model on tasks and store the run.
@@ -127,8 +128,7 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
                 else:
                     result = asyncio.run(arun(_config(opts), store, progress=progress))
         except KeyboardInterrupt:
-            latest = store.list_runs(limit=1)
-            rid = opts["resume"] or (latest[0].id if latest else "RUN")
+            rid = progress.run_id or opts["resume"] or "RUN"
             obj.err.print(
                 f"[yellow]Interrupted.[/] Finished samples are stored; "
                 f"resume with: calipers run --resume {rid}"

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from calipers.cli._app import Context, cli
+from calipers.cli._app import Context, cli, store_option
 from calipers.cli._render import summary_table
 from calipers.store import RunRecord, Store
 from calipers.types import Estimate
@@ -33,6 +33,7 @@ def _primary(run: RunRecord) -> str:
 @click.option("--task", help="Only runs that include this task.")
 @click.option("--model", help="Only runs of this model spec.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@store_option
 @click.pass_obj
 def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_json: bool) -> None:
     """List stored runs, newest first."""
@@ -64,6 +65,7 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
 @click.option("--failures", type=click.IntRange(min=0), default=5, show_default=True,
               help="Failing items to show per task.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
+@store_option
 @click.pass_obj
 def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
     """Show one run: scores with intervals, methodology, categories, worst items.

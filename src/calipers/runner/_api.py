@@ -50,6 +50,8 @@ async def _execute_and_finalize(
     progress: Progress | None,
 ) -> RunResult:
     started = time.perf_counter()
+    if progress:
+        progress.start_run(run_id)
     try:
         await execute(run_id, plan, store, done=done, progress=progress)
     except (KeyboardInterrupt, asyncio.CancelledError):

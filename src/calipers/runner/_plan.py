@@ -6,6 +6,7 @@ its methodology card is known before the first sample runs.
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,6 @@ class Plan:
 
 
 def _data_dir(config: RunConfig) -> Path | None:
-    import os
-
     d = config.data_dir or os.environ.get("CALIPERS_DATA")
     return Path(d) if d else None
 
