@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from calipers._util.plugins import Registrations
 from calipers.errors import ConfigError, UnknownNameError
 from calipers.models._base import ModelOptions, ModelProvider
 
@@ -69,20 +70,12 @@ def resolve_model(spec: str, options: ModelOptions | None = None) -> ModelProvid
     return _PROVIDERS[prefix].factory(rest, options)
 
 
-_plugins_loaded = False
-
-
-def _load_plugins() -> None:
-    """Built-ins register through the same path as third-party providers (entry points in
-    group ``calipers.models``, each a ``register()`` callable)."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    from importlib.metadata import entry_points
-
+def _register_builtins() -> None:
     from calipers.models import _builtins
 
     _builtins.register()
-    for ep in entry_points(group="calipers.models"):
-        ep.load()()
+
+
+# Third-party providers: entry points in group ``calipers.models``, each a ``register()``.
+_registrations = Registrations("calipers.models", _register_builtins)
+_load_plugins = _registrations.ensure

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from calipers._util.plugins import Registrations
 from calipers.errors import UnknownNameError
 from calipers.tasks._task import Task
 
@@ -12,7 +13,6 @@ __all__ = ["get_task", "list_tasks", "register_task", "resolve_task"]
 
 _TASKS: dict[str, Callable[[], Task]] = {}
 _SUITES: dict[str, tuple[str, ...]] = {}
-_loaded = False
 
 
 def register_task(name: str, factory: Callable[[], Task]) -> None:
@@ -23,18 +23,14 @@ def register_suite(name: str, tasks: tuple[str, ...]) -> None:
     _SUITES[name] = tasks
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from importlib.metadata import entry_points
-
+def _register_builtins() -> None:
     from calipers.tasks import _builtins
 
     _builtins.register()
-    for ep in entry_points(group="calipers.tasks"):
-        ep.load()()
+
+
+# Third-party tasks: entry points in group ``calipers.tasks``, each a ``register()``.
+_load = Registrations("calipers.tasks", _register_builtins).ensure
 
 
 def list_tasks() -> dict[str, Callable[[], Task]]:
