@@ -33,6 +33,7 @@ class TaskMethodology(BaseModel):
     system_prompt: str | None
     few_shot: int
     few_shot_seed: int
+    few_shot_sampling: str = "per_item"
     decoding: GenerateParams
     scorers: list[dict[str, Any]]
 

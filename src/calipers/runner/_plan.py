@@ -69,12 +69,20 @@ def _decoding(task: Task, config: RunConfig) -> GenerateParams:
     return task.params.model_copy(update=upd) if upd else task.params
 
 
-def _draw_shots(pool: list[Sample], sample: Sample, k: int, seed: int) -> list[Sample]:
+def _draw_shots(
+    pool: list[Sample], sample: Sample, k: int, seed: int, sampling: str
+) -> list[Sample]:
+    """``per_item``: a draw seeded by (seed, item id). ``fixed``: the pool in one seeded
+    order, the first k that are not the item itself, so almost every item gets the same shots
+    (and shares its prompt prefix)."""
     if k == 0:
         return []
     candidates = [s for s in pool if s.id != sample.id and s.input != sample.input]
     if len(candidates) < k:
         raise ConfigError(f"Few-shot k={k} but the pool has only {len(candidates)} examples.")
+    if sampling == "fixed":
+        order = sorted(candidates, key=lambda s: json_hash([seed, "fixed", s.id]))
+        return order[:k]
     rng = random.Random(json_hash([seed, sample.id]))
     return rng.sample(candidates, k)
 
@@ -95,7 +103,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
     identity = provider.identity()
     planned = []
     for i, s in enumerate(samples):
-        shots = _draw_shots(pool, s, k, shot_seed)
+        shots = _draw_shots(pool, s, k, shot_seed, task.few_shot_sampling)
         req: ModelRequest | LoglikelihoodRequest
         text: str | None = None
         if task.kind == "multiple_choice":
@@ -121,6 +129,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
         prompt_hash=prompt_hash(template), chat_template=config.chat_template,
         chat_template_hash=chat_hash(config.chat_template, identity),
         system_prompt=config.system_prompt, few_shot=k, few_shot_seed=shot_seed,
+        few_shot_sampling=task.few_shot_sampling,
         decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
     )
     return PlannedTask(task, tuple(planned), card)

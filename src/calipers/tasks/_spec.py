@@ -52,6 +52,7 @@ class FewShot(BaseModel):
 
     k: int = Field(0, ge=0)
     seed: int = 1234
+    sampling: Literal["per_item", "fixed"] = "per_item"
     data: str | None = None  # a separate file; few-shot items never come from the eval data
 
 
@@ -252,6 +253,7 @@ def _build(spec: TaskSpec, path: Path) -> Task:
         fewshot=fewshot if shot_file else None,
         default_few_shot=spec.few_shot.k,
         few_shot_seed=spec.few_shot.seed,
+        few_shot_sampling=spec.few_shot.sampling,
         params=spec.generation,
         source=spec.source,
         license=spec.license,

@@ -12,9 +12,10 @@ from calipers.scorers import Scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.types import GenerateParams, Sample
 
-__all__ = ["LoadContext", "Task", "TaskKind", "data_hash"]
+__all__ = ["FewShotSampling", "LoadContext", "Task", "TaskKind", "data_hash"]
 
 TaskKind = Literal["generate", "multiple_choice"]
+FewShotSampling = Literal["per_item", "fixed"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Task:
     fewshot: Loader | None = None
     default_few_shot: int = 0
     few_shot_seed: int = 1234
+    few_shot_sampling: FewShotSampling = "per_item"
     params: GenerateParams = field(default_factory=GenerateParams)
     default_n: int | None = None
     dynamic: bool = False

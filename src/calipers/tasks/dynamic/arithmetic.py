@@ -118,6 +118,7 @@ def arithmetic_task() -> Task:
             answer=" #### {target}",
         ),
         default_few_shot=3,
+        few_shot_sampling="fixed",
         params=GenerateParams(max_tokens=48, temperature=0.0, stop=("\nQuestion:",)),
         default_n=default_n,
         dynamic=True,

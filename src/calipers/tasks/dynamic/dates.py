@@ -128,6 +128,7 @@ def dates_task() -> Task:
                                "args": {"pattern": _ANSWER_PATTERN, "last": True}}),),
         prompt=PromptTemplate(template="Question: {input}\nAnswer:", answer=" {target}"),
         default_few_shot=3,
+        few_shot_sampling="fixed",
         params=GenerateParams(max_tokens=32, temperature=0.0, stop=("\nQuestion:",)),
         default_n=default_n,
         dynamic=True,

@@ -222,6 +222,7 @@ def word_problems_task() -> Task:
             answer=" {solution}",
         ),
         default_few_shot=3,
+        few_shot_sampling="fixed",
         params=GenerateParams(max_tokens=160, temperature=0.0, stop=("\nQuestion:",)),
         default_n=default_n,
         dynamic=True,
