@@ -106,3 +106,11 @@ def test_not_a_gguf_is_one_clear_error(tmp_path: Path) -> None:
     fake.write_bytes(b"not really a model")
     code, _, err = invoke("run", "-m", f"llamacpp:{fake}", "-t", "dyn_arithmetic", "-n", "2")
     assert code == 2 and "is not a GGUF file" in err and "Traceback" not in err
+
+
+def test_cli_defaults_match_the_library() -> None:
+    from calipers.cli import _run
+    from calipers.models import DEFAULT_MODEL
+    from calipers.tasks import DEFAULT_TASK
+
+    assert (_run.DEFAULT_MODEL, _run.DEFAULT_TASK) == (DEFAULT_MODEL, DEFAULT_TASK)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -15,7 +16,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from calipers.store import SampleRecord
+if TYPE_CHECKING:
+    from calipers.store import SampleRecord
 
 __all__ = ["BarProgress"]
 

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,10 +15,13 @@ from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
 from calipers.cli._progress import BarProgress
 from calipers.cli._render import summary_table
 from calipers.errors import ConfigError
-from calipers.models import DEFAULT_MODEL, ModelOptions
-from calipers.runner import RunConfig, RunResult, aresume, arun
-from calipers.store import Store
-from calipers.tasks import DEFAULT_TASK
+
+if TYPE_CHECKING:  # the runner pulls in scipy and statsmodels: import it when a run starts
+    from calipers.runner import RunConfig, RunResult
+    from calipers.store import Store
+
+DEFAULT_MODEL = "smollm2"  # calipers.models.DEFAULT_MODEL; a test keeps the two equal
+DEFAULT_TASK = "dynamic"  # calipers.tasks.DEFAULT_TASK
 
 __all__ = ["run_cmd"]
 
@@ -31,6 +34,9 @@ def _report_dir(explicit: str | None) -> Path:
 
 
 def _config(opts: dict[str, Any]) -> RunConfig:
+    from calipers.models import ModelOptions
+    from calipers.runner import RunConfig
+
     model_opts: dict[str, Any] = {
         k: opts[k] for k in ("base_url", "api_key_env", "n_ctx") if opts[k] is not None
     }
@@ -119,6 +125,9 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
       calipers run -m openai:my-model --base-url http://127.0.0.1:8080/v1
       calipers run --resume 20261130-0512
     """
+    from calipers.runner import aresume, arun
+    from calipers.store import Store
+
     with Store.open(obj.store_url) as store:
         progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])
         try:
