@@ -44,7 +44,7 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
         t.add_row(
             task, primary, str(est.n), value, interval, est.method,
             f"[red]{ts['n_errors']}[/]" if ts["n_errors"] else "0",
-            "n/a" if lat.is_empty else f"{lat.value:.2f}s ±{lat.half_width:.2f}",
+            "n/a" if lat.is_empty else f"{lat.value:.2f}s [{lat.low:.2f}, {lat.high:.2f}]",
             f"{ts['input_tokens']:,}/{ts['output_tokens']:,}",
         )
     return t
