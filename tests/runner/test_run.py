@@ -202,3 +202,26 @@ def test_a_model_that_cannot_load_fails_the_run_not_the_samples(capitals_task: P
         run = store.list_runs()[0]
         assert run.status == "failed" and "weights are corrupt" in (run.error or "")
         assert store.get_samples(run.id) == []
+
+
+def test_clustered_items_get_cluster_robust_intervals(tmp_path: Path) -> None:
+    # 4 passages x 3 questions; the model is right on every question of passages p0 and p1
+    rows = [{"id": f"p{p}q{q}", "input": f"p{p}q{q}", "target": "yes", "passage": f"p{p}"}
+            for p in range(4) for q in range(3)]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = tmp_path / "c.yaml"
+    spec.write_text("name: c\ndata: c.jsonl\nfields: {id: id, input: input, target: target, "
+                    "cluster: passage}\nscorers: [exact_match]\n")
+    model = FakeModel(lambda r: "yes" if _question(r)[:2] in ("p0", "p1") else "no")
+    result, _, _ = _run(RunConfig(model="fake:x", tasks=(str(spec),)), model)
+    est = result.summary["tasks"]["c"]["metrics"]["exact_match"]
+    # Independent computation: cluster means 1, 1, 0, 0; with whole clusters agreeing the
+    # cluster-robust SE is the SE of the 4 cluster means (G/(G-1) correction, t on 3 df).
+    from scipy import stats
+
+    means = [1.0, 1.0, 0.0, 0.0]
+    se = stats.sem(means)
+    half = stats.t.ppf(0.975, df=3) * se
+    assert est["method"] == "cluster-t" and est["n"] == 12
+    assert est["value"] == pytest.approx(0.5)
+    assert (est["low"], est["high"]) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
