@@ -94,3 +94,11 @@ def test_spec_cannot_execute_code(tmp_path: Path) -> None:
                  "data: d.jsonl\nscorers: [exact_match]\n")
     with pytest.raises(TaskSpecError, match="not valid YAML"):
         load_task_spec(spec)
+
+
+def test_yaml_boolean_trap_gets_a_hint(tmp_path: Path) -> None:
+    write(tmp_path, "d.jsonl", '{"input": "q", "target": "a"}\n')
+    spec = write(tmp_path, "t.yaml", "name: yes\ndata: d.jsonl\nscorers: [exact_match]\n")
+    with pytest.raises(TaskSpecError, match="field 'name'") as e:
+        load_task_spec(spec)
+    assert "quote the value" in str(e.value)

@@ -131,7 +131,10 @@ def load_task_spec(path: str | Path) -> Task:
         where = f"{path}:{line}" if line else str(path)
         field = ".".join(str(x) for x in loc) or "(top level)"
         more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
-        raise TaskSpecError(f"{where}: field '{field}': {err['msg']}{more}.") from None
+        hint = None
+        if isinstance(err.get("input"), bool):
+            hint = "YAML reads yes/no/on/off/true/false as booleans: quote the value ('yes')."
+        raise TaskSpecError(f"{where}: field '{field}': {err['msg']}{more}.", hint=hint) from None
     try:
         return _build(spec, path)
     except (TaskSpecError, DataError):
