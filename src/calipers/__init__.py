@@ -17,19 +17,21 @@ from typing import TYPE_CHECKING, Any
 from calipers._util.environment import calipers_version
 
 if TYPE_CHECKING:
+    from calipers.analysis import compare
     from calipers.runner import RunConfig, RunResult, run
     from calipers.store import Store
     from calipers.types import Estimate
 
 __version__ = calipers_version()
 
-__all__ = ["Estimate", "RunConfig", "RunResult", "Store", "__version__", "run"]
+__all__ = ["Estimate", "RunConfig", "RunResult", "Store", "__version__", "compare", "run"]
 
 _LAZY = {
     "Estimate": "calipers.types",
     "RunConfig": "calipers.runner",
     "RunResult": "calipers.runner",
     "Store": "calipers.store",
+    "compare": "calipers.analysis",
     "run": "calipers.runner",
 }
 

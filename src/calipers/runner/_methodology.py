@@ -70,9 +70,15 @@ def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
     return model.chat_template_hash if enabled else None
 
 
+# Implied by the data hash (the items themselves), so not compared separately: a seed that
+# generated the same items, or a limit that kept the same items, measures the same thing.
+_IMPLIED_BY_DATA = {"seed", "limit", "n_items"}
+
+
 def comparable_hash(card: Methodology, task: str) -> str:
     """Hash of what must match for two runs' scores on ``task`` to be comparable: the task
-    methodology without the model (comparisons are between models) and without the software
-    versions (recorded, but a patch release must not make runs incomparable)."""
-    return json_hash(card.tasks[task].model_dump(mode="json"))
+    methodology without the model (comparisons are between models), without the software
+    versions (recorded, but a patch release must not make runs incomparable), and without
+    what the data hash already pins down."""
+    return json_hash(card.tasks[task].model_dump(mode="json", exclude=_IMPLIED_BY_DATA))
 

@@ -1,0 +1,180 @@
+"""``calipers compare``: is run B better than run A on the same items, and by how much?
+
+Every row pairs the two runs item by item, tests the paired difference (McNemar exact for
+binary scores, a sign-flip permutation test otherwise), gives the difference with its
+interval, an effect size and the minimum detectable effect for that n, and corrects the
+p-values across every row compared (Holm by default, Benjamini-Hochberg on request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from calipers._util.hashing import text_hash
+from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
+from calipers.analysis._verdict import verdict
+from calipers.errors import ConfigError
+from calipers.stats import adjust, paired_compare
+from calipers.store import Store
+
+__all__ = ["ComparisonRow", "ComparisonSet", "compare", "load_runs"]
+
+Correction = Literal["holm", "bh"]
+
+
+class ComparisonRow(BaseModel):
+    """One comparison: ``b`` against the baseline ``a`` on one task and metric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    metric: str
+    run_a: str
+    run_b: str
+    model_a: str
+    model_b: str
+    n: int
+    excluded: dict[str, int]
+    score_a: dict[str, Any]
+    score_b: dict[str, Any]
+    diff: dict[str, Any]
+    test: str
+    p_value: float | None
+    p_adjusted: float | None
+    effect_size: float | None
+    effect_size_name: str
+    n_discordant: tuple[int, int] | None
+    mde: float | None
+    significant: bool
+    verdict: str
+
+
+class ComparisonSet(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    baseline: str
+    runs: list[str]
+    correction: Correction
+    alpha: float
+    confidence: float
+    seed: int
+    forced: bool
+    mismatches: list[str]
+    rows: list[ComparisonRow]
+
+
+def load_runs(store: Store, ids: Sequence[str]) -> list[StoredRun]:
+    runs = [store.get_run(i) for i in ids]
+    if len({r.id for r in runs}) != len(runs):
+        raise ConfigError("The same run is listed twice.", hint="Compare different runs.")
+    return [StoredRun(r, tuple(store.get_samples(r.id))) for r in runs]
+
+
+def _resolve(runs: Sequence[StoredRun | str], store: Store | None) -> list[StoredRun]:
+    if all(isinstance(r, StoredRun) for r in runs):
+        return [r for r in runs if isinstance(r, StoredRun)]
+    st = store or Store.open()
+    try:
+        return [r if isinstance(r, StoredRun) else load_runs(st, [r])[0] for r in runs]
+    finally:
+        if store is None:
+            st.close()
+
+
+def _tasks(base: StoredRun, other: StoredRun, only: Sequence[str] | None) -> list[str]:
+    shared = [t for t in base.record.tasks if t in other.record.tasks]
+    if only:
+        missing = [t for t in only if t not in shared]
+        if missing:
+            raise ConfigError(
+                f"Task(s) {', '.join(missing)} are not in both {base.record.id} and "
+                f"{other.record.id}.", hint=f"Tasks in both: {', '.join(shared) or 'none'}.",
+            )
+        return list(only)
+    return shared
+
+
+def _metrics(run: StoredRun, task: str, all_metrics: bool) -> list[str]:
+    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
+    names = list(ts.get("metrics", {}))
+    primary = ts.get("primary")
+    if all_metrics:
+        return names
+    return [primary] if primary else names[:1]
+
+
+def _row(p: Paired, a: StoredRun, b: StoredRun, seed: int, confidence: float,
+         alpha: float) -> tuple[ComparisonRow, Any]:
+    rng = np.random.default_rng([seed, int(text_hash(f"{p.task}\x00{p.metric}", length=8), 16)])
+    res = paired_compare(p.a, p.b, rng=rng, confidence=confidence, alpha=alpha,
+                         clusters=list(p.clusters) if p.clusters else None)
+
+    def num(x: float) -> float | None:
+        return None if x is None or np.isnan(x) else float(x)
+
+    row = ComparisonRow(
+        task=p.task, metric=p.metric, run_a=a.record.id, run_b=b.record.id,
+        model_a=a.record.model_name, model_b=b.record.model_name, n=res.n,
+        excluded={"only_a": p.only_a, "only_b": p.only_b, "errors_a": p.errors_a,
+                  "errors_b": p.errors_b},
+        score_a=res.mean_a.to_dict(), score_b=res.mean_b.to_dict(), diff=res.diff.to_dict(),
+        test=res.test, p_value=num(res.p_value), p_adjusted=None,
+        effect_size=num(res.effect_size), effect_size_name=res.effect_size_name,
+        n_discordant=res.n_discordant, mde=num(res.mde), significant=False, verdict="",
+    )
+    return row, res
+
+
+def compare(
+    runs: Sequence[StoredRun | str],
+    *,
+    store: Store | None = None,
+    tasks: Sequence[str] | None = None,
+    all_metrics: bool = False,
+    correction: Correction = "holm",
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    seed: int = 0,
+    force: bool = False,
+) -> ComparisonSet:
+    """Compare every run after the first against the first (the baseline). Runs are stored
+    runs or run ids (looked up in ``store``, by default the default store)."""
+    runs = _resolve(runs, store)
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two runs.", hint="calipers compare RUN_A RUN_B")
+    base, rows, results, mismatches = runs[0], [], [], []
+    for other in runs[1:]:
+        for task in _tasks(base, other, tasks):
+            mismatches += methodology_differences(base, other, task)
+            for metric in _metrics(base, task, all_metrics):
+                row, res = _row(pair(base, other, task, metric), base, other, seed,
+                                confidence, alpha)
+                rows.append(row)
+                results.append(res)
+    if not rows:
+        raise ConfigError("The runs have no task in common; there is nothing to compare.")
+    if mismatches and not force:
+        raise ConfigError(
+            "These runs are not comparable: " + "; ".join(mismatches[:5])
+            + (f" (and {len(mismatches) - 5} more)" if len(mismatches) > 5 else "") + ".",
+            hint="Scores measured differently cannot be compared. Re-run with the same "
+            "settings, or pass --force to compare anyway (the output is flagged).",
+        )
+    adjusted = adjust([r.p_value if r.p_value is not None else float("nan") for r in rows],
+                      method=correction)
+    final = []
+    for row, res, p_adj in zip(rows, results, adjusted, strict=True):
+        sig = bool(p_adj is not None and not np.isnan(p_adj) and p_adj < alpha)
+        row = row.model_copy(update={
+            "p_adjusted": None if np.isnan(p_adj) else float(p_adj), "significant": sig,
+        })
+        final.append(row.model_copy(update={"verdict": verdict(row, res, sig, confidence)}))
+    return ComparisonSet(
+        baseline=base.record.id, runs=[r.record.id for r in runs], correction=correction,
+        alpha=alpha, confidence=confidence, seed=seed, forced=bool(mismatches) and force,
+        mismatches=mismatches, rows=final,
+    )

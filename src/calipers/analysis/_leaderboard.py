@@ -1,0 +1,132 @@
+"""``calipers leaderboard``: models ranked with rank intervals, per task.
+
+Runs are ranked together only when their methodology for the task is the same (prompt,
+few-shot, decoding, data...): each such group is its own board, and runs outside the largest
+group are listed with what differs. Within a group each model's latest run counts, items are
+those every run scored, and ranks come with bootstrap intervals over items; models that
+cannot be separated share a tie group.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from calipers._util.hashing import text_hash
+from calipers.analysis._align import StoredRun, methodology_differences
+from calipers.runner import comparable_hash
+from calipers.stats import rank_models
+
+__all__ = ["Board", "BoardEntry", "leaderboard"]
+
+
+class BoardEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    model: str
+    score: dict[str, Any]
+    rank: int
+    rank_low: int
+    rank_high: int
+    tie_group: int
+    flags: list[str]
+
+
+class Board(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    metric: str
+    n_items: int
+    n_resamples: int
+    method: str
+    entries: list[BoardEntry]
+    saturated: bool
+    saturation_note: str | None
+    unranked: list[dict[str, str]]
+
+
+def _primary(run: StoredRun, task: str) -> str | None:
+    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
+    primary = ts.get("primary")
+    return str(primary) if primary else None
+
+
+def _latest_per_model(runs: Sequence[StoredRun]) -> list[StoredRun]:
+    latest: dict[str, StoredRun] = {}
+    for r in sorted(runs, key=lambda r: r.record.created_at):
+        latest[r.methodology.model.key()] = r
+    return list(latest.values())
+
+
+def _scores(
+    runs: Sequence[StoredRun], task: str, metric: str
+) -> tuple[list[str], dict[str, npt.NDArray[np.float64]]]:
+    """Labels and per-item scores on the items every run scored (errors excluded)."""
+    per_run = []
+    for r in runs:
+        per_run.append({
+            s.sample_id: s.scores[metric] for s in r.samples
+            if s.task == task and s.error is None and s.scores and metric in s.scores
+        })
+    common = sorted(set.intersection(*(set(d) for d in per_run)))
+    labels = [f"{r.record.model_name} ({r.record.id})" for r in runs]
+    return labels, {lab: np.array([d[i] for i in common], dtype=float)
+                    for lab, d in zip(labels, per_run, strict=True)}
+
+
+def _board(task: str, group: list[StoredRun], unranked: list[dict[str, str]], seed: int,
+           n_resamples: int) -> Board | None:
+    metric = _primary(group[0], task)
+    if metric is None:
+        return None
+    labels, scores = _scores(group, task, metric)
+    n_items = len(next(iter(scores.values())))
+    rng = np.random.default_rng([seed, int(text_hash(task, length=8), 16)])
+    lb = rank_models(scores, rng=rng, n_resamples=n_resamples)
+    by_label = dict(zip(labels, group, strict=True))
+    entries = [
+        BoardEntry(
+            run_id=by_label[m.name].record.id, model=by_label[m.name].record.model_name,
+            score=m.score.to_dict(), rank=m.rank, rank_low=m.rank_low, rank_high=m.rank_high,
+            tie_group=m.tie_group, flags=[],
+        )
+        for m in lb.models
+    ]
+    return Board(task=task, metric=metric, n_items=n_items, n_resamples=lb.n_resamples,
+                 method=lb.method, entries=entries, saturated=lb.saturated,
+                 saturation_note=lb.saturation_note, unranked=unranked)
+
+
+def leaderboard(
+    runs: Sequence[StoredRun], *, tasks: Sequence[str] | None = None, seed: int = 0,
+    n_resamples: int = 1000,
+) -> list[Board]:
+    """One board per task; ``runs`` are finished runs (the caller chooses which)."""
+    finished = [r for r in runs if r.record.status == "finished"]
+    names = list(tasks) if tasks else sorted({t for r in finished for t in r.record.tasks})
+    boards = []
+    for task in names:
+        with_task = [r for r in finished if task in r.record.tasks and _primary(r, task)]
+        groups: dict[str, list[StoredRun]] = defaultdict(list)
+        for r in with_task:
+            groups[comparable_hash(r.methodology, task)].append(r)
+        if not groups:
+            continue
+        ordered = sorted(groups.values(), key=len, reverse=True)
+        main = _latest_per_model(ordered[0])
+        unranked = [
+            {"run_id": r.record.id, "model": r.record.model_name,
+             "why": "; ".join(methodology_differences(main[0], r, task)[:3])}
+            for g in ordered[1:] for r in g
+        ]
+        board = _board(task, main, unranked, seed, n_resamples)
+        if board is not None:
+            boards.append(board)
+    return boards

@@ -1,0 +1,63 @@
+"""``calipers leaderboard``: models ranked with rank intervals, never bare ranks."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from calipers.cli._app import Context, cli, store_option
+from calipers.types import Estimate
+
+__all__ = ["leaderboard_cmd"]
+
+
+@cli.command("leaderboard")
+@click.option("-t", "--task", "tasks", multiple=True, help="Only these tasks (repeatable).")
+@click.option("--run", "run_ids", multiple=True, metavar="RUN",
+              help="Rank only these runs (default: every finished run in the store).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
+@store_option
+@click.pass_obj
+def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str, ...],
+                    seed: int, resamples: int, as_json: bool) -> None:
+    """Rank models per task with 95% rank intervals (bootstrap over items).
+
+    Only runs with the same methodology for a task are ranked together; each model's latest
+    such run counts, on the items every ranked run scored. Models that cannot be separated
+    share a tie group; a warning says when the top of the board is within noise.
+    """
+    from calipers.analysis import load_runs
+    from calipers.analysis._leaderboard import leaderboard
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        ids = run_ids or tuple(r.id for r in store.list_runs() if r.status == "finished")
+        runs = load_runs(store, ids) if ids else []
+    boards = leaderboard(runs, tasks=tasks or None, seed=seed, n_resamples=resamples)
+    if as_json:
+        obj.out.print(json.dumps([b.model_dump(mode="json") for b in boards], indent=2),
+                      markup=False)
+        return
+    if not boards:
+        obj.out.print("No finished runs to rank. Start with: calipers run")
+    for b in boards:
+        t = Table(title=f"{b.task} · {b.metric} · {b.n_items} items", title_justify="left",
+                  header_style="bold", caption=b.method, caption_justify="left")
+        for col in ("rank [95%]", "tie group", "model", "score [95% interval]", "run"):
+            t.add_column(col)
+        for e in b.entries:
+            est = Estimate.from_dict(e.score)
+            interval = f"{e.rank} [{e.rank_low}–{e.rank_high}]"
+            t.add_row(interval, str(e.tie_group), escape(e.model), est.format(percent=True),
+                      e.run_id)
+        obj.out.print(t)
+        if b.saturated:
+            obj.out.print(f"[yellow]saturated:[/] {escape(b.saturation_note or '')}")
+        for u in b.unranked:
+            obj.out.print(f"[dim]not ranked here: {escape(u['model'])} ({u['run_id']}): "
+                          f"{escape(u['why'])}[/]")
