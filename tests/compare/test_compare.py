@@ -124,3 +124,36 @@ def test_cli_compare_json_and_table(yes_task: Path) -> None:
     assert out.exit_code == 2 and "at least two runs" in out.stderr
 
 
+
+
+def test_models_with_different_chat_templates_are_comparable(yes_task: Path) -> None:
+    a = make_run(yes_task, right_on(range(0, 20), "a"))
+    b = make_run(yes_task, right_on(range(0, 20), "b"))
+    with Store.open() as store:
+        ra, rb = load_runs(store, [a, b])
+    from calipers.analysis import methodology_differences
+    from calipers.analysis._align import StoredRun
+
+    card = rb.record.methodology
+    card["tasks"]["answers"]["chat_template_hash"] = "another-models-template"
+    other = StoredRun(rb.record.model_copy(update={"methodology": card}), rb.samples)
+    assert methodology_differences(ra, other, "answers") == []
+    card["tasks"]["answers"]["chat_template"] = False  # template off vs on: not comparable
+    off = StoredRun(rb.record.model_copy(update={"methodology": card}), rb.samples)
+    assert any("chat_template" in d for d in methodology_differences(ra, off, "answers"))
+
+
+def test_interval_excluding_zero_without_a_rejection_is_called_inconclusive() -> None:
+    from types import SimpleNamespace
+
+    from calipers.analysis._verdict import verdict
+
+    row = SimpleNamespace(
+        n=50, model_b="b", test="mcnemar-exact", p_adjusted=0.25, mde=0.157,
+        score_a={"value": 0.1, "low": 0.04, "high": 0.21, "n": 50, "method": "wilson"},
+        score_b={"value": 0.0, "low": 0.0, "high": 0.07, "n": 50, "method": "wilson"},
+        diff={"value": -0.1, "low": -0.214, "high": -0.009, "n": 50, "method": "newcombe"},
+    )
+    text = verdict(row, None, significant=False, confidence=0.95, n_comparisons=4)
+    assert text.startswith("inconclusive: -10.0 points [-21.4, -0.9]")
+    assert "p=0.25 after correcting for 4 comparisons" in text

@@ -15,7 +15,7 @@ __all__ = ["Paired", "StoredRun", "methodology_differences", "pair"]
 
 # Fields of a task's methodology that may differ between two comparable runs (the data hash
 # already says whether the items are the same).
-_MAY_DIFFER = {"seed", "limit", "n_items"}
+_MAY_DIFFER = {"seed", "limit", "n_items", "chat_template_hash"}
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,9 @@ def compare(
         row = row.model_copy(update={
             "p_adjusted": None if np.isnan(p_adj) else float(p_adj), "significant": sig,
         })
-        final.append(row.model_copy(update={"verdict": verdict(row, res, sig, confidence)}))
+        final.append(row.model_copy(
+            update={"verdict": verdict(row, res, sig, confidence, len(rows))}
+        ))
     return ComparisonSet(
         baseline=base.record.id, runs=[r.record.id for r in runs], correction=correction,
         alpha=alpha, confidence=confidence, seed=seed, forced=bool(mismatches) and force,

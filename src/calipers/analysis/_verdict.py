@@ -18,8 +18,11 @@ def _scale(row: Any) -> tuple[float, str]:
     return (100.0, " points") if bounded else (1.0, "")
 
 
-def verdict(row: Any, result: Any, significant: bool, confidence: float) -> str:
-    """``B is better by 4.1 points [1.2, 7.0]`` or ``no detectable difference; ...``."""
+def verdict(row: Any, result: Any, significant: bool, confidence: float,
+            n_comparisons: int = 1) -> str:
+    """``B is better by 4.1 points [1.2, 7.0]``, ``inconclusive: ...`` (the unadjusted
+    interval excludes 0 but the corrected test does not reject), or ``no detectable
+    difference; ...`` with the minimum detectable effect."""
     if row.n == 0:
         return "no items scored by both runs: nothing to compare"
     k, unit = _scale(row)
@@ -39,7 +42,12 @@ def verdict(row: Any, result: Any, significant: bool, confidence: float) -> str:
         if mde is not None and np.isfinite(mde)
         else ""
     )
-    return (
-        f"no detectable difference: {d.value * k:+.1f}{unit} [{d.low * k:.1f}, {d.high * k:.1f}]"
-        f"{detectable}"
-    )
+    shown = f"{d.value * k:+.1f}{unit} [{d.low * k:.1f}, {d.high * k:.1f}]"
+    if d.low > 0 or d.high < 0:
+        p = "n/a" if row.p_adjusted is None else f"{row.p_adjusted:.3g}"
+        after = f" after correcting for {n_comparisons} comparisons" if n_comparisons > 1 else ""
+        return (
+            f"inconclusive: {shown} ({level} interval, not adjusted) excludes 0, but the "
+            f"{row.test} test does not reject (p={p}{after}){detectable}"
+        )
+    return f"no detectable difference: {shown}{detectable}"

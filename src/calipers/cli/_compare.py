@@ -26,7 +26,7 @@ def _table(result: Any) -> Table:
     t = Table(header_style="bold", title=f"Paired comparison against {result.baseline} "
               f"({result.correction} correction over {len(result.rows)} comparisons)",
               title_justify="left")
-    for col in ("task", "metric", "B", "n", "A", "B score", "B − A [95%]", "test",
+    for col in ("task", "metric", "B", "n", "A", "B score", "B − A [95%, unadj.]", "test",
                 "p (adj.)", "effect", "MDE"):
         t.add_column(col, justify="right" if col not in ("task", "metric", "B", "test") else
                      "left")

@@ -70,9 +70,10 @@ def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
     return model.chat_template_hash if enabled else None
 
 
-# Implied by the data hash (the items themselves), so not compared separately: a seed that
-# generated the same items, or a limit that kept the same items, measures the same thing.
-_IMPLIED_BY_DATA = {"seed", "limit", "n_items"}
+# Not compared between runs of different models: the seed and limit are implied by the data
+# hash (same items, same measurement), and the chat template's text belongs to the model
+# (whether it is used, ``chat_template``, is compared).
+_NOT_COMPARED = {"seed", "limit", "n_items", "chat_template_hash"}
 
 
 def comparable_hash(card: Methodology, task: str) -> str:
@@ -80,5 +81,5 @@ def comparable_hash(card: Methodology, task: str) -> str:
     methodology without the model (comparisons are between models), without the software
     versions (recorded, but a patch release must not make runs incomparable), and without
     what the data hash already pins down."""
-    return json_hash(card.tasks[task].model_dump(mode="json", exclude=_IMPLIED_BY_DATA))
+    return json_hash(card.tasks[task].model_dump(mode="json", exclude=_NOT_COMPARED))
 
