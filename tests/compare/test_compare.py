@@ -157,3 +157,23 @@ def test_interval_excluding_zero_without_a_rejection_is_called_inconclusive() ->
     text = verdict(row, None, significant=False, confidence=0.95, n_comparisons=4)
     assert text.startswith("inconclusive: -10.0 points [-21.4, -0.9]")
     assert "p=0.25 after correcting for 4 comparisons" in text
+
+
+def test_overall_row_pools_the_tasks(yes_task: Path, tmp_path: Path) -> None:
+    rows = [{"id": f"r{i}", "input": f"item {i}", "target": "yes"} for i in range(N)]
+    (tmp_path / "more.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec2 = tmp_path / "more.yaml"
+    spec2.write_text("name: more\ndata: more.jsonl\nscorers: [exact_match]\n")
+
+    def two(model: FakeModel) -> str:
+        cfg = RunConfig(model=f"fake:{model.identity().name}", tasks=(str(yes_task), str(spec2)))
+        with Store.open() as store:
+            return asyncio.run(arun(cfg, store, provider=model)).run_id
+
+    a = two(right_on(range(0, 20), "a"))
+    b = two(right_on(range(0, 25), "b"))  # 5 more right on each task
+    result = run_compare(a, b)
+    overall = result.rows[-1]
+    assert [r.task for r in result.rows] == ["answers", "more", "(all tasks)"]
+    assert overall.n == 2 * N and overall.n_discordant == (10, 0)
+    assert overall.p_value == pytest.approx(stats.binomtest(10, 10).pvalue)

@@ -21,7 +21,7 @@ from calipers.errors import ConfigError
 from calipers.stats import adjust, paired_compare
 from calipers.store import Store
 
-__all__ = ["ComparisonRow", "ComparisonSet", "compare", "load_runs"]
+__all__ = ["ALL_TASKS", "ComparisonRow", "ComparisonSet", "compare", "load_runs"]
 
 Correction = Literal["holm", "bh"]
 
@@ -129,6 +129,23 @@ def _row(p: Paired, a: StoredRun, b: StoredRun, seed: int, confidence: float,
     return row, res
 
 
+ALL_TASKS = "(all tasks)"
+
+
+def _pooled(pairs: Sequence[Paired]) -> Paired | None:
+    """Every task's primary-metric items pooled (each item weighs the same), when there are
+    several tasks and every primary metric is binary: an overall answer to "is B better"."""
+    if len(pairs) < 2 or not all(np.isin(np.concatenate([p.a, p.b]), (0.0, 1.0)).all()
+                                 for p in pairs):
+        return None
+    return Paired(
+        task=ALL_TASKS, metric="primary", ids=tuple(f"{p.task}/{i}" for p in pairs for i in p.ids),
+        a=np.concatenate([p.a for p in pairs]), b=np.concatenate([p.b for p in pairs]),
+        clusters=None, only_a=sum(p.only_a for p in pairs), only_b=sum(p.only_b for p in pairs),
+        errors_a=sum(p.errors_a for p in pairs), errors_b=sum(p.errors_b for p in pairs),
+    )
+
+
 def compare(
     runs: Sequence[StoredRun | str],
     *,
@@ -148,13 +165,20 @@ def compare(
         raise ConfigError("compare needs at least two runs.", hint="calipers compare RUN_A RUN_B")
     base, rows, results, mismatches = runs[0], [], [], []
     for other in runs[1:]:
+        primaries: list[Paired] = []
         for task in _tasks(base, other, tasks):
             mismatches += methodology_differences(base, other, task)
-            for metric in _metrics(base, task, all_metrics):
-                row, res = _row(pair(base, other, task, metric), base, other, seed,
-                                confidence, alpha)
+            for i, metric in enumerate(_metrics(base, task, all_metrics)):
+                p = pair(base, other, task, metric)
+                primaries += [p] if i == 0 else []
+                row, res = _row(p, base, other, seed, confidence, alpha)
                 rows.append(row)
                 results.append(res)
+        overall = _pooled(primaries)
+        if overall is not None:
+            row, res = _row(overall, base, other, seed, confidence, alpha)
+            rows.append(row)
+            results.append(res)
     if not rows:
         raise ConfigError("The runs have no task in common; there is nothing to compare.")
     if mismatches and not force:
