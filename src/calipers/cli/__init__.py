@@ -5,6 +5,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _compare,
     _leaderboard,
     _plan,
+    _report,
     _run,
     _runs,
 )

@@ -5,6 +5,12 @@ new statistics. ``calipers run`` writes one at the end of a run::
 
     from calipers.reports import write_report
     html_path, md_path = write_report(run, samples, Path("reports"))
+
+``calipers report RUN...`` writes one over several runs (forest plots, categories across runs,
+per-item distributions, items every run fails, and the paired comparison when given)::
+
+    from calipers.reports import write_multi_report
+    html_path, md_path = write_multi_report(runs, Path("reports"), comparison=result)
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from pathlib import Path
 
 from calipers.reports._html import render_html
 from calipers.reports._markdown import render_markdown
+from calipers.reports._multi import render_multi_html, write_multi_report
 from calipers.reports._view import (
     error_items,
     failing_items,
@@ -30,7 +37,9 @@ __all__ = [
     "prompt_text",
     "render_html",
     "render_markdown",
+    "render_multi_html",
     "worst_categories",
+    "write_multi_report",
     "write_report",
 ]
 

@@ -18,24 +18,28 @@ import jinja2
 from calipers.reports._view import methodology_rows, prompt_text, task_views
 from calipers.store import RunRecord, SampleRecord
 
-__all__ = ["MAX_TEXT", "render_html"]
+__all__ = ["MAX_TEXT", "clip", "confidence_label", "environment", "render_html", "score",
+           "template", "when"]
 
 MAX_TEXT = 20_000
 """Longest prompt or response shown in full; longer ones are cut, and the cut is stated."""
 
 
+def _load(name: str) -> str:
+    return resources.files("calipers.reports").joinpath("templates", name).read_text("utf-8")
+
+
 @cache
-def _template() -> jinja2.Template:
-    text = (
-        resources.files("calipers.reports")
-        .joinpath("templates", "report.html.j2")
-        .read_text(encoding="utf-8")
+def environment() -> jinja2.Environment:
+    """The reports' Jinja environment: autoescaped, strict, templates from the package."""
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load), autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
-    env = jinja2.Environment(
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    return env.from_string(text)
+
+
+def template(name: str) -> jinja2.Template:
+    return environment().get_template(name)
 
 
 def when(value: datetime | str | None) -> str:
@@ -67,7 +71,7 @@ def confidence_label(methodology: dict[str, Any]) -> str:
 
 def render_html(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> str:
     """The whole report as one HTML document."""
-    return _template().render(
+    return template("report.html.j2").render(
         run=run,
         tasks=task_views(run, samples, k=k),
         card=methodology_rows(run.methodology),

@@ -7,16 +7,19 @@ fences (so Markdown in it is shown, not rendered) and long text is cut with the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from calipers.reports._html import confidence_label, score, when
 from calipers.reports._view import MetricView, TaskView, methodology_rows, prompt_text, task_views
 from calipers.store import RunRecord, SampleRecord
 
-__all__ = ["MD_TEXT", "cell", "render_markdown"]
+__all__ = ["MD_TEXT", "Extra", "cell", "code", "render_markdown", "table"]
 
 MD_TEXT = 400
 """Longest prompt or response quoted in full; a prompt keeps its end, a response its start."""
+
+Extra = Callable[[TaskView], list[str]]
+"""Lines added to a task's section (the multi-run report adds the score distribution)."""
 
 
 def cell(text: object) -> str:
@@ -25,14 +28,15 @@ def cell(text: object) -> str:
     return s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _code(text: str) -> str:
+def code(text: str) -> str:
+    """``text`` as inline code, fenced with enough backticks."""
     s = " ".join(text.split()) or " "
     ticks = "`" * (max((len(r) for r in re.findall(r"`+", s)), default=0) + 1)
     pad = " " if s[0] == "`" or s[-1] == "`" else ""
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str) -> list[str]:
+def table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str) -> list[str]:
     sep = {"l": "---", "r": "--:"}
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(sep[a] for a in align) + "|"]
     out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
@@ -58,16 +62,16 @@ def _quoted(label: str, text: str | None, keep_end: bool = False) -> list[str]:
 
 
 def _item(s: SampleRecord, metric: str | None) -> list[str]:
-    head = f"**#{s.position}** {_code(s.sample_id)}"
+    head = f"**#{s.position}** {code(s.sample_id)}"
     if s.category:
-        head += f" · {_code(s.category)}"
+        head += f" · {code(s.category)}"
     if s.error is not None:
         return [head, "", *_quoted("error", s.error), *_quoted("prompt", prompt_text(s), True), ""]
     if metric:
         head += f" · {metric} = {score(s, metric)}"
     lines = [head, "", *_quoted("prompt", prompt_text(s), True), *_quoted("response", s.response)]
-    answer = _code(s.answer) if s.answer is not None else "(none)"
-    target = _code(s.target) if s.target is not None else "(none)"
+    answer = code(s.answer) if s.answer is not None else "(none)"
+    target = code(s.target) if s.target is not None else "(none)"
     return [*lines, f"> **parsed answer:** {answer} · **target:** {target}", ""]
 
 
@@ -89,14 +93,14 @@ def _summary_row(t: TaskView) -> list[object]:
     ]
 
 
-def _header(run: RunRecord) -> list[str]:
+def _header(run: RunRecord, title: str | None = None) -> list[str]:
     elapsed = (run.summary or {}).get("elapsed_s")
     times = f"started {when(run.created_at)}"
     times += f" · finished {when(run.finished_at)}" if run.finished_at else ""
     times += f" · {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
     lines = [
-        f"# {cell(run.model_name)}", "",
-        f"run {_code(run.id)} · model spec {_code(run.model)} · status **{run.status}**  ",
+        f"# {cell(title or run.model_name)}", "",
+        f"run {code(run.id)} · model spec {code(run.model)} · status **{run.status}**  ",
         times, "",
     ]
     if run.status != "finished":
@@ -115,7 +119,7 @@ def _metric_rows(ms: Sequence[MetricView], primary: str | None) -> list[list[obj
     ]
 
 
-def _task(t: TaskView) -> list[str]:
+def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
     primary = t.primary.name if t.primary else None
     errs = _errors_text(t.n_errors) if t.n_errors else "no errors"
     out = [f"## {cell(t.name)} v{cell(t.version)}", ""]
@@ -123,14 +127,15 @@ def _task(t: TaskView) -> list[str]:
         out += ["> No summary for this task yet.", ""]
     out += [f"{t.n_samples} samples: {t.n_scored} scored, {errs}, {t.n_cached} from the cache.", ""]
     out += ["### Metrics", ""]
-    out += _table(["metric", "value [interval]", "n", "method"],
+    out += table(["metric", "value [interval]", "n", "method"],
                   _metric_rows(t.metrics, primary), "llrl")
     if t.categories:
         out += [f"### By category (worst first, {primary or 'primary metric'})", ""]
         rows = [[c.name, c.metric.text, f"{c.metric.estimate.n} of {c.n}", c.n_errors,
                  c.metric.estimate.method] for c in t.categories]
-        out += _table(["category", "value [interval]", "n scored", "errors", "method"], rows,
+        out += table(["category", "value [interval]", "n scored", "errors", "method"], rows,
                       "llrrl")
+    out += extra(t) if extra else []
     out += ["### Failing items", ""]
     if t.n_failing:
         shown = f"; the first {len(t.failing)} in position order are shown" if (
@@ -153,23 +158,27 @@ def _task(t: TaskView) -> list[str]:
     return out
 
 
-def render_markdown(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> str:
-    """The whole report as one Markdown document."""
+def render_markdown(
+    run: RunRecord, samples: Sequence[SampleRecord], k: int = 10, *, extra: Extra | None = None,
+    title: str | None = None,
+) -> str:
+    """The whole report as one Markdown document; ``extra(task)`` adds lines to each task's
+    section after its categories, and ``title`` replaces the model name as the heading."""
     tasks = task_views(run, samples, k=k)
     conf = confidence_label(run.methodology)
-    out = _header(run)
+    out = _header(run, title)
     out += ["## Summary", "", f"Every score is value [{conf} interval] with n scored and the "
             "interval method. Errored samples are excluded from scores and counted separately, "
             "never as wrong.", ""]
-    out += _table(
+    out += table(
         ["task", "n", "metric", "score", "method", "errors", "cached", "mean latency",
          "tokens in / out"],
         [_summary_row(t) for t in tasks], "lrllllrlr",
     )
     for t in tasks:
-        out += _task(t)
+        out += _task(t, extra)
     out += ["## Methodology", "", "What these numbers were computed with. Runs whose "
             "methodology differs are not comparable.", ""]
-    out += _table(["field", "value"], methodology_rows(run.methodology), "ll")
+    out += table(["field", "value"], methodology_rows(run.methodology), "ll")
     out += [f"<sub>calipers {cell(run.calipers_version)} · run {cell(run.id)}</sub>", ""]
     return "\n".join(out)

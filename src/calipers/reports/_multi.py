@@ -1,0 +1,106 @@
+"""``calipers report RUN...``: one report over one or several stored runs.
+
+One run: the run report plus each task's per-item score distribution. Several runs: per task
+a forest plot of every run's score with its interval, the categories across runs worst first,
+each run's per-item distribution and the items every run gets wrong; the methodology cards
+side by side; and, given a comparison, the paired differences with their verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from calipers.errors import ConfigError
+from calipers.reports._html import (
+    clip,
+    confidence_label,
+    score,
+    template,
+    when,
+)
+from calipers.reports._multi_md import render_multi_markdown, single_markdown
+from calipers.reports._multi_view import MAX_FAILED, card_rows
+from calipers.reports._panels import (
+    diff_panels,
+    diff_text,
+    dist_text,
+    num,
+    score_text,
+    task_panels,
+)
+from calipers.reports._view import methodology_rows, prompt_text, task_views
+from calipers.types import Estimate
+
+if TYPE_CHECKING:
+    from calipers.analysis import ComparisonSet, StoredRun
+
+__all__ = ["default_title", "render_multi_html", "write_multi_report"]
+
+
+def default_title(runs: Sequence[StoredRun]) -> str:
+    names = [r.record.model_name for r in runs]
+    if len(runs) == 1:
+        return names[0]
+    if len(runs) == 2:
+        return f"{names[0]} vs {names[1]}"
+    return f"{len(runs)} runs: {', '.join(names)}"
+
+
+def _single_html(run: StoredRun, title: str) -> str:
+    record, samples = run.record, run.samples
+    panels = {p.name: p for p in task_panels([run])}
+    return template("multi_one.html.j2").render(
+        run=record, tasks=task_views(record, samples), card=methodology_rows(record.methodology),
+        elapsed=(record.summary or {}).get("elapsed_s"),
+        confidence=confidence_label(record.methodology), title=title, panels=panels,
+        when=when, clip=clip, score=score, prompt_text=prompt_text, dist_text=dist_text,
+    )
+
+
+def _context(runs: Sequence[StoredRun], comparison: ComparisonSet | None,
+             title: str) -> dict[str, Any]:
+    return {
+        "title": title, "runs": runs, "panels": task_panels(runs),
+        "comparison": comparison, "diffs": diff_panels(comparison) if comparison else [],
+        "cards": card_rows(runs), "confidence": confidence_label(runs[0].record.methodology),
+        "version": runs[0].record.calipers_version, "max_failed": MAX_FAILED,
+        "when": when, "score_text": score_text, "diff_text": diff_text, "dist_text": dist_text,
+        "num": num, "est": Estimate.from_dict,
+    }
+
+
+def render_multi_html(runs: Sequence[StoredRun], *, comparison: ComparisonSet | None = None,
+                      title: str | None = None) -> str:
+    """The whole report as one self-contained HTML document."""
+    if not runs:
+        raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
+    if len(runs) == 1 and comparison is None:
+        return _single_html(runs[0], title or default_title(runs))
+    return template("multi.html.j2").render(_context(runs, comparison,
+                                                     title or default_title(runs)))
+
+
+def write_multi_report(
+    runs: Sequence[StoredRun], out_dir: Path, *, comparison: ComparisonSet | None = None,
+    title: str | None = None,
+) -> tuple[Path, Path]:
+    """Write ``report-<first run id>[-vs-N].html`` and ``.md`` into ``out_dir`` (created if
+    needed), N being the number of runs after the first, and return both paths."""
+    if not runs:
+        raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"report-{runs[0].record.id}" + (f"-vs-{len(runs) - 1}" if len(runs) > 1 else "")
+    html_path, md_path = out / f"{stem}.html", out / f"{stem}.md"
+    html_path.write_text(render_multi_html(runs, comparison=comparison, title=title),
+                         encoding="utf-8")
+    if len(runs) == 1 and comparison is None:
+        md = single_markdown(runs[0], title)
+    else:
+        md = render_multi_markdown(runs, comparison=comparison,
+                                   title=title or default_title(runs))
+    md_path.write_text(md, encoding="utf-8")
+    return html_path, md_path
+
