@@ -15,6 +15,7 @@ from scipy import optimize, stats
 
 from calipers.stats import (
     _paired,
+    _resample,
     clustered_mean,
     newcombe_interval,
     paired_bootstrap,
@@ -178,9 +179,9 @@ def test_few_distinct_values_shortcut_has_the_same_distribution(monkeypatch) -> 
     # 0 / 0.5 / 1 partial credit: the multinomial shortcut against explicit index resampling
     rng = np.random.default_rng(8)
     pairs = rng.integers(0, 3, size=(3000, 2)) / 2
-    fast = _paired._bootstrap_means(pairs, np.random.default_rng(1), 4000)
-    monkeypatch.setattr(_paired, "_FEW", 10**9)
-    slow = _paired._bootstrap_means(pairs, np.random.default_rng(1), 4000)
+    fast = _resample.resample_means(pairs, np.random.default_rng(1), 4000)
+    monkeypatch.setattr(_resample, "FEW", 10**9)
+    slow = _resample.resample_means(pairs, np.random.default_rng(1), 4000)
     se = pairs.std(axis=0) / math.sqrt(pairs.shape[0])
     for draws in (fast, slow):
         assert draws.mean(axis=0) == pytest.approx(pairs.mean(axis=0), abs=4 * se.max() / 60)
@@ -223,7 +224,7 @@ def test_binomial_shortcut_agrees_with_random_bits(monkeypatch) -> None:  # type
     rng = np.random.default_rng(11)
     d = rng.choice([-1.0, -0.5, 0.5, 1.0], p=[0.2, 0.25, 0.28, 0.27], size=400)
     fast = sign_flip_pvalue(d, rng=np.random.default_rng(1), n_resamples=20_000)
-    monkeypatch.setattr(_paired, "_FEW", 10**9)
+    monkeypatch.setattr(_paired, "FEW", 10**9)
     slow = sign_flip_pvalue(d, rng=np.random.default_rng(1), n_resamples=20_000)
     assert fast == pytest.approx(slow, abs=4 * math.sqrt(fast * (1 - fast) / 20_000) + 1e-3)
 

@@ -1,22 +1,17 @@
-"""Mean of arbitrary scores with a bootstrap confidence interval (scipy.stats.bootstrap)."""
+"""Mean of arbitrary scores with a bootstrap confidence interval (BCa, percentile fallback)."""
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from calipers.stats._proportion import check_confidence
+from calipers.stats._resample import bootstrap_estimate, resample_means
 from calipers.types import Estimate
 
 __all__ = ["as_values", "bootstrap_mean"]
-
-# Resampling and the BCa jackknife build (batch x n) arrays; keep each batch near this size.
-_BATCH_CELLS = 2_000_000
-
 
 def as_values(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``values`` as a 1-D float array with NaN (unscored) entries removed.
@@ -30,42 +25,14 @@ def as_values(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return x
 
 
-def _run(
-    x: npt.NDArray[np.float64],
-    rng: np.random.Generator,
-    c: float,
-    n_resamples: int,
-) -> tuple[float, float, str]:
-    batch = max(1, min(n_resamples, _BATCH_CELLS // x.size))
-    with warnings.catch_warnings():
-        # BCa is undefined when every jackknife mean is equal (e.g. constant data); scipy
-        # warns and returns NaN, and we fall back to the percentile interval below.
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.bootstrap(
-            (x,), np.mean, n_resamples=n_resamples, batch=batch, vectorized=True,
-            confidence_level=c, method="BCa", rng=rng,
-        )
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if math.isfinite(low) and math.isfinite(high):
-        return low, high, "bootstrap-bca"
-    # Reuse the same resamples (n_resamples=0 draws nothing new) for the percentile interval.
-    res = stats.bootstrap(
-        (x,), np.mean, n_resamples=0, vectorized=True, confidence_level=c,
-        method="percentile", bootstrap_result=res, rng=rng,
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high), (
-        "bootstrap-percentile"
-    )
-
-
 def bootstrap_mean(
     values: npt.ArrayLike,
     rng: np.random.Generator,
     confidence: float = 0.95,
     n_resamples: int = 2000,
 ) -> Estimate:
-    """Mean of ``values`` with a bootstrap CI from ``scipy.stats.bootstrap``.
+    """Mean of ``values`` with a bootstrap CI (resampling in :mod:`calipers.stats._resample`;
+    tests check it against ``scipy.stats.bootstrap``).
 
     Uses the BCa interval (method ``"bootstrap-bca"``); when BCa is undefined, as for constant
     data, it uses the percentile interval of the same resamples (``"bootstrap-percentile"``),
@@ -83,5 +50,5 @@ def bootstrap_mean(
     value = float(np.mean(x))
     if x.size == 1:
         return Estimate(value, -math.inf, math.inf, 1, "bootstrap-undefined", c)
-    low, high, method = _run(x, rng, c, n_resamples)
-    return Estimate(value, min(low, value), max(high, value), int(x.size), method, c)
+    draws = resample_means(x[:, None], rng, n_resamples)[:, 0]
+    return bootstrap_estimate(x, draws, "bootstrap", c)

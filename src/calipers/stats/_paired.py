@@ -20,6 +20,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from calipers.stats._clustered import cluster_codes, clustered_mean
 from calipers.stats._power import check_alpha_power, mde_paired
 from calipers.stats._proportion import check_confidence, wilson
+from calipers.stats._resample import CELLS, FEW, bootstrap_estimate, is_flat, resample_means
 from calipers.types import Estimate
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
 Floats = npt.NDArray[np.float64]
 TestName = Literal["auto", "mcnemar-exact", "mcnemar-chi2", "permutation", "wilcoxon", "cluster-t"]
 _TESTS = ("auto", "mcnemar-exact", "mcnemar-chi2", "permutation", "wilcoxon", "cluster-t")
-_CELLS = 1 << 18  # resampled values held at once: memory per chunk is about 24 bytes x this
-_FEW = 32  # exact multinomial/binomial shortcut when distinct values x _FEW <= n
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,79 +101,16 @@ def newcombe_interval(
     return d - np.sqrt(np.maximum(lo2, 0.0)), d + np.sqrt(np.maximum(hi2, 0.0))
 
 
-def _bootstrap_means(pairs: Floats, rng: np.random.Generator, n_resamples: int) -> Floats:
-    """``(n_resamples, 2)`` column means of ``pairs`` resampled by row (items keep their pair).
-
-    Few distinct rows (0/0.5/1 credit, 1-5 ratings): the resample counts of the K distinct
-    rows are drawn directly, ``Multinomial(n, counts / n)`` -- the same distribution as
-    resampling items, at O(K) per resample. Otherwise an index matrix is drawn and gathered,
-    ``_CELLS`` indices at a time (a pair travels as one complex number, one gather for both);
-    the loop is over chunks of resamples, never over single resamples.
-    """
-    n = pairs.shape[0]
-    values, counts = np.unique(pairs, axis=0, return_counts=True)
-    few = values.shape[0] * _FEW <= n
-    rows = max(1, _CELLS // (values.shape[0] if few else n))
-    out = np.empty((n_resamples, 2))
-    z, buf = pairs[:, 0] + 1j * pairs[:, 1], np.empty(0 if few else rows * n, np.complex128)
-    for start in range(0, n_resamples, rows):
-        m = min(rows, n_resamples - start)
-        if few:
-            out[start : start + m] = rng.multinomial(n, counts / n, size=m) @ values / n
-        else:
-            np.take(z, rng.integers(0, n, size=m * n), out=buf[: m * n], mode="wrap")
-            sums = buf[: m * n].reshape(m, n).sum(axis=1) / n
-            out[start : start + m, 0], out[start : start + m, 1] = sums.real, sums.imag
-    return out
-
-
-def _flat(v: Floats) -> bool:
-    """True when every value is equal up to round-off (``x + 0.1 - x`` is not always 0.1)."""
-    return float(np.ptp(v)) <= 1e-12 * max(1.0, float(np.abs(v).max()))
-
-
-def _bca(draws: Floats, values: Floats, c: float) -> tuple[float, float, str]:
-    """BCa interval (Efron 1987) for ``mean(values)``; percentile where BCa is undefined.
-
-    For a mean the jackknife is closed-form, so the acceleration is
-    ``sum(e^3) / (6 sum(e^2)^1.5)`` with ``e = values - mean``: O(n), not O(n^2).
-    """
-    theta = float(values.mean())
-    e = values - theta
-    ss = float(np.sum(e * e))
-    tol = 1e-12 * max(1.0, float(np.abs(values).max()))
-    ties = np.count_nonzero(np.abs(draws - theta) <= tol)
-    below = (np.count_nonzero(draws < theta - tol) + 0.5 * ties) / draws.size
-    levels = np.array([(1 - c) / 2, (1 + c) / 2])
-    if not _flat(values) and 0.0 < below < 1.0:
-        z0, zq = float(stats.norm.ppf(below)), stats.norm.ppf(levels)
-        accel = float(np.sum(e**3)) / (6 * ss**1.5)
-        bca = stats.norm.cdf(z0 + (z0 + zq) / (1 - accel * (z0 + zq)))
-        if np.isfinite(bca).all():
-            low, high = np.quantile(draws, bca)
-            return float(low), float(high), "bca"
-    low, high = np.quantile(draws, levels)
-    return float(low), float(high), "percentile"
-
-
-def _one_estimate(v: Floats, draws: Floats, name: str, c: float) -> Estimate:
-    m = float(v.mean())
-    if v.size < 2:  # nothing to resample: the data cannot say how far the mean could move
-        return Estimate(m, -math.inf, math.inf, v.size, f"{name}-undefined", c)
-    low, high, kind = _bca(draws, v, c)
-    return Estimate(m, min(low, m), max(high, m), v.size, f"{name}-{kind}", c)
-
-
 def bootstrap_estimates(
     x: Floats, y: Floats, rng: np.random.Generator, c: float, n_resamples: int
 ) -> tuple[Estimate, Estimate, Estimate]:
     """Means of ``x``, ``y`` and of ``y - x`` from one paired bootstrap (NaN-free, n >= 1)."""
     pairs = np.column_stack((x, y))
-    draws = _bootstrap_means(pairs, rng, n_resamples) if x.size > 1 else pairs
+    draws = resample_means(pairs, rng, n_resamples) if x.size > 1 else pairs
     return (
-        _one_estimate(x, draws[:, 0], "bootstrap", c),
-        _one_estimate(y, draws[:, 1], "bootstrap", c),
-        _one_estimate(y - x, draws[:, 1] - draws[:, 0], "paired-bootstrap", c),
+        bootstrap_estimate(x, draws[:, 0], "bootstrap", c),
+        bootstrap_estimate(y, draws[:, 1], "bootstrap", c),
+        bootstrap_estimate(y - x, draws[:, 1] - draws[:, 0], "paired-bootstrap", c),
     )
 
 
@@ -202,8 +138,8 @@ def paired_bootstrap(
 def _random_flip_hits(d: Floats, rng: np.random.Generator, n_resamples: int, at: float) -> int:
     """How many of ``n_resamples`` random sign flips of ``d`` give ``|sum| >= at``."""
     mags, counts = np.unique(np.abs(d), return_counts=True)
-    few, total, hits = mags.size * _FEW <= d.size, float(d.sum()), 0
-    rows = max(1, _CELLS // (mags.size if few else d.size))
+    few, total, hits = mags.size * FEW <= d.size, float(d.sum()), 0
+    rows = max(1, CELLS // (mags.size if few else d.size))
     for start in range(0, n_resamples, rows):
         m = min(rows, n_resamples - start)
         if few:  # sum_k mag_k (2 X_k - c_k), X_k ~ Binomial(c_k, 1/2): the same distribution
@@ -315,8 +251,8 @@ def _effect(x: Floats, y: Floats, binary: bool) -> tuple[float, str]:
     if d.size < 2:
         return math.nan, "d_z"
     mean = float(d.mean())
-    if _flat(d):  # every difference equal: 0 if they are all 0, else unbounded
-        return (0.0 if _flat(np.append(d, 0.0)) else math.copysign(math.inf, mean)), "d_z"
+    if is_flat(d):  # every difference equal: 0 if they are all 0, else unbounded
+        return (0.0 if is_flat(np.append(d, 0.0)) else math.copysign(math.inf, mean)), "d_z"
     return mean / float(np.std(d, ddof=1)), "d_z"
 
 
@@ -328,7 +264,7 @@ def _mde(d: Floats, binary: bool, se: float | None, alpha: float, power: float) 
     if math.isinf(var):
         return math.inf
     floor = mde_paired(n, p_discordant=0.0, alpha=alpha, power=power) if binary else 0.0
-    if not binary and _flat(d):
+    if not binary and is_flat(d):
         return math.nan  # every difference equal: the data say nothing about the spread
     return max(floor, mde_paired(n, var_diff=var, alpha=alpha, power=power))
 
