@@ -102,3 +102,26 @@ def test_yaml_boolean_trap_gets_a_hint(tmp_path: Path) -> None:
     with pytest.raises(TaskSpecError, match="field 'name'") as e:
         load_task_spec(spec)
     assert "quote the value" in str(e.value)
+
+
+def test_formulations_are_chosen_validated_and_recorded() -> None:
+    from calipers.errors import ConfigError
+    from calipers.tasks import get_task, register_task
+    from calipers.tasks._registry import _TASKS
+    from calipers.tasks.dynamic import dates_mc_task
+
+    def factory(formulation: str) -> object:
+        from dataclasses import replace
+
+        return replace(dates_mc_task(), name="formtest", formulation=formulation)
+
+    register_task("formtest", factory, formulations=("cloze", "letter"))
+    try:
+        assert get_task("formtest").formulation == "cloze"
+        assert get_task("formtest", "letter").formulation == "letter"
+        with pytest.raises(ConfigError, match="no formulation 'essay'"):
+            get_task("formtest", "essay")
+        with pytest.raises(ConfigError, match="single formulation"):
+            get_task("dyn_arithmetic", "letter")
+    finally:
+        _TASKS.pop("formtest")

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from calipers.cli._app import Context, cli
 from calipers.models import list_aliases, list_providers
-from calipers.tasks import list_suites, list_tasks
+from calipers.tasks import formulations, list_suites, list_tasks
 
 __all__ = ["models_cmd", "tasks_cmd"]
 
@@ -24,12 +24,14 @@ def tasks_cmd(obj: Context, verbose: bool, as_json: bool) -> None:
     task: see docs/tasks.md."""
     rows: list[dict[str, Any]] = []
     for name, factory in list_tasks().items():
-        t = factory()
+        forms = formulations(name)
+        t = factory(formulation=forms[0]) if forms else factory()
         rows.append({
             "name": name, "kind": t.kind, "version": t.version, "description": t.description,
             "dynamic": t.dynamic, "source": t.source, "license": t.license,
             "metrics": t.metrics, "scorers": [s.spec.name for s in t.scorers],
             "default_n": t.default_n, "few_shot": t.default_few_shot,
+            "formulations": list(forms),
         })
     suites = {k: list(v) for k, v in list_suites().items()}
     if as_json:
@@ -38,13 +40,14 @@ def tasks_cmd(obj: Context, verbose: bool, as_json: bool) -> None:
     table = Table(header_style="bold")
     cols = ["task", "kind", "description"]
     if verbose:
-        cols += ["version", "metrics", "source", "licence"]
+        cols += ["version", "formulations", "metrics", "source", "licence"]
     for c in cols:
         table.add_column(c)
     for r in rows:
         cells = [r["name"], r["kind"], r["description"]]
         if verbose:
-            cells += [r["version"], ", ".join(r["metrics"]), r["source"], r["license"]]
+            cells += [r["version"], ", ".join(r["formulations"]) or "-",
+                      ", ".join(r["metrics"]), r["source"], r["license"]]
         table.add_row(*cells)
     obj.out.print(table)
     for name, members in suites.items():

@@ -45,7 +45,7 @@ def _config(opts: dict[str, Any]) -> RunConfig:
     try:
         return RunConfig(
             model=opts["model"],
-            tasks=tuple(opts["task"]) or (DEFAULT_TASK,),
+            tasks=tuple(opts["task"]) or (DEFAULT_TASK,), formulation=opts["formulation"],
             limit=opts["limit"], seed=opts["seed"], few_shot=opts["few_shot"],
             few_shot_seed=opts["few_shot_seed"], chat_template=opts["chat_template"],
             system_prompt=opts["system_prompt"], data_dir=opts["data_dir"],
@@ -84,6 +84,9 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
               help="smollm2 | llamacpp:PATH.gguf | openai:MODEL | fake:echo ...")
 @click.option("-t", "--task", multiple=True, metavar="NAME|PATH",
               help=f"Task, suite or task file; repeatable. [default: {DEFAULT_TASK}]")
+@click.option("--formulation", metavar="NAME",
+              help="cloze | letter | generate, for tasks that offer several (default: the "
+              "one their published figures use).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed for generated items and bootstrap intervals.")

@@ -17,6 +17,7 @@ class RunConfig(BaseModel):
 
     model: str = DEFAULT_MODEL
     tasks: tuple[str, ...] = (DEFAULT_TASK,)
+    formulation: str | None = None
     limit: int | None = Field(None, ge=1, description="items per task (dynamic: generated)")
     seed: int = 0
     few_shot: int | None = Field(None, ge=0)

@@ -20,6 +20,7 @@ class TaskMethodology(BaseModel):
     task: str
     version: str
     kind: str
+    formulation: str | None = None
     source: str
     data_hash: str
     n_items: int

@@ -124,6 +124,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
     template = task.prompt.model_dump(mode="json")
     card = TaskMethodology(
         task=task.name, version=task.version, kind=task.kind, source=task.source,
+        formulation=task.formulation,
         data_hash=data_hash(samples), n_items=len(samples), dynamic=task.dynamic,
         seed=config.seed, limit=config.limit, prompt_template=template,
         prompt_hash=prompt_hash(template), chat_template=config.chat_template,
@@ -140,7 +141,7 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
     FakeModel instance; the spec string is still recorded)."""
     tasks: list[Task] = []
     for name in config.tasks:
-        tasks.extend(resolve_task(name))
+        tasks.extend(resolve_task(name, config.formulation))
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise ConfigError(f"A task is listed twice: {', '.join(names)}.")

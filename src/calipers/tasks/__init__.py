@@ -2,6 +2,7 @@
 
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import (
+    formulations,
     get_task,
     list_suites,
     list_tasks,
@@ -20,6 +21,7 @@ __all__ = [
     "Task",
     "TaskKind",
     "data_hash",
+    "formulations",
     "get_task",
     "list_suites",
     "list_tasks",

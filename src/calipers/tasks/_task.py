@@ -52,6 +52,7 @@ class Task:
     default_few_shot: int = 0
     few_shot_seed: int = 1234
     few_shot_sampling: FewShotSampling = "per_item"
+    formulation: str | None = None  # for tasks offering several (cloze, letter, generate)
     params: GenerateParams = field(default_factory=GenerateParams)
     default_n: int | None = None
     dynamic: bool = False
