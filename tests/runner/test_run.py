@@ -225,3 +225,29 @@ def test_clustered_items_get_cluster_robust_intervals(tmp_path: Path) -> None:
     assert est["method"] == "cluster-t" and est["n"] == 12
     assert est["value"] == pytest.approx(0.5)
     assert (est["low"], est["high"]) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
+
+
+def test_task_level_derived_metrics_reach_the_summary(capitals_task: Path) -> None:
+    from dataclasses import replace
+
+    from calipers.tasks import register_task
+    from calipers.tasks._registry import _TASKS
+    from calipers.tasks._spec import load_task_spec
+    from calipers.types import Estimate
+
+    def ratio(records: list) -> dict[str, Estimate]:  # type: ignore[type-arg]
+        right = sum(1 for r in records if r.scores and r.scores["exact_match"] == 1)
+        wrong = sum(1 for r in records if r.scores and r.scores["exact_match"] == 0)
+        return {"right_per_wrong": Estimate(right / wrong, 0.0, 99.0, len(records), "test")}
+
+    register_task("capitals_derived",
+                  lambda: replace(load_task_spec(capitals_task), name="capitals_derived",
+                                  derived=ratio))
+    try:
+        result, _, _ = _run(RunConfig(model="fake:oracle", tasks=("capitals_derived",)),
+                            FakeModel(oracle, name="oracle"))
+    finally:
+        _TASKS.pop("capitals_derived")
+    metrics = result.summary["tasks"]["capitals_derived"]["metrics"]
+    assert metrics["right_per_wrong"]["value"] == 5.0  # 5 right, 1 wrong, 2 errors
+    assert metrics["right_per_wrong"]["method"] == "test"

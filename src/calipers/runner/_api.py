@@ -35,9 +35,10 @@ class RunResult:
 
 def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResult:
     metrics = {pt.task.name: metric_names(pt.task.scorers) for pt in plan.tasks}
+    derived = {pt.task.name: pt.task.derived for pt in plan.tasks if pt.task.derived}
     summary = summarize_records(
         store.get_samples(run_id), metrics, seed=plan.config.seed,
-        confidence=plan.config.confidence,
+        confidence=plan.config.confidence, derived=derived,
     )
     elapsed = time.perf_counter() - started
     summary["elapsed_s"] = round(elapsed, 3)

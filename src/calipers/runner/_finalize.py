@@ -8,7 +8,7 @@ task and the metric, so a summary is reproducible from the stored records alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy as np
 from calipers._util.hashing import text_hash
 from calipers.stats import bootstrap_mean, summarize
 from calipers.store import SampleRecord
+from calipers.tasks import Derived
 from calipers.types import Estimate
 
 __all__ = ["summarize_records", "summarize_task"]
@@ -89,14 +90,18 @@ def summarize_records(
     *,
     seed: int,
     confidence: float,
+    derived: Mapping[str, Derived] | None = None,
 ) -> dict[str, Any]:
-    """``metrics`` maps each task (in run order) to its metric names, primary first."""
+    """``metrics`` maps each task (in run order) to its metric names, primary first;
+    ``derived`` adds task-level metrics computed from the task's records (with intervals)."""
     by_task: dict[str, list[SampleRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task].append(r)
-    return {
-        "tasks": {
-            t: summarize_task(t, by_task.get(t, []), ms, seed, confidence)
-            for t, ms in metrics.items()
-        }
-    }
+    tasks = {}
+    for t, ms in metrics.items():
+        ts = summarize_task(t, by_task.get(t, []), ms, seed, confidence)
+        if derived and t in derived:
+            extra = derived[t](by_task.get(t, []))
+            ts["metrics"].update({k: e.to_dict() for k, e in extra.items()})
+        tasks[t] = ts
+    return {"tasks": tasks}

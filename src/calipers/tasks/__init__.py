@@ -10,12 +10,13 @@ from calipers.tasks._registry import (
     register_task,
     resolve_task,
 )
-from calipers.tasks._task import LoadContext, Task, TaskKind, data_hash
+from calipers.tasks._task import Derived, LoadContext, Task, TaskKind, data_hash
 
 DEFAULT_TASK = "dynamic"
 
 __all__ = [
     "DEFAULT_TASK",
+    "Derived",
     "LoadContext",
     "PromptTemplate",
     "Task",

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from calipers._util.hashing import json_hash
 from calipers.scorers import Scorer
 from calipers.tasks._prompt import PromptTemplate
-from calipers.types import GenerateParams, Sample
+from calipers.types import Estimate, GenerateParams, Sample
 
-__all__ = ["FewShotSampling", "LoadContext", "Task", "TaskKind", "data_hash"]
+__all__ = ["Derived", "FewShotSampling", "LoadContext", "Task", "TaskKind", "data_hash"]
 
 TaskKind = Literal["generate", "multiple_choice"]
 FewShotSampling = Literal["per_item", "fixed"]
@@ -30,6 +30,10 @@ class LoadContext:
 
 
 Loader = Callable[[LoadContext], Sequence[Sample]]
+# Task-level metrics that are not a mean of per-sample values (a ratio such as BBQ's bias
+# score, a micro-average over instructions): computed from the stored sample records (objects
+# with ``scores``, ``score_details``, ``error``, ``category``...) at finalize, with intervals.
+Derived = Callable[[Sequence[Any]], dict[str, Estimate]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Task:
     few_shot_seed: int = 1234
     few_shot_sampling: FewShotSampling = "per_item"
     formulation: str | None = None  # for tasks offering several (cloze, letter, generate)
+    derived: Derived | None = None
     params: GenerateParams = field(default_factory=GenerateParams)
     default_n: int | None = None
     dynamic: bool = False
