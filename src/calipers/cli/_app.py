@@ -3,6 +3,7 @@ one-sentence messages and exit codes."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -38,6 +39,10 @@ class Context:
         wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
         self.out = Console(highlight=False, width=wide)
         self.err = Console(stderr=True, highlight=False)
+
+    def print_json(self, data: Any) -> None:
+        """JSON for scripts: written as is, never wrapped or styled by the console."""
+        click.echo(json.dumps(data, indent=2, default=str))
 
 
 class CalipersGroup(click.Group):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -35,7 +34,7 @@ def tasks_cmd(obj: Context, verbose: bool, as_json: bool) -> None:
         })
     suites = {k: list(v) for k, v in list_suites().items()}
     if as_json:
-        obj.out.print(json.dumps({"tasks": rows, "suites": suites}, indent=2), markup=False)
+        obj.print_json({"tasks": rows, "suites": suites})
         return
     table = Table(header_style="bold")
     cols = ["task", "kind", "description"]
@@ -65,8 +64,7 @@ def models_cmd(obj: Context, as_json: bool) -> None:
     ]
     aliases = {k: {"spec": v[0], "description": v[1]} for k, v in list_aliases().items()}
     if as_json:
-        obj.out.print(json.dumps({"providers": providers, "aliases": aliases}, indent=2),
-                      markup=False)
+        obj.print_json({"providers": providers, "aliases": aliases})
         return
     t = Table(header_style="bold")
     for c in ("spec", "what"):

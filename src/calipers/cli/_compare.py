@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -83,7 +82,7 @@ def compare_cmd(obj: Context, /, runs: tuple[str, ...], tasks: tuple[str, ...],
                      correction=correction,  # type: ignore[arg-type]
                      alpha=alpha, seed=seed, force=force)
     if as_json:
-        obj.out.print(json.dumps(result.model_dump(mode="json"), indent=2), markup=False)
+        obj.print_json(result.model_dump(mode="json"))
         return
     if result.forced:
         obj.out.print("[bold yellow]FORCED:[/] these runs differ in methodology; treat the "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -40,8 +38,7 @@ def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str,
         runs = load_runs(store, ids) if ids else []
     boards = leaderboard(runs, tasks=tasks or None, seed=seed, n_resamples=resamples)
     if as_json:
-        obj.out.print(json.dumps([b.model_dump(mode="json") for b in boards], indent=2),
-                      markup=False)
+        obj.print_json([b.model_dump(mode="json") for b in boards])
         return
     if not boards:
         obj.out.print("No finished runs to rank. Start with: calipers run")

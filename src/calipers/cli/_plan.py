@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -74,7 +73,7 @@ def plan_cmd(obj: Context, /, task: str | None, delta: float, baseline_acc: floa
                   items_available=_items_available(
                       task or (loaded[0].record.tasks[0] if loaded else None), loaded))
     if as_json:
-        obj.out.print(json.dumps(p.model_dump(mode="json"), indent=2), markup=False)
+        obj.print_json(p.model_dump(mode="json"))
         return
     out = obj.out
     out.print(f"To detect a difference of [bold]{p.delta:.1%}[/] with {p.power:.0%} power at "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
@@ -71,8 +70,7 @@ def report_cmd(obj: Context, /, runs: tuple[str, ...], out_dir: str | None, no_c
     html_path, md_path = write_multi_report(loaded, _report_dir(out_dir),
                                             comparison=comparison, title=title)
     if as_json:
-        obj.out.print(json.dumps({"html": str(html_path), "markdown": str(md_path)}),
-                      markup=False, highlight=False, soft_wrap=True)
+        obj.print_json({"html": str(html_path), "markdown": str(md_path)})
         return
     obj.out.print(f"Report: {escape(str(html_path))}", soft_wrap=True)
     obj.out.print(f"        {escape(str(md_path))}", soft_wrap=True)

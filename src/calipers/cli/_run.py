@@ -155,7 +155,7 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
                 _report_dir(opts["report_dir"]),
             )
         if opts["as_json"]:
-            obj.out.print(_as_json(result, store, reports), markup=False, highlight=False)
+            click.echo(_as_json(result, store, reports))
             return
         _print_result(obj, result, store, reports)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -45,7 +44,7 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
              "model_name": r.model_name, "tasks": r.tasks, "summary": r.summary}
             for r in runs
         ]
-        obj.out.print(json.dumps(rows, indent=2, default=str), markup=False)
+        obj.print_json(rows)
         return
     if not runs:
         obj.out.print("No runs stored yet. Start one with: calipers run")
@@ -78,7 +77,7 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
         run = store.get_run(run_id)
         samples = store.get_samples(run.id)
     if as_json:
-        obj.out.print(json.dumps(_run_json(run), indent=2, default=str), markup=False)
+        obj.print_json(_run_json(run))
         return
     out = obj.out
     out.print(f"[bold]Run {run.id}[/]  {run.status}  {escape(run.model)}  {run.created_at}")
