@@ -1,0 +1,218 @@
+"""One sandboxed run at a given isolation: the launch, the limits, the kill, the verdict."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from calipers.sandbox._result import SandboxError, SandboxResult
+
+__all__ = ["BOOT_SOURCE", "Isolation", "Limits", "execute"]
+
+BOOT_SOURCE = (Path(__file__).parent / "_boot.py").read_text(encoding="utf-8")
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+_POLL_MAX_S = 0.02
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 10.0
+    cpu_s: int = 10
+    memory_mb: int = 512
+    max_processes: int = 32
+    file_mb: int = 16
+    max_output: int = 64 * 1024  # bytes kept of each of stdout and stderr
+
+    def rlimits(self) -> dict[str, int]:
+        mib = 1024 * 1024
+        return {
+            "RLIMIT_CPU": self.cpu_s,
+            "RLIMIT_AS": self.memory_mb * mib,
+            "RLIMIT_NPROC": self.max_processes,
+            "RLIMIT_FSIZE": self.file_mb * mib,
+            "RLIMIT_NOFILE": 256,
+            "RLIMIT_CORE": 0,
+        }
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How programs are isolated on this machine (found once by :func:`detect_isolation`).
+
+    ``namespaces`` is a subset of ``user`` (an unprivileged user namespace, when not root),
+    ``net``, ``pid`` and ``mount``, created by ``unshare``; ``uid``/``gid``, when set, is the
+    unprivileged user the program runs as (root drops to ``nobody``); ``python`` is an
+    interpreter that user can run.
+    """
+
+    python: str
+    unshare: str | None = None
+    namespaces: tuple[str, ...] = ()
+    uid: int | None = None
+    gid: int | None = None
+
+    def active_namespaces(self, network: bool) -> tuple[str, ...]:
+        ns = tuple(n for n in self.namespaces if not (network and n == "net"))
+        return ns if self.unshare and set(ns) - {"user"} else ()
+
+    def command(self, network: bool) -> list[str]:
+        ns = self.active_namespaces(network)
+        if not ns:
+            return []
+        flags = ["--user", "--map-root-user"] if "user" in ns else []
+        flags += [f"--{n}" for n in ("net", "pid", "mount") if n in ns]
+        if "pid" in ns:
+            flags += ["--fork", "--kill-child"]
+        return [str(self.unshare), *flags, "--"]
+
+    def layers(self, network: bool) -> tuple[str, ...]:
+        ns = self.active_namespaces(network)
+        names = {"user": "userns", "net": "netns", "pid": "pidns", "mount": "mountns"}
+        out = [names[n] for n in ("user", "net", "pid", "mount") if n in ns]
+        if self.uid is not None:
+            out.append("unprivileged-user")
+        return (*out, "rlimits", "no-new-privs", "tmpdir", "empty-env", "new-session")
+
+
+def _killpg(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Wait for the launcher to exit, kill its whole process group (on timeout, and after a
+    normal exit for anything left behind), reap it. True when the time ran out. The leader is
+    waited for with WNOWAIT, so its process group id cannot be reused before the kill."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.001
+    timed_out = False
+    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, _POLL_MAX_S)
+    _killpg(proc.pid)
+    proc.wait()
+    return timed_out
+
+
+def _read_stream(f: IO[bytes], limit: int) -> str:
+    """At most about ``limit`` bytes of a captured stream: a quarter from the head, the rest
+    from the tail (tracebacks end a stream), with the count of bytes left out in between."""
+    size = os.fstat(f.fileno()).st_size
+    f.seek(0)
+    if size <= limit:
+        return f.read().decode("utf-8", errors="replace")
+    head = f.read(limit // 4)
+    f.seek(size - (limit - limit // 4))
+    tail = f.read()
+    omitted = size - len(head) - len(tail)
+    return (head.decode("utf-8", errors="replace") + f"\n[... {omitted} bytes omitted ...]\n"
+            + tail.decode("utf-8", errors="replace"))
+
+
+def _status(fd: int) -> int | None:
+    """The program's exit status from the supervisor's pipe (None if it wrote none, or
+    something that is not what it writes)."""
+    os.set_blocking(fd, False)
+    try:
+        data = os.read(fd, 65536)
+    except BlockingIOError:
+        data = b""
+    finally:
+        os.close(fd)
+    code = None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            msg = json.loads(line)
+            if "start_error" in msg:
+                raise SandboxError(f"The sandbox could not start the program: "
+                                   f"{msg['start_error']}")
+            code = int(msg["returncode"])
+        except (ValueError, TypeError, KeyError):
+            return None
+    return code
+
+
+def _reason(timed_out: bool, code: int, stderr: str) -> str | None:
+    if timed_out:
+        return "timeout"
+    if code < 0:
+        named = {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "file-size", signal.SIGKILL: "killed"}
+        try:
+            sig = signal.Signals(-code)
+        except ValueError:
+            return f"signal:{-code}"
+        return named.get(sig, f"signal:{sig.name}")
+    if code != 0 and "MemoryError" in stderr[-2000:]:
+        return "memory"
+    if code != 0 and "[Errno 27] File too large" in stderr[-2000:]:
+        return "file-size"  # Python ignores SIGXFSZ: the write fails with EFBIG instead
+    return None
+
+
+def _prepare(work: Path, code: str, iso: Isolation) -> None:
+    (work / "main.py").write_text(code, encoding="utf-8")
+    (work / "main.py").chmod(0o644)
+    if iso.uid is not None and iso.gid is not None:
+        os.chown(work, iso.uid, iso.gid)
+    work.chmod(0o700)
+
+
+def execute(code: str, iso: Isolation, limits: Limits, *, network: bool) -> SandboxResult:
+    """Run ``code`` as ``main.py`` in a fresh work directory under ``iso`` and ``limits``."""
+    active = iso.active_namespaces(network)
+    mounts = "mount" in active
+    with tempfile.TemporaryDirectory(prefix="calipers-sandbox-") as tmp, \
+            tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        work = Path(tmp)
+        _prepare(work, code, iso)
+        home = "/tmp" if mounts else str(work)
+        env = {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home,
+               "TMPDIR": home}
+        r, w = os.pipe()
+        cfg = {
+            "status_fd": w, "mounts": mounts, "proc": mounts and "pid" in active,
+            "workdir": str(work), "tmpfs_mb": limits.file_mb, "uid": iso.uid, "gid": iso.gid,
+            "main": "main.py", "limits": limits.rlimits(), "deadline_s": limits.timeout_s + 2,
+        }
+        cmd = [*iso.command(network), iso.python, "-I", "-S", "-c", BOOT_SOURCE, json.dumps(cfg)]
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                start_new_session=True, pass_fds=(w,),
+            )
+        except OSError as e:
+            os.close(r)
+            raise SandboxError(f"The sandbox could not launch {cmd[0]}: {e}") from e
+        finally:
+            os.close(w)
+        timed_out = _wait(proc, limits.timeout_s)
+        wall = time.monotonic() - start
+        status = _status(r)
+        stdout, stderr = _read_stream(out, limits.max_output), _read_stream(err, limits.max_output)
+    returncode = status if status is not None else proc.returncode
+    reason = _reason(timed_out, returncode, stderr)
+    # The supervisor's status line and its exit status must agree. No status, or a status the
+    # exit contradicts, means the supervisor was disturbed (only possible under the weaker
+    # fallbacks, where the program can reach it, or by the OOM killer): a failure, not a pass.
+    consistent = status is not None and (proc.returncode == 0) == (status == 0)
+    if not timed_out and not consistent:
+        reason = "supervisor-lost"
+    return SandboxResult(
+        passed=status == 0 and proc.returncode == 0 and not timed_out, returncode=returncode,
+        stdout=stdout,
+        stderr=stderr, timed_out=timed_out, killed_reason=reason, wall_s=wall,
+        isolation=iso.layers(network),
+    )

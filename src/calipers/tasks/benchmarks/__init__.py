@@ -1,0 +1,1 @@
+"""Published benchmarks read from their original files in a local data directory."""
