@@ -35,6 +35,7 @@ class TaskMethodology(BaseModel):
     few_shot: int
     few_shot_seed: int
     few_shot_sampling: str = "per_item"
+    few_shot_match: str | None = None
     decoding: GenerateParams
     scorers: list[dict[str, Any]]
 

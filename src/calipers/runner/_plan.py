@@ -70,7 +70,7 @@ def _decoding(task: Task, config: RunConfig) -> GenerateParams:
 
 
 def _draw_shots(
-    pool: list[Sample], sample: Sample, k: int, seed: int, sampling: str
+    pool: list[Sample], sample: Sample, k: int, seed: int, sampling: str, match: str | None
 ) -> list[Sample]:
     """``per_item``: a draw seeded by (seed, item id). ``fixed``: the pool in one seeded
     order, the first k that are not the item itself, so almost every item gets the same shots
@@ -78,8 +78,13 @@ def _draw_shots(
     if k == 0:
         return []
     candidates = [s for s in pool if s.id != sample.id and s.input != sample.input]
+    if match == "category":  # e.g. MMLU: shots from the item's own subject
+        candidates = [s for s in candidates if s.category == sample.category]
     if len(candidates) < k:
-        raise ConfigError(f"Few-shot k={k} but the pool has only {len(candidates)} examples.")
+        where = f" in category {sample.category!r}" if match == "category" else ""
+        raise ConfigError(
+            f"Few-shot k={k} but the pool has only {len(candidates)} examples{where}."
+        )
     if sampling == "fixed":
         order = sorted(candidates, key=lambda s: json_hash([seed, "fixed", s.id]))
         return order[:k]
@@ -103,7 +108,9 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
     identity = provider.identity()
     planned = []
     for i, s in enumerate(samples):
-        shots = _draw_shots(pool, s, k, shot_seed, task.few_shot_sampling)
+        shots = _draw_shots(
+            pool, s, k, shot_seed, task.few_shot_sampling, task.few_shot_match
+        )
         req: ModelRequest | LoglikelihoodRequest
         text: str | None = None
         if task.kind == "multiple_choice":
@@ -130,7 +137,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
         prompt_hash=prompt_hash(template), chat_template=config.chat_template,
         chat_template_hash=chat_hash(config.chat_template, identity),
         system_prompt=config.system_prompt, few_shot=k, few_shot_seed=shot_seed,
-        few_shot_sampling=task.few_shot_sampling,
+        few_shot_sampling=task.few_shot_sampling, few_shot_match=task.few_shot_match,
         decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
     )
     return PlannedTask(task, tuple(planned), card)

@@ -14,6 +14,7 @@ from calipers.stats._paired import (
     paired_compare,
     sign_flip_pvalue,
 )
+from calipers.stats._passk import pass_at_k, pass_at_k_estimate
 from calipers.stats._power import mde_paired, sample_size_paired, unpaired_sample_size
 from calipers.stats._proportion import beta_posterior, wilson
 from calipers.stats._ranking import Leaderboard, RankedModel, rank_models
@@ -32,6 +33,8 @@ __all__ = [
     "newcombe_interval",
     "paired_bootstrap",
     "paired_compare",
+    "pass_at_k",
+    "pass_at_k_estimate",
     "rank_models",
     "sample_size_paired",
     "sign_flip_pvalue",

@@ -13,6 +13,9 @@ from calipers.tasks.dynamic import (
 
 __all__ = ["register"]
 
+# Standard benchmarks: each module registers its tasks (data from --data-dir).
+_BENCHMARKS = ("knowledge", "gsm8k", "truthfulqa", "humaneval", "bbq", "ifeval")
+
 
 def register() -> None:
     register_task("dyn_word_problems", word_problems_task)
@@ -20,3 +23,7 @@ def register() -> None:
     register_task("dyn_dates", dates_task)
     register_task("dyn_dates_mc", dates_mc_task)
     register_suite("dynamic", SUITE)
+    import importlib
+
+    for name in _BENCHMARKS:
+        importlib.import_module(f"calipers.tasks.benchmarks.{name}").register()

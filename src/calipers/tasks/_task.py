@@ -56,6 +56,7 @@ class Task:
     default_few_shot: int = 0
     few_shot_seed: int = 1234
     few_shot_sampling: FewShotSampling = "per_item"
+    few_shot_match: Literal["category"] | None = None  # shots share the item's category
     formulation: str | None = None  # for tasks offering several (cloze, letter, generate)
     derived: Derived | None = None
     params: GenerateParams = field(default_factory=GenerateParams)
