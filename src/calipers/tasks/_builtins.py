@@ -14,7 +14,9 @@ from calipers.tasks.dynamic import (
 __all__ = ["register"]
 
 # Standard benchmarks: each module registers its tasks (data from --data-dir).
-_BENCHMARKS = ("knowledge", "gsm8k", "truthfulqa", "humaneval", "bbq", "ifeval")
+_BENCHMARKS = (
+    "commonsense", "knowledge", "gsm8k", "truthfulqa", "humaneval", "bbq", "ifeval",
+)
 
 
 def register() -> None:
