@@ -56,7 +56,7 @@ ROWS = {
     "hellaswag": Row("HellaSwag", ("hellaswag",), 40.9, "acc_norm", 200),
     "arc": Row("ARC (mean of Easy, Challenge)", ("arc_easy", "arc_challenge"), 37.3,
                "acc_norm", 200),
-    "piqa": Row("PIQA", ("piqa",), 66.3, "acc_norm", 300),
+    "piqa": Row("PIQA", ("piqa",), 66.3, "acc_norm", 250),
     "mmlu": Row("MMLU cloze", ("mmlu",), 29.3, "acc_norm", 200, formulation="cloze"),
     "gsm8k": Row("GSM8K 5-shot", ("gsm8k",), 1.4, None, 30, few_shot=5),
 }
@@ -190,7 +190,7 @@ def main() -> None:
                     help="quantization allowance in points (Q4_1 vs bf16)")
     ap.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--threads", type=int, default=None,
-                    help="llama.cpp threads (default: all cores; 1 is faster on a busy machine)")
+                    help="llama.cpp threads (default: all cores)")
     ap.add_argument("--store", help="database URL to keep the runs (default: a temporary one)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     for key, row in ROWS.items():
