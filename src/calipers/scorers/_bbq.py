@@ -27,12 +27,11 @@ The sample carries, in ``Sample.fields``, ``context_condition`` (``ambig``/``dis
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from calipers.errors import DataError
 from calipers.scorers._base import ScoreFn, scorer
-from calipers.scorers._choice import argmax
+from calipers.scorers._choice import argmax, option_logprobs
 from calipers.types import Sample, SampleOutput, Score
 
 __all__ = ["BBQ_METRICS", "bbq", "bbq_values"]
@@ -88,12 +87,7 @@ def bbq(length_normalized: bool = False) -> ScoreFn:
     async def score(sample: Sample, output: SampleOutput) -> Score:
         if not sample.choices or not isinstance(sample.target, int):
             raise DataError(f"Sample {sample.id!r} is not multiple choice.")
-        if output.loglikelihood is None:
-            raise DataError(f"Sample {sample.id!r} has no log-likelihoods to score.")
-        lps = list(output.loglikelihood.logprobs)
-        if len(lps) != len(sample.choices) or any(math.isnan(x) for x in lps):
-            raise DataError(f"Sample {sample.id!r}: need one log-likelihood per option, "
-                            f"got {lps}.")
+        lps = option_logprobs(sample, output, len(sample.choices))
         if length_normalized:
             lps = [lp / max(1, len(c)) for lp, c in zip(lps, sample.choices, strict=True)]
         pred = argmax(lps)

@@ -12,7 +12,7 @@ from calipers.errors import DataError
 from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import Sample, SampleOutput, Score
 
-__all__ = ["argmax", "choice_letter", "extract_letter", "loglikelihood_mc"]
+__all__ = ["argmax", "choice_letter", "extract_letter", "loglikelihood_mc", "option_logprobs"]
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # "A" followed by one of these is read as a letter, followed by another lowercase word as the
@@ -85,6 +85,21 @@ def argmax(values: Sequence[float]) -> int:
     return best
 
 
+def option_logprobs(sample: Sample, output: SampleOutput, n_options: int) -> list[float]:
+    """The log-likelihood of each option, checked: present, one per option, none NaN. A
+    failed check is a DataError, so the sample is recorded as an error, never as wrong."""
+    if output.loglikelihood is None:
+        raise DataError(f"Sample {sample.id!r} has no log-likelihoods to score.")
+    lps = list(output.loglikelihood.logprobs)
+    if len(lps) != n_options:
+        raise DataError(
+            f"Sample {sample.id!r}: {len(lps)} log-likelihoods for {n_options} choices."
+        )
+    if any(math.isnan(lp) for lp in lps):
+        raise DataError(f"Sample {sample.id!r}: a log-likelihood is NaN.")
+    return lps
+
+
 def _choices(sample: Sample) -> tuple[str, ...]:
     if not sample.choices or not isinstance(sample.target, int):
         raise DataError(f"Sample {sample.id!r} is not multiple choice (choices + int target).")
@@ -121,15 +136,7 @@ def loglikelihood_mc() -> ScoreFn:
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         choices = _choices(sample)
-        if output.loglikelihood is None:
-            raise DataError(f"Sample {sample.id!r} has no log-likelihoods to score.")
-        lps = output.loglikelihood.logprobs
-        if len(lps) != len(choices):
-            raise DataError(
-                f"Sample {sample.id!r}: {len(lps)} log-likelihoods for {len(choices)} choices."
-            )
-        if any(math.isnan(lp) for lp in lps):
-            raise DataError(f"Sample {sample.id!r}: a log-likelihood is NaN.")
+        lps = option_logprobs(sample, output, len(choices))
         pred = argmax(lps)
         pred_norm = argmax([lp / max(1, len(c)) for lp, c in zip(lps, choices, strict=True)])
         target = sample.target_index

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from calipers.errors import DataError
 from calipers.scorers._base import ScoreFn, scorer
-from calipers.scorers._choice import argmax
+from calipers.scorers._choice import argmax, option_logprobs
 from calipers.types import Sample, SampleOutput, Score
 
 __all__ = ["loglikelihood_mc2", "mc2", "true_labels"]
@@ -57,15 +57,7 @@ def loglikelihood_mc2() -> ScoreFn:
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         labels = true_labels(sample)
-        if output.loglikelihood is None:
-            raise DataError(f"Sample {sample.id!r} has no log-likelihoods to score.")
-        lps = output.loglikelihood.logprobs
-        if len(lps) != len(labels):
-            raise DataError(
-                f"Sample {sample.id!r}: {len(lps)} log-likelihoods for {len(labels)} choices."
-            )
-        if any(math.isnan(lp) for lp in lps):
-            raise DataError(f"Sample {sample.id!r}: a log-likelihood is NaN.")
+        lps = option_logprobs(sample, output, len(labels))
         try:
             value = mc2(lps, labels)
         except ValueError as e:
