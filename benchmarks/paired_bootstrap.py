@@ -23,7 +23,9 @@ from rich.console import Console
 from rich.table import Table
 
 from calipers.stats import paired_bootstrap, paired_compare, sign_flip_pvalue
-from calipers.stats._paired import _CELLS, _FEW
+from calipers.stats._resample import BINS, EXACT_CELLS
+from calipers.stats._resample import CELLS as _CELLS
+from calipers.stats._resample import FEW as _FEW
 
 MiB = 2**20
 
@@ -61,9 +63,12 @@ def main() -> None:
     data = {k: scores(k, n, np.random.default_rng(args.seed)) for k in
             ("continuous", "partial", "binary")}
     rows_per_chunk = max(1, _CELLS // n)
+    binned = n * b > EXACT_CELLS and n >= BINS * _FEW
+    continuous_how = (f"binned: exact multinomial over {BINS} bins + within-bin normal" if binned
+                      else f"index matrix, chunks of {rows_per_chunk} x {n:,}")
     cases: list[tuple[str, str, Callable[[], Any], bool]] = [
         ("paired bootstrap, continuous scores",
-         f"index matrix, chunks of {rows_per_chunk} x {n:,}",
+         continuous_how,
          lambda: paired_bootstrap(*data["continuous"], rng=np.random.default_rng(1),
                                   n_resamples=b), True),
         ("paired bootstrap, 0/0.5/1 scores",
@@ -89,9 +94,9 @@ def main() -> None:
         table.add_row(label, how, f"{secs:.2f}", f"{peak:.1f}", "< 2 s" if targeted else "-", ok)
     console = Console(width=130)
     console.print(table)
-    console.print(f"Unchunked, the continuous bootstrap would hold {n * b * 24 / 2**30:.1f} GiB "
-                  f"(8-byte index + 16-byte pair per cell); chunks hold {_CELLS:,} cells "
-                  f"({_CELLS * 24 / MiB:.0f} MiB).")
+    console.print(f"An exact index bootstrap would draw {n * b:,} indices; above "
+                  f"{EXACT_CELLS:,} (and n >= {BINS * _FEW:,}) continuous scores use the binned "
+                  "resampler (docs/comparisons-statistics.md).")
 
 
 if __name__ == "__main__":
