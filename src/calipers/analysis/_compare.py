@@ -8,14 +8,15 @@ p-values across every row compared (Holm by default, Benjamini-Hochberg on reque
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from calipers._util.hashing import text_hash
 from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
+from calipers.analysis._floors import Floor, floor_flag
 from calipers.analysis._verdict import verdict
 from calipers.errors import ConfigError
 from calipers.stats import adjust, paired_compare
@@ -51,6 +52,7 @@ class ComparisonRow(BaseModel):
     mde: float | None
     significant: bool
     verdict: str
+    flags: list[str] = Field(default_factory=list)
 
 
 class ComparisonSet(BaseModel):
@@ -157,9 +159,11 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
     force: bool = False,
+    floors: Mapping[tuple[str, str], Floor] | None = None,
 ) -> ComparisonSet:
     """Compare every run after the first against the first (the baseline). Runs are stored
-    runs or run ids (looked up in ``store``, by default the default store)."""
+    runs or run ids (looked up in ``store``, by default the default store). ``floors``
+    (:func:`format_floors`) flag differences smaller than a model's format noise floor."""
     runs = _resolve(runs, store)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs.", hint="calipers compare RUN_A RUN_B")
@@ -190,8 +194,13 @@ def compare(
         )
     adjusted = adjust([r.p_value if r.p_value is not None else float("nan") for r in rows],
                       method=correction)
+    keys = {r.record.id: r.methodology.model.key() for r in runs}
     final = []
     for row, res, p_adj in zip(rows, results, adjusted, strict=True):
+        flag = floor_flag(floors or {}, row.task, float(row.diff["value"]),
+                          [keys[row.run_a], keys[row.run_b]], row.model_a)
+        if flag and not np.isnan(row.diff["value"]):
+            row = row.model_copy(update={"flags": [flag]})
         sig = bool(p_adj is not None and not np.isnan(p_adj) and p_adj < alpha)
         row = row.model_copy(update={
             "p_adjusted": None if np.isnan(p_adj) else float(p_adj), "significant": sig,

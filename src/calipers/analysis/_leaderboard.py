@@ -9,8 +9,9 @@ cannot be separated share a tie group.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from calipers._util.hashing import text_hash
 from calipers.analysis._align import StoredRun, methodology_differences
+from calipers.analysis._floors import Floor, floor_flag, study_references
 from calipers.runner import comparable_hash
 from calipers.stats import rank_models
 
@@ -81,8 +83,20 @@ def _scores(
                     for lab, d in zip(labels, per_run, strict=True)}
 
 
+def _flags(entries: list[BoardEntry], group: list[StoredRun], task: str,
+           floors: Mapping[tuple[str, str], Floor]) -> list[BoardEntry]:
+    """Each entry against the one ranked above it: within the format noise floor?"""
+    keys = {r.record.id: r.methodology.model.key() for r in group}
+    out = entries[:1]
+    for above, e in itertools.pairwise(entries):
+        flag = floor_flag(floors, task, e.score["value"] - above.score["value"],
+                          [keys[e.run_id], keys[above.run_id]], above.model)
+        out.append(e.model_copy(update={"flags": [*e.flags, flag]}) if flag else e)
+    return out
+
+
 def _board(task: str, group: list[StoredRun], unranked: list[dict[str, str]], seed: int,
-           n_resamples: int) -> Board | None:
+           n_resamples: int, floors: Mapping[tuple[str, str], Floor]) -> Board | None:
     metric = _primary(group[0], task)
     if metric is None:
         return None
@@ -99,6 +113,7 @@ def _board(task: str, group: list[StoredRun], unranked: list[dict[str, str]], se
         )
         for m in lb.models
     ]
+    entries = _flags(entries, group, task, floors)
     return Board(task=task, metric=metric, n_items=n_items, n_resamples=lb.n_resamples,
                  method=lb.method, entries=entries, saturated=lb.saturated,
                  saturation_note=lb.saturation_note, unranked=unranked)
@@ -106,10 +121,13 @@ def _board(task: str, group: list[StoredRun], unranked: list[dict[str, str]], se
 
 def leaderboard(
     runs: Sequence[StoredRun], *, tasks: Sequence[str] | None = None, seed: int = 0,
-    n_resamples: int = 1000,
+    n_resamples: int = 1000, floors: Mapping[tuple[str, str], Floor] | None = None,
 ) -> list[Board]:
-    """One board per task; ``runs`` are finished runs (the caller chooses which)."""
-    finished = [r for r in runs if r.record.status == "finished"]
+    """One board per task; ``runs`` are finished runs (the caller chooses which). The extra
+    formulations of sensitivity studies are left out (each study's reference run counts);
+    ``floors`` (see :func:`format_floors`) flag neighbours closer than a format noise floor."""
+    keep = study_references([r.record for r in runs])
+    finished = [r for r in runs if r.record.status == "finished" and r.record.id in keep]
     names = list(tasks) if tasks else sorted({t for r in finished for t in r.record.tasks})
     boards = []
     for task in names:
@@ -126,7 +144,7 @@ def leaderboard(
              "why": "; ".join(methodology_differences(main[0], r, task)[:3])}
             for g in ordered[1:] for r in g
         ]
-        board = _board(task, main, unranked, seed, n_resamples)
+        board = _board(task, main, unranked, seed, n_resamples, floors or {})
         if board is not None:
             boards.append(board)
     return boards

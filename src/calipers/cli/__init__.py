@@ -4,10 +4,12 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _catalog,
     _compare,
     _leaderboard,
+    _model_cards,
     _plan,
     _report,
     _run,
     _runs,
+    _sensitivity,
 )
 from calipers.cli._app import cli, main
 

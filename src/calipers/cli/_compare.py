@@ -66,7 +66,8 @@ def compare_cmd(obj: Context, /, runs: tuple[str, ...], tasks: tuple[str, ...],
     use McNemar's exact test and a score interval for the paired difference; other scores a
     sign-flip permutation test and a paired bootstrap interval. p-values are corrected across
     all rows. Runs whose methodology differs (prompt, few-shot, decoding, data...) are
-    refused unless --force.
+    refused unless --force. A difference smaller than a model's format noise floor (from a
+    `calipers sensitivity` study in the store) is flagged.
 
     \b
     Examples:
@@ -74,13 +75,15 @@ def compare_cmd(obj: Context, /, runs: tuple[str, ...], tasks: tuple[str, ...],
       calipers compare BASE CAND1 CAND2 --correction bh --json
     """
     from calipers.analysis import compare, load_runs
+    from calipers.analysis._floors import format_floors
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
         loaded = load_runs(store, runs)
+        floors = format_floors(store.list_runs())
     result = compare(loaded, tasks=tasks or None, all_metrics=all_metrics,
                      correction=correction,  # type: ignore[arg-type]
-                     alpha=alpha, seed=seed, force=force)
+                     alpha=alpha, seed=seed, force=force, floors=floors)
     if as_json:
         obj.print_json(result.model_dump(mode="json"))
         return
@@ -95,3 +98,5 @@ def compare_cmd(obj: Context, /, runs: tuple[str, ...], tasks: tuple[str, ...],
         excluded = sum(r.excluded.values())
         note = f" [dim]({excluded} unpaired or errored items excluded)[/]" if excluded else ""
         obj.out.print(f"{mark} {r.task}/{r.metric}: {escape(r.verdict)}{note}")
+        for flag in r.flags:
+            obj.out.print(f"    [yellow]flag:[/] {escape(flag)}")

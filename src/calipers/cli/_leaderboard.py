@@ -27,16 +27,21 @@ def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str,
 
     Only runs with the same methodology for a task are ranked together; each model's latest
     such run counts, on the items every ranked run scored. Models that cannot be separated
-    share a tie group; a warning says when the top of the board is within noise.
+    share a tie group; a warning says when the top of the board is within noise. A model
+    closer to the one above it than either's format noise floor (from `calipers
+    sensitivity` studies in the store) is flagged.
     """
     from calipers.analysis import load_runs
+    from calipers.analysis._floors import format_floors
     from calipers.analysis._leaderboard import leaderboard
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
-        ids = run_ids or tuple(r.id for r in store.list_runs() if r.status == "finished")
+        records = store.list_runs()
+        ids = run_ids or tuple(r.id for r in records if r.status == "finished")
         runs = load_runs(store, ids) if ids else []
-    boards = leaderboard(runs, tasks=tasks or None, seed=seed, n_resamples=resamples)
+    boards = leaderboard(runs, tasks=tasks or None, seed=seed, n_resamples=resamples,
+                         floors=format_floors(records))
     if as_json:
         obj.print_json([b.model_dump(mode="json") for b in boards])
         return
@@ -45,13 +50,13 @@ def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str,
     for b in boards:
         t = Table(title=f"{b.task} · {b.metric} · {b.n_items} items", title_justify="left",
                   header_style="bold", caption=b.method, caption_justify="left")
-        for col in ("rank [95%]", "tie group", "model", "score [95% interval]", "run"):
+        for col in ("rank [95%]", "tie group", "model", "score [95% interval]", "run", "flags"):
             t.add_column(col)
         for e in b.entries:
             est = Estimate.from_dict(e.score)
             interval = f"{e.rank} [{e.rank_low}–{e.rank_high}]"
             t.add_row(interval, str(e.tie_group), escape(e.model), est.format(percent=True),
-                      e.run_id)
+                      e.run_id, escape("; ".join(e.flags)))
         obj.out.print(t)
         if b.saturated:
             obj.out.print(f"[yellow]saturated:[/] {escape(b.saturation_note or '')}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from calipers.models import DEFAULT_MODEL, ModelOptions
-from calipers.tasks import DEFAULT_TASK
+from calipers.tasks import DEFAULT_TASK, Variant
 
 __all__ = ["RunConfig"]
 
@@ -31,3 +31,5 @@ class RunConfig(BaseModel):
     use_cache: bool = True
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     confidence: float = Field(0.95, gt=0, lt=1)
+    variant: Variant | None = None  # a presentation change (sensitivity studies)
+    study: str | None = None  # groups the runs of one sensitivity study

@@ -38,6 +38,7 @@ class TaskMethodology(BaseModel):
     few_shot_match: str | None = None
     decoding: GenerateParams
     scorers: list[dict[str, Any]]
+    variant: dict[str, Any] | None = None  # a presentation change (sensitivity studies)
 
 
 class Methodology(BaseModel):
@@ -83,5 +84,8 @@ def comparable_hash(card: Methodology, task: str) -> str:
     methodology without the model (comparisons are between models), without the software
     versions (recorded, but a patch release must not make runs incomparable), and without
     what the data hash already pins down."""
-    return json_hash(card.tasks[task].model_dump(mode="json", exclude=_NOT_COMPARED))
+    data = card.tasks[task].model_dump(mode="json", exclude=_NOT_COMPARED)
+    if data.get("variant") is None:  # runs made before variants existed still compare
+        data.pop("variant", None)
+    return json_hash(data)
 

@@ -16,7 +16,7 @@ from calipers.errors import ConfigError
 from calipers.models import ModelProvider, resolve_model
 from calipers.runner._config import RunConfig
 from calipers.runner._methodology import Methodology, TaskMethodology, chat_hash, prompt_hash
-from calipers.tasks import LoadContext, Task, data_hash, resolve_task
+from calipers.tasks import LoadContext, Task, apply_variant, data_hash, resolve_task
 from calipers.types import (
     GenerateParams,
     LoglikelihoodRequest,
@@ -128,7 +128,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
                 prompt=task.prompt.plain(s, shots, config.system_prompt), params=params
             )
         planned.append(PlannedSample(task.name, i, s, req, text))
-    template = task.prompt.model_dump(mode="json")
+    template = task.prompt.card()
     card = TaskMethodology(
         task=task.name, version=task.version, kind=task.kind, source=task.source,
         formulation=task.formulation,
@@ -139,6 +139,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
         system_prompt=config.system_prompt, few_shot=k, few_shot_seed=shot_seed,
         few_shot_sampling=task.few_shot_sampling, few_shot_match=task.few_shot_match,
         decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
+        variant=config.variant.model_dump(exclude_none=True) if config.variant else None,
     )
     return PlannedTask(task, tuple(planned), card)
 
@@ -148,7 +149,8 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
     FakeModel instance; the spec string is still recorded)."""
     tasks: list[Task] = []
     for name in config.tasks:
-        tasks.extend(resolve_task(name, config.formulation))
+        tasks.extend(apply_variant(t, config.variant)
+                     for t in resolve_task(name, config.formulation))
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise ConfigError(f"A task is listed twice: {', '.join(names)}.")

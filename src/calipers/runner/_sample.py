@@ -117,6 +117,8 @@ async def run_sample(
     if out.loglikelihood is not None and answer is not None and answer.isdigit() and s.choices:
         response_text = s.choices[int(answer)] if int(answer) < len(s.choices) else answer
     details = _details(results, out)
+    if s.choices and isinstance(s.target, int):  # where the right option was shown
+        details["choice"] = {"target_index": s.target, "n_options": len(s.choices)}
     return SampleRecord(
         **base, response=response_text, answer=answer,
         scores=_metric_values([(s_, sc.values) for s_, sc in results]),

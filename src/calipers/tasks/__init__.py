@@ -11,6 +11,7 @@ from calipers.tasks._registry import (
     resolve_task,
 )
 from calipers.tasks._task import Derived, LoadContext, Task, TaskKind, data_hash
+from calipers.tasks._variants import Variant, apply_variant, permutation_for
 
 DEFAULT_TASK = "dynamic"
 
@@ -21,11 +22,14 @@ __all__ = [
     "PromptTemplate",
     "Task",
     "TaskKind",
+    "Variant",
+    "apply_variant",
     "data_hash",
     "formulations",
     "get_task",
     "list_suites",
     "list_tasks",
+    "permutation_for",
     "register_suite",
     "register_task",
     "resolve_task",

@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from calipers.errors import ConfigError
 from calipers.types import ChatMessage, Sample
 
-__all__ = ["PromptTemplate", "render", "sample_fields", "template_fields"]
+__all__ = [
+    "DEFAULT_LABELS",
+    "LabelStyle",
+    "PromptTemplate",
+    "option_label",
+    "render",
+    "sample_fields",
+    "template_fields",
+]
+
+LabelStyle = Literal["A.", "(A)", "[A]", "A)", "A:", "1.", "(1)"]
+DEFAULT_LABELS: LabelStyle = "A."
 
 _FORMATTER = string.Formatter()
 
@@ -49,17 +60,39 @@ def render(template: str, fields: dict[str, Any]) -> str:
     return template.format_map(fields)
 
 
-def sample_fields(sample: Sample) -> dict[str, Any]:
-    """Fields a template can use: input, target, choices (as a lettered block), the sample's
-    extra fields."""
+def option_label(i: int, labels: LabelStyle = DEFAULT_LABELS) -> str:
+    """The label of option ``i`` in a style: ``A.`` -> ``C.``, ``(1)`` -> ``(3)``."""
+    mark = str(i + 1) if "1" in labels else chr(65 + i)
+    return labels.replace("1" if "1" in labels else "A", mark)
+
+
+def _block(texts: Sequence[str], labels: LabelStyle, separator: str) -> str:
+    return separator.join(f"{option_label(i, labels)} {t}" for i, t in enumerate(texts))
+
+
+def sample_fields(
+    sample: Sample, labels: LabelStyle = DEFAULT_LABELS, option_separator: str = "\n"
+) -> dict[str, Any]:
+    """Fields a template can use: input, target, choices (as a labelled block), the sample's
+    extra fields.
+
+    With other labels or separators than the default (a sensitivity variant), the option
+    blocks ``choices`` and ``options`` are rebuilt in that style from the option texts
+    (``metadata["option_texts"]`` when the choices are the letters themselves), and
+    ``target_letter`` is the target's label mark (``B``, or ``2`` for number labels).
+    """
     fields: dict[str, Any] = {"input": sample.input, "target": sample.target_text}
+    styled = labels != DEFAULT_LABELS or option_separator != "\n"
     if sample.choices:
-        fields["choices"] = "\n".join(
-            f"{chr(65 + i)}. {c}" for i, c in enumerate(sample.choices)
-        )
+        fields["choices"] = _block(sample.choices, labels, option_separator)
         if isinstance(sample.target, int):
-            fields["target_letter"] = chr(65 + sample.target)
+            fields["target_letter"] = option_label(sample.target, labels).strip("().[]:")
     fields.update(sample.fields)
+    texts = sample.metadata.get("option_texts")
+    reordered = "option_order" in sample.metadata  # a variant moved the options
+    if (styled or reordered) and "options" in fields:
+        fields["options"] = _block(texts if isinstance(texts, list) else sample.choices or (),
+                                   labels, option_separator)
     return fields
 
 
@@ -69,7 +102,8 @@ class PromptTemplate(BaseModel):
     ``template`` renders the question part; ``answer`` renders a few-shot example's answer
     (placed after the question in plain mode, as the assistant turn in chat mode).
     ``instruction`` comes first, once. For multiple choice by log-likelihood, ``continuation``
-    renders each option (``{choice}``) appended to the prompt.
+    renders each option (``{choice}``) appended to the prompt. ``labels`` and
+    ``option_separator`` say how option blocks (``{choices}``, ``{options}``) are written.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,12 +113,24 @@ class PromptTemplate(BaseModel):
     instruction: str = ""
     fewshot_separator: str = "\n\n"
     continuation: str = " {choice}"
+    labels: LabelStyle = DEFAULT_LABELS
+    option_separator: str = "\n"
+
+    def card(self) -> dict[str, str]:
+        """The template as recorded in the methodology card. The option style appears only
+        when it is not the default, so cards of runs made before it existed still match."""
+        exclude = {k for k in ("labels", "option_separator")
+                   if getattr(self, k) == type(self).model_fields[k].default}
+        return self.model_dump(mode="json", exclude=exclude)
+
+    def _fields(self, sample: Sample) -> dict[str, Any]:
+        return sample_fields(sample, self.labels, self.option_separator)
 
     def _question(self, sample: Sample) -> str:
-        return render(self.template, sample_fields(sample))
+        return render(self.template, self._fields(sample))
 
     def _answer(self, sample: Sample) -> str:
-        return render(self.answer, sample_fields(sample))
+        return render(self.answer, self._fields(sample))
 
     def plain(self, sample: Sample, shots: Sequence[Sample], system_prompt: str | None) -> str:
         """One completion prompt: system prompt, instruction, shots, then the question."""
@@ -114,5 +160,5 @@ class PromptTemplate(BaseModel):
     def continuations(self, sample: Sample) -> tuple[str, ...]:
         if not sample.choices:
             raise ConfigError(f"Sample {sample.id!r} has no choices to score.")
-        base = sample_fields(sample)
+        base = self._fields(sample)
         return tuple(render(self.continuation, {**base, "choice": c}) for c in sample.choices)

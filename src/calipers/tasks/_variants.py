@@ -1,0 +1,127 @@
+"""Variants of a task that ask the same questions in another form.
+
+A :class:`Variant` changes how a task is presented, never what it asks: the labels of the
+options (``A.``, ``(A)``, ``[A]``, ``A)``, ``1.``), the whitespace between options and
+between few-shot examples, whether the instruction line is shown, and the order of the
+options (a cyclic rotation or a seeded permutation; the target moves with its option). The
+runner applies a variant to a task before planning, and the methodology card records it, so a
+run under a variant is never mistaken for the standard one. Sensitivity studies
+(``calipers sensitivity``) run a task under many variants and compare item by item.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calipers._util.hashing import json_hash
+from calipers.errors import ConfigError
+from calipers.tasks._prompt import LabelStyle
+from calipers.tasks._task import LoadContext, Task
+from calipers.types import Sample
+
+__all__ = ["Variant", "apply_variant", "permutation_for"]
+
+_LETTER_CHOICES = tuple("ABCDEFGHIJ")
+
+
+class Variant(BaseModel):
+    """A presentation change; ``None`` fields keep the task's own choice.
+
+    ``rotate=r`` moves every option ``r`` places down (cyclically), ``permute_seed=s`` shuffles
+    the options of each item with a draw seeded by ``(s, item id)``. ``instruction=False``
+    drops the task's instruction line.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    labels: LabelStyle | None = None
+    option_separator: str | None = None
+    fewshot_separator: str | None = None
+    instruction: bool | None = None
+    rotate: int | None = Field(None, ge=0)
+    permute_seed: int | None = None
+
+    @property
+    def reorders(self) -> bool:
+        return bool(self.rotate) or self.permute_seed is not None
+
+    def describe(self) -> str:
+        """A short label: ``labels=(A)``, ``rotate=2``; ``original`` for no change."""
+        parts = [f"{k}={v!r}" if isinstance(v, str) and not v.strip() else f"{k}={v}"
+                 for k, v in self.model_dump(exclude_none=True).items()]
+        return ", ".join(parts) or "original"
+
+
+def permutation_for(variant: Variant, sample_id: str, n: int) -> list[int]:
+    """``order[j]`` = the original index of the option shown at position ``j``."""
+    order = list(range(n))
+    if variant.permute_seed is not None:
+        random.Random(json_hash([variant.permute_seed, sample_id])).shuffle(order)
+    if variant.rotate:
+        r = variant.rotate % n
+        order = order[-r:] + order[:-r] if r else order
+    return order
+
+
+def _reorder(sample: Sample, variant: Variant) -> Sample:
+    if not sample.choices or not isinstance(sample.target, int):
+        return sample
+    texts = sample.metadata.get("option_texts")
+    n = len(texts) if isinstance(texts, list) else len(sample.choices)
+    order = permutation_for(variant, sample.id, n)
+    target = order.index(sample.target)
+    meta = {**sample.metadata, "option_order": order, "original_target": sample.target}
+    if isinstance(texts, list):  # letter formulation: the letters stay, the texts move
+        meta["option_texts"] = [texts[i] for i in order]
+        return sample.model_copy(update={"target": target, "metadata": meta})
+    choices = tuple(sample.choices[i] for i in order)
+    return sample.model_copy(update={"choices": choices, "target": target, "metadata": meta})
+
+
+def _numbered(sample: Sample) -> Sample:
+    """Letter answers (``A``..) become number answers (``1``..) for ``1.``-style labels."""
+    if sample.choices and sample.choices == _LETTER_CHOICES[: len(sample.choices)]:
+        return sample.model_copy(
+            update={"choices": tuple(str(i + 1) for i in range(len(sample.choices)))})
+    return sample
+
+
+def apply_variant(task: Task, variant: Variant | None) -> Task:
+    """``task`` presented as ``variant`` says. Raises ConfigError where the variant cannot
+    apply (number labels on a task whose scorer reads letters from generated text)."""
+    if variant is None or variant == Variant():
+        return task
+    numbers = variant.labels in ("1.", "(1)")
+    if numbers and task.kind == "generate" and any(
+            s.spec.name == "choice_letter" for s in task.scorers):
+        raise ConfigError(
+            f"{task.name}: number labels do not apply: its scorer reads a letter from the "
+            "generated reply.", hint="Use letter labels: A., (A), [A], A) or A:.")
+    prompt = task.prompt.model_copy(update={k: v for k, v in {
+        "labels": variant.labels, "option_separator": variant.option_separator,
+        "fewshot_separator": variant.fewshot_separator,
+        "instruction": "" if variant.instruction is False else None,
+    }.items() if v is not None})
+
+    def transform(samples: Sequence[Sample]) -> list[Sample]:
+        out = [_reorder(s, variant) if variant.reorders else s for s in samples]
+        return [_numbered(s) for s in out] if numbers else out
+
+    load, pool = task.load, task.fewshot
+
+    def load_variant(ctx: LoadContext) -> list[Sample]:
+        return transform(load(ctx))
+
+    def fewshot_variant(ctx: LoadContext) -> list[Sample]:
+        # shots keep their option order (only the asked item moves), but share the labels
+        assert pool is not None
+        shots = list(pool(ctx))
+        return [_numbered(s) for s in shots] if numbers else shots
+
+    return dataclasses.replace(
+        task, prompt=prompt, load=load_variant,
+        fewshot=fewshot_variant if pool is not None else None)
