@@ -17,6 +17,7 @@ from calipers.stats._paired import (
 from calipers.stats._passk import pass_at_k, pass_at_k_estimate
 from calipers.stats._power import mde_paired, sample_size_paired, unpaired_sample_size
 from calipers.stats._proportion import beta_posterior, wilson
+from calipers.stats._quantile import order_statistic_ranks, quantile_interval
 from calipers.stats._ranking import Leaderboard, RankedModel, rank_models
 from calipers.stats._summarize import is_binary, summarize
 
@@ -31,10 +32,12 @@ __all__ = [
     "is_binary",
     "mde_paired",
     "newcombe_interval",
+    "order_statistic_ranks",
     "paired_bootstrap",
     "paired_compare",
     "pass_at_k",
     "pass_at_k_estimate",
+    "quantile_interval",
     "rank_models",
     "sample_size_paired",
     "sign_flip_pvalue",
