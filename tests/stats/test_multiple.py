@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from calipers.stats import adjust
@@ -41,3 +42,15 @@ def test_bad_input_raises() -> None:
         adjust(P, method=bad)
     with pytest.raises(ValueError):
         adjust([0.5, 1.2])
+
+
+def test_adjust_agrees_with_statsmodels_on_random_p_values() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 17, 60):
+        p = rng.uniform(size=m) ** 3
+        p[rng.integers(0, m)] = p[0]  # a tie
+        for ours, theirs in (("holm", "holm"), ("bh", "fdr_bh")):
+            assert adjust(p, method=ours) == pytest.approx(
+                list(multipletests(p, method=theirs)[1]), abs=1e-12)

@@ -4,8 +4,27 @@ Only numpy, scipy and statsmodels; randomness only through a ``numpy.random.Gene
 passed in. See ``docs/statistics.md`` for which interval is used when.
 """
 
+from calipers.stats._agreement import (
+    CorrelationTest,
+    PositionBias,
+    cohens_kappa,
+    krippendorff_alpha,
+    length_bias,
+    position_bias,
+)
 from calipers.stats._bootstrap import bootstrap_mean
 from calipers.stats._clustered import clustered_mean
+from calipers.stats._drift import (
+    DriftTest,
+    adjust_drift,
+    chi2_drift,
+    classifier_drift,
+    ks_drift,
+    mmd2_unbiased,
+    mmd_drift,
+    psi,
+    psi_drift,
+)
 from calipers.stats._multiple import adjust
 from calipers.stats._paired import (
     PairedResult,
@@ -19,24 +38,59 @@ from calipers.stats._power import mde_paired, sample_size_paired, unpaired_sampl
 from calipers.stats._proportion import beta_posterior, wilson
 from calipers.stats._quantile import order_statistic_ranks, quantile_interval
 from calipers.stats._ranking import Leaderboard, RankedModel, rank_models
+from calipers.stats._sequential import (
+    Decision,
+    Guardrail,
+    SequentialPath,
+    SequentialTest,
+    msprt_paired,
+    msprt_paired_path,
+    msprt_two_sample,
+    msprt_two_sample_path,
+)
+from calipers.stats._sequential import decide as decide_rollout
 from calipers.stats._summarize import is_binary, summarize
 
 __all__ = [
+    "CorrelationTest",
+    "Decision",
+    "DriftTest",
+    "Guardrail",
     "Leaderboard",
     "PairedResult",
+    "PositionBias",
     "RankedModel",
+    "SequentialPath",
+    "SequentialTest",
     "adjust",
+    "adjust_drift",
     "beta_posterior",
     "bootstrap_mean",
+    "chi2_drift",
+    "classifier_drift",
     "clustered_mean",
+    "cohens_kappa",
+    "decide_rollout",
     "is_binary",
+    "krippendorff_alpha",
+    "ks_drift",
+    "length_bias",
     "mde_paired",
+    "mmd2_unbiased",
+    "mmd_drift",
+    "msprt_paired",
+    "msprt_paired_path",
+    "msprt_two_sample",
+    "msprt_two_sample_path",
     "newcombe_interval",
     "order_statistic_ranks",
     "paired_bootstrap",
     "paired_compare",
     "pass_at_k",
     "pass_at_k_estimate",
+    "position_bias",
+    "psi",
+    "psi_drift",
     "quantile_interval",
     "rank_models",
     "sample_size_paired",
