@@ -34,6 +34,9 @@ def format_floors(runs: Sequence[RunRecord]) -> dict[tuple[str, str], Floor]:
     studies: dict[str, list[RunRecord]] = defaultdict(list)
     for r in runs:
         study = (r.config or {}).get("study")
+        variant = (r.config or {}).get("variant") or {}
+        if variant.get("perturb") or variant.get("none_of_the_other"):
+            continue  # robustness and contamination variants change content, not format
         if study and r.status == "finished":
             studies[study].append(r)
     floors: dict[tuple[str, str], tuple[object, Floor]] = {}

@@ -19,14 +19,17 @@ from pydantic import BaseModel, ConfigDict
 from calipers._util.hashing import text_hash
 from calipers.analysis._align import StoredRun, pair
 from calipers.errors import ConfigError
-from calipers.stats import clustered_mean, paired_compare, summarize, wilson
+from calipers.stats import adjust, clustered_mean, paired_compare, summarize, wilson
 from calipers.store import SampleRecord
 
 __all__ = [
     "FormulationRow",
     "PositionBias",
+    "RobustnessReport",
+    "RobustnessRow",
     "SensitivityReport",
     "describe_formulation",
+    "robustness",
     "sensitivity",
 ]
 
@@ -270,3 +273,44 @@ def sensitivity(
         position_bias=position_bias([*reorder, ref] if ref not in reorder else reorder, task,
                                     confidence),
         notes=notes)
+
+
+class RobustnessRow(_Out):
+    perturbation: str
+    run_id: str
+    n_paired: int
+    score: dict[str, Any]
+    gap: dict[str, Any]  # paired: perturbed minus clean
+    p_value: float | None
+    p_adjusted: float | None  # Holm over the perturbations
+    significant: bool
+
+
+class RobustnessReport(_Out):
+    task: str
+    metric: str
+    model: str
+    clean: FormulationRow
+    rows: list[RobustnessRow]
+    alpha: float
+
+
+def robustness(runs: Sequence[StoredRun], task: str, *, metric: str | None = None,
+               seed: int = 0, confidence: float = 0.95, alpha: float = 0.05,
+               ) -> RobustnessReport:
+    """The robustness gap of each perturbation: the paired difference from the clean run
+    (``runs[0]``), with Holm-corrected p-values across the perturbations."""
+    report = sensitivity(runs, task, metric=metric, seed=seed, confidence=confidence)
+    perturbed = report.rows[1:]
+    adjusted = adjust([r.p_value if r.p_value is not None else float("nan")
+                       for r in perturbed], method="holm")
+    rows = []
+    for run, r, p_adj in zip(runs[1:], perturbed, adjusted, strict=True):
+        v = run.methodology.tasks[task].variant or {}
+        ok = p_adj is not None and not math.isnan(p_adj)
+        rows.append(RobustnessRow(
+            perturbation=str(v.get("perturb") or r.label), run_id=r.run_id,
+            n_paired=r.n_paired, score=r.score, gap=r.diff or {}, p_value=r.p_value,
+            p_adjusted=float(p_adj) if ok else None, significant=ok and p_adj < alpha))
+    return RobustnessReport(task=task, metric=report.metric, model=report.model,
+                            clean=report.rows[0], rows=rows, alpha=alpha)

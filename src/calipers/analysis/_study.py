@@ -19,11 +19,22 @@ from calipers.models import ModelProvider, resolve_model
 from calipers.runner import Progress, RunConfig, arun, make_plan
 from calipers.store import Store
 from calipers.tasks import Variant, formulations
+from calipers.tasks._perturb import PERTURBATIONS
 
-__all__ = ["AXES", "DEFAULT_AXES", "StudyPlan", "load_study", "plan_study", "run_study"]
+__all__ = [
+    "AXES",
+    "CONTENT_AXES",
+    "DEFAULT_AXES",
+    "StudyPlan",
+    "load_study",
+    "plan_study",
+    "run_study",
+]
 
 AXES = ("labels", "separators", "instruction", "chat", "system", "fewshot", "formulation",
-        "rotations", "permutations")
+        "rotations", "permutations", "robustness", "perturbation_gap")
+# Not format changes: the question or an option reads differently.
+CONTENT_AXES = ("robustness", "perturbation_gap")
 DEFAULT_AXES = ("labels", "separators", "instruction", "chat", "system", "fewshot",
                 "formulation", "rotations")
 NEUTRAL_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -79,6 +90,13 @@ def _grid(base: RunConfig, axes: Sequence[str], n_options: int, permutations: in
         elif axis == "permutations":
             for s in range(1, permutations + 1):
                 add(f"permutation {s}", variant=_variant(base, permute_seed=s))
+        elif axis == "robustness":
+            for kind in PERTURBATIONS:
+                add(kind.replace("_", " "), variant=_variant(base, perturb=kind, perturb_seed=1))
+        elif axis == "perturbation_gap":
+            add("options shuffled", variant=_variant(base, permute_seed=1))
+            add('a wrong option replaced by "None of the other choices"',
+                variant=_variant(base, none_of_the_other=True))
         else:
             raise ConfigError(f"Unknown sensitivity axis {axis!r}.",
                               hint=f"Use some of: {', '.join(AXES)}.")

@@ -23,7 +23,7 @@ def register() -> None:
     register_task("dyn_word_problems", word_problems_task)
     register_task("dyn_arithmetic", arithmetic_task)
     register_task("dyn_dates", dates_task)
-    register_task("dyn_dates_mc", dates_mc_task)
+    register_task("dyn_dates_mc", dates_mc_task, formulations=("cloze", "letter", "generate"))
     register_suite("dynamic", SUITE)
     import importlib
 

@@ -89,7 +89,8 @@ def sample_fields(
             fields["target_letter"] = option_label(sample.target, labels).strip("().[]:")
     fields.update(sample.fields)
     texts = sample.metadata.get("option_texts")
-    reordered = "option_order" in sample.metadata  # a variant moved the options
+    # a variant moved or replaced options: the pre-rendered block is stale
+    reordered = "option_order" in sample.metadata or "replaced_option" in sample.metadata
     if (styled or reordered) and "options" in fields:
         fields["options"] = _block(texts if isinstance(texts, list) else sample.choices or (),
                                    labels, option_separator)

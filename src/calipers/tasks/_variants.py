@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calipers._util.hashing import json_hash
 from calipers.errors import ConfigError
+from calipers.tasks._perturb import Perturbation, perturb_text
 from calipers.tasks._prompt import LabelStyle
 from calipers.tasks._task import LoadContext, Task
 from calipers.types import Sample
@@ -33,7 +34,11 @@ class Variant(BaseModel):
 
     ``rotate=r`` moves every option ``r`` places down (cyclically), ``permute_seed=s`` shuffles
     the options of each item with a draw seeded by ``(s, item id)``. ``instruction=False``
-    drops the task's instruction line.
+    drops the task's instruction line. ``none_of_the_other=True`` replaces one wrong option
+    (seeded by item) with "None of the other choices" -- the answer stays right, the
+    memorised surface form breaks. ``perturb`` rewrites the question the way real users
+    write (see :mod:`calipers.tasks._perturb`); unlike the others it changes the content, so
+    it measures robustness, not format sensitivity.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -44,10 +49,18 @@ class Variant(BaseModel):
     instruction: bool | None = None
     rotate: int | None = Field(None, ge=0)
     permute_seed: int | None = None
+    none_of_the_other: bool | None = None
+    perturb: Perturbation | None = None
+    perturb_seed: int | None = None
 
     @property
     def reorders(self) -> bool:
         return bool(self.rotate) or self.permute_seed is not None
+
+    @property
+    def changes_content(self) -> bool:
+        """Not a format change: the question or an option reads differently."""
+        return self.perturb is not None or bool(self.none_of_the_other)
 
     def describe(self) -> str:
         """A short label: ``labels=(A)``, ``rotate=2``; ``original`` for no change."""
@@ -82,6 +95,33 @@ def _reorder(sample: Sample, variant: Variant) -> Sample:
     return sample.model_copy(update={"choices": choices, "target": target, "metadata": meta})
 
 
+NONE_OF_THE_OTHER = "None of the other choices"
+
+
+def _none_of_the_other(sample: Sample) -> Sample:
+    """One wrong option (seeded by item) becomes "None of the other choices"."""
+    if not sample.choices or not isinstance(sample.target, int) or len(sample.choices) < 3:
+        return sample
+    texts = sample.metadata.get("option_texts")
+    options = list(texts if isinstance(texts, list) else sample.choices)
+    wrong = [i for i in range(len(options)) if i != sample.target]
+    i = random.Random(json_hash(["none_of_the_other", sample.id])).choice(wrong)
+    options[i] = NONE_OF_THE_OTHER
+    meta = {**sample.metadata, "replaced_option": i}
+    if isinstance(texts, list):
+        meta["option_texts"] = options
+        return sample.model_copy(update={"metadata": meta})
+    return sample.model_copy(update={"choices": tuple(options), "metadata": meta})
+
+
+def _perturbed(samples: Sequence[Sample], variant: Variant) -> list[Sample]:
+    assert variant.perturb is not None
+    others = [s.input for s in samples]
+    return [s.model_copy(update={"input": perturb_text(
+        variant.perturb, s.input, seed=variant.perturb_seed or 0, item_id=s.id,
+        others=others)}) for s in samples]
+
+
 def _numbered(sample: Sample) -> Sample:
     """Letter answers (``A``..) become number answers (``1``..) for ``1.``-style labels."""
     if sample.choices and sample.choices == _LETTER_CHOICES[: len(sample.choices)]:
@@ -108,7 +148,9 @@ def apply_variant(task: Task, variant: Variant | None) -> Task:
     }.items() if v is not None})
 
     def transform(samples: Sequence[Sample]) -> list[Sample]:
-        out = [_reorder(s, variant) if variant.reorders else s for s in samples]
+        out = _perturbed(samples, variant) if variant.perturb else list(samples)
+        out = [_none_of_the_other(s) for s in out] if variant.none_of_the_other else out
+        out = [_reorder(s, variant) if variant.reorders else s for s in out]
         return [_numbered(s) for s in out] if numbers else out
 
     load, pool = task.load, task.fewshot

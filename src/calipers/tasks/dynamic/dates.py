@@ -9,11 +9,13 @@ Start dates fall between 1950 and 2049, so leap days and month and year boundari
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 
+from calipers.errors import ConfigError
 from calipers.scorers import build_scorer
 from calipers.tasks._prompt import PromptTemplate
-from calipers.tasks._task import Task
+from calipers.tasks._task import LoadContext, Task
 from calipers.tasks.dynamic._seeding import fewshot_loader, loader
 from calipers.types import GenerateParams, Sample
 
@@ -137,21 +139,64 @@ def dates_task() -> Task:
     )
 
 
-def dates_mc_task() -> Task:
+MC_FORMULATIONS = ("cloze", "letter", "generate")
+_MC_HEADER = "Answer the question about dates with the letter of the right option.\n\n"
+
+
+def _lettered(load: Callable[[LoadContext], Sequence[Sample]], letters: bool,
+              ) -> Callable[[LoadContext], list[Sample]]:
+    """The letter/generate formulations of the four-option items: the options shown with
+    letters (``{options}``); ``letters`` makes the choices the letters themselves (scored by
+    log-likelihood of " A".." D"), else they stay the texts (read from a generated reply)."""
+
+    def wrapped(ctx: LoadContext) -> list[Sample]:
+        out = []
+        for s in load(ctx):
+            texts = list(s.choices or ())
+            fields = {**s.fields, "options": "\n".join(
+                f"{chr(65 + i)}. {t}" for i, t in enumerate(texts))}
+            upd: dict[str, object] = {"fields": fields}
+            if letters:
+                upd["choices"] = tuple(chr(65 + i) for i in range(len(texts)))
+                upd["metadata"] = {**s.metadata, "option_texts": texts}
+            out.append(s.model_copy(update=upd))
+        return out
+
+    return wrapped
+
+
+def dates_mc_task(formulation: str = "cloze") -> Task:
+    """Four-option date questions. ``cloze`` (default) scores each option text by
+    log-likelihood; ``letter`` shows lettered options and scores " A".." D"; ``generate``
+    reads the letter from a generated reply. A fresh control for position and
+    option-text effects (``calipers contamination``), since its items cannot be memorised."""
+    if formulation not in MC_FORMULATIONS:
+        raise ConfigError(f"{NAME_MC}: no formulation {formulation!r}.",
+                          hint=f"Use one of {', '.join(MC_FORMULATIONS)}.")
     default_n = 50
+    load = loader(NAME_MC, make_date_mc, default_n)
+    shots = fewshot_loader(NAME_MC, make_date_mc, default_n)
+    prompt = PromptTemplate(
+        template="Question: {input}\nAnswer:", answer=" {target}", continuation=" {choice}")
+    scorer = "loglikelihood_mc"
+    if formulation != "cloze":
+        letters = formulation == "letter"
+        load, shots = _lettered(load, letters), _lettered(shots, letters)
+        prompt = PromptTemplate(template=_MC_HEADER + "Question: {input}\n{options}\nAnswer:",
+                                answer=" {target_letter}")
+        scorer = "loglikelihood_mc" if letters else "choice_letter"
     return Task(
         name=NAME_MC,
         version="1",
         description="Fresh date questions with four options (the answer and three near "
         "misses), scored by log-likelihood.",
-        kind="multiple_choice",
-        load=loader(NAME_MC, make_date_mc, default_n),
-        fewshot=fewshot_loader(NAME_MC, make_date_mc, default_n),
-        scorers=(build_scorer("loglikelihood_mc"),),
-        prompt=PromptTemplate(
-            template="Question: {input}\nAnswer:", answer=" {target}", continuation=" {choice}"
-        ),
+        kind="generate" if formulation == "generate" else "multiple_choice",
+        load=load,
+        fewshot=shots,
+        scorers=(build_scorer(scorer),),
+        prompt=prompt,
         default_few_shot=0,
+        formulation=None if formulation == "cloze" else formulation,
         params=GenerateParams(max_tokens=16, temperature=0.0),
         default_n=default_n,
         dynamic=True,
