@@ -64,32 +64,44 @@ def methodology_differences(a: StoredRun, b: StoredRun, task: str) -> list[str]:
 
 
 def _scored(samples: Sequence[SampleRecord], task: str, metric: str) -> dict[str, SampleRecord]:
-    return {
-        s.sample_id: s
-        for s in samples
-        if s.task == task and s.error is None and s.scores and metric in s.scores
-        and not np.isnan(s.scores[metric])
-    }
+    """Each item's first scored record (see :func:`_item_means` for its value)."""
+    out: dict[str, SampleRecord] = {}
+    for s in samples:
+        if (s.task == task and s.error is None and s.scores and metric in s.scores
+                and not np.isnan(s.scores[metric])):
+            out.setdefault(s.sample_id, s)
+    return out
+
+
+def _item_means(samples: Sequence[SampleRecord], task: str, metric: str) -> dict[str, float]:
+    """Each item's score: the mean over its scored epochs (one epoch: its score)."""
+    sums: dict[str, list[float]] = {}
+    for s in samples:
+        if (s.task == task and s.error is None and s.scores and metric in s.scores
+                and not np.isnan(s.scores[metric])):
+            sums.setdefault(s.sample_id, []).append(s.scores[metric])
+    return {i: float(np.mean(v)) for i, v in sums.items()}
 
 
 def _values(
-    scored: dict[str, SampleRecord], ids: Sequence[str], metric: str
+    means: dict[str, float], ids: Sequence[str]
 ) -> npt.NDArray[np.float64]:
-    return np.array([(scored[i].scores or {})[metric] for i in ids], dtype=np.float64)
+    return np.array([means[i] for i in ids], dtype=np.float64)
 
 
 def pair(a: StoredRun, b: StoredRun, task: str, metric: str) -> Paired:
     """Inner join on item id of the items both runs scored (errors and NaN excluded, and
-    counted)."""
+    counted). With several epochs per item, an item's score is its mean over epochs."""
     sa, sb = _scored(a.samples, task, metric), _scored(b.samples, task, metric)
+    ma, mb = _item_means(a.samples, task, metric), _item_means(b.samples, task, metric)
     order = {s.sample_id: (s.position, s.epoch) for s in a.samples if s.task == task}
     ids = sorted(set(sa) & set(sb), key=lambda i: order.get(i, (0, 0)))
     clusters = tuple(sa[i].cluster or f"__item:{i}" for i in ids)
     has_clusters = any(sa[i].cluster for i in ids)
     return Paired(
         task=task, metric=metric, ids=tuple(ids),
-        a=_values(sa, ids, metric),
-        b=_values(sb, ids, metric),
+        a=_values(ma, ids),
+        b=_values(mb, ids),
         clusters=clusters if has_clusters else None,
         only_a=len(set(sa) - set(sb)), only_b=len(set(sb) - set(sa)),
         errors_a=sum(s.error is not None for s in a.samples if s.task == task),

@@ -50,6 +50,7 @@ def _config(opts: dict[str, Any]) -> RunConfig:
             few_shot_seed=opts["few_shot_seed"], chat_template=opts["chat_template"],
             system_prompt=opts["system_prompt"], data_dir=opts["data_dir"],
             max_tokens=opts["max_tokens"], temperature=opts["temperature"],
+            epochs=opts["epochs"],
             concurrency=opts["concurrency"], use_cache=opts["cache"],
             model_options=ModelOptions(**model_opts),
             confidence=0.95,
@@ -102,6 +103,9 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 @click.option("--api-key-env", metavar="VAR",
               help="Environment variable holding the API key [default: OPENAI_API_KEY].")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Parallel requests.")
+@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Generations per item, each with its own sampling seed (pass@k, "
+              "stability); needs --temperature > 0.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Override max new tokens.")
 @click.option("--temperature", type=click.FloatRange(min=0), help="Override temperature.")
 @click.option("--n-ctx", type=click.IntRange(min=256), help="Context size for llamacpp.")

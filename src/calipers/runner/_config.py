@@ -31,5 +31,6 @@ class RunConfig(BaseModel):
     use_cache: bool = True
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     confidence: float = Field(0.95, gt=0, lt=1)
+    epochs: int = Field(1, ge=1, description="generations per item (pass@k, stability)")
     variant: Variant | None = None  # a presentation change (sensitivity studies)
     study: str | None = None  # groups the runs of one sensitivity study

@@ -29,15 +29,11 @@ def _rng(seed: int, *parts: str) -> np.random.Generator:
 def _estimate(
     recs: Sequence[SampleRecord], metric: str, seed: int, confidence: float, *tag: str
 ) -> Estimate:
-    pairs = [
-        (r.scores[metric], r.cluster)
-        for r in recs
-        if r.error is None and r.scores and metric in r.scores
-    ]
-    values = np.array([v for v, _c in pairs], dtype=float)
-    clusters = [c for _v, c in pairs]
-    has_clusters = any(c is not None for c in clusters)
-    cl = [c if c is not None else f"__item{i}" for i, c in enumerate(clusters)]
+    scored = [r for r in recs if r.error is None and r.scores and metric in r.scores]
+    values = np.array([r.scores[metric] for r in scored if r.scores], dtype=float)
+    # several epochs of one item are not independent: the item is their cluster
+    cl = [r.cluster if r.cluster is not None else f"__item:{r.sample_id}" for r in scored]
+    has_clusters = any(r.cluster is not None for r in scored) or len(set(cl)) < len(cl)
     return summarize(
         values, clusters=cl if has_clusters else None,
         rng=_rng(seed, metric, *tag), confidence=confidence,

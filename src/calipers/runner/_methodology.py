@@ -39,6 +39,7 @@ class TaskMethodology(BaseModel):
     decoding: GenerateParams
     scorers: list[dict[str, Any]]
     variant: dict[str, Any] | None = None  # a presentation change (sensitivity studies)
+    epochs: int = 1  # generations per item
 
 
 class Methodology(BaseModel):
@@ -87,5 +88,7 @@ def comparable_hash(card: Methodology, task: str) -> str:
     data = card.tasks[task].model_dump(mode="json", exclude=_NOT_COMPARED)
     if data.get("variant") is None:  # runs made before variants existed still compare
         data.pop("variant", None)
+    if data.get("epochs") == 1:  # ... and before epochs
+        data.pop("epochs", None)
     return json_hash(data)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from calipers._util.hashing import json_hash
@@ -34,6 +34,7 @@ class PlannedSample:
     sample: Sample
     request: ModelRequest | LoglikelihoodRequest
     prompt_text: str | None  # for log-likelihood: the full rendered context
+    epoch: int = 0  # the n-th generation for this item (``--epochs``), seeded apart
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,31 @@ def _draw_shots(
     return rng.sample(candidates, k)
 
 
+def _epochs(ps: PlannedSample, epochs: int) -> list[PlannedSample]:
+    """``epochs`` generations of one item; each epoch's sampling seed differs, so the
+    response cache keeps them apart and a rerun reproduces each one."""
+    if epochs == 1 or not isinstance(ps.request, ModelRequest):
+        return [ps]
+    base = ps.request.params.seed or 0
+    return [replace(ps, epoch=e, request=ps.request.model_copy(update={
+        "params": ps.request.params.model_copy(update={"seed": base + e})}))
+        for e in range(epochs)]
+
+
+def _check_epochs(task: Task, config: RunConfig, params: GenerateParams) -> None:
+    if config.epochs == 1:
+        return
+    if task.kind == "multiple_choice":
+        raise ConfigError(
+            f"--epochs {config.epochs}: {task.name} is scored by log-likelihood, which is "
+            "deterministic; every epoch would be the same.", hint="Drop --epochs.")
+    if params.temperature == 0:
+        raise ConfigError(
+            f"--epochs {config.epochs} with greedy decoding (temperature 0) on {task.name} "
+            "gives the same answer every time.",
+            hint="Sample: --temperature 0.8 (HumanEval pass@k uses 0.8).")
+
+
 def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> PlannedTask:
     ctx = LoadContext(
         seed=config.seed, n=config.limit or task.default_n, data_dir=_data_dir(config)
@@ -105,6 +131,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
     if k and not task.fewshot:
         raise ConfigError(f"Task {task.name!r} has no few-shot pool; use --few-shot 0.")
     params = _decoding(task, config)
+    _check_epochs(task, config, params)
     identity = provider.identity()
     planned = []
     for i, s in enumerate(samples):
@@ -127,7 +154,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
             req = ModelRequest(
                 prompt=task.prompt.plain(s, shots, config.system_prompt), params=params
             )
-        planned.append(PlannedSample(task.name, i, s, req, text))
+        planned.extend(_epochs(PlannedSample(task.name, i, s, req, text), config.epochs))
     template = task.prompt.card()
     card = TaskMethodology(
         task=task.name, version=task.version, kind=task.kind, source=task.source,
@@ -140,6 +167,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
         few_shot_sampling=task.few_shot_sampling, few_shot_match=task.few_shot_match,
         decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
         variant=config.variant.model_dump(exclude_none=True) if config.variant else None,
+        epochs=config.epochs,
     )
     return PlannedTask(task, tuple(planned), card)
 

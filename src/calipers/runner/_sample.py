@@ -84,7 +84,8 @@ async def run_sample(
     if planned.prompt_text is not None:
         prompt["rendered"] = planned.prompt_text
     base: dict[str, Any] = dict(
-        run_id=run_id, task=planned.task, sample_id=s.id, epoch=0, position=planned.position,
+        run_id=run_id, task=planned.task, sample_id=s.id, epoch=planned.epoch,
+        position=planned.position,
         category=s.category, cluster=s.cluster, prompt=prompt, target=s.target_text or None,
     )
     start = time.perf_counter()

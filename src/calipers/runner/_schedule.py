@@ -92,7 +92,7 @@ async def _run_task(
 
 
 def _todo(pt: PlannedTask, done: set[tuple[str, str, int]]) -> list[PlannedSample]:
-    return [ps for ps in pt.samples if (ps.task, ps.sample.id, 0) not in done]
+    return [ps for ps in pt.samples if (ps.task, ps.sample.id, ps.epoch) not in done]
 
 
 async def execute(
