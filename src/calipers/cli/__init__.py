@@ -9,6 +9,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _report,
     _run,
     _runs,
+    _select,
     _sensitivity,
 )
 from calipers.cli._app import cli, main
