@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from calipers._util.hashing import text_hash
 from calipers.analysis._align import StoredRun, methodology_differences
 from calipers.analysis._floors import Floor, floor_flag, study_references
+from calipers.analysis._saturation import saturation
+from calipers.errors import CalipersError
 from calipers.runner import comparable_hash
 from calipers.stats import rank_models
 
@@ -52,6 +54,7 @@ class Board(BaseModel):
     saturated: bool
     saturation_note: str | None
     unranked: list[dict[str, str]]
+    flags: list[str] = []  # about the task: saturation, separation, items all get wrong
 
 
 def _primary(run: StoredRun, task: str) -> str | None:
@@ -116,7 +119,18 @@ def _board(task: str, group: list[StoredRun], unranked: list[dict[str, str]], se
     entries = _flags(entries, group, task, floors)
     return Board(task=task, metric=metric, n_items=n_items, n_resamples=lb.n_resamples,
                  method=lb.method, entries=entries, saturated=lb.saturated,
-                 saturation_note=lb.saturation_note, unranked=unranked)
+                 saturation_note=lb.saturation_note, unranked=unranked,
+                 flags=_task_flags(group, task, metric, lb))
+
+
+def _task_flags(group: list[StoredRun], task: str, metric: str, lb: Any) -> list[str]:
+    """Item-level saturation flags (:func:`saturation`); none for a single model."""
+    if len(group) < 2:
+        return []
+    try:
+        return list(saturation(group, task, metric=metric, ranking=lb).flags)
+    except CalipersError:
+        return []
 
 
 def leaderboard(

@@ -60,6 +60,8 @@ def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str,
         obj.out.print(t)
         if b.saturated:
             obj.out.print(f"[yellow]saturated:[/] {escape(b.saturation_note or '')}")
+        for flag in b.flags:
+            obj.out.print(f"[yellow]flag:[/] {escape(flag)}")
         for u in b.unranked:
             obj.out.print(f"[dim]not ranked here: {escape(u['model'])} ({u['run_id']}): "
                           f"{escape(u['why'])}[/]")

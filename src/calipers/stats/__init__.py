@@ -25,6 +25,13 @@ from calipers.stats._drift import (
     psi,
     psi_drift,
 )
+from calipers.stats._items import (
+    item_difficulty,
+    item_rest_correlations,
+    point_biserial,
+    subset_difference,
+    uniform_items,
+)
 from calipers.stats._multiple import adjust
 from calipers.stats._paired import (
     PairedResult,
@@ -72,6 +79,8 @@ __all__ = [
     "cohens_kappa",
     "decide_rollout",
     "is_binary",
+    "item_difficulty",
+    "item_rest_correlations",
     "krippendorff_alpha",
     "ks_drift",
     "length_bias",
@@ -88,6 +97,7 @@ __all__ = [
     "paired_compare",
     "pass_at_k",
     "pass_at_k_estimate",
+    "point_biserial",
     "position_bias",
     "psi",
     "psi_drift",
@@ -95,7 +105,9 @@ __all__ = [
     "rank_models",
     "sample_size_paired",
     "sign_flip_pvalue",
+    "subset_difference",
     "summarize",
+    "uniform_items",
     "unpaired_sample_size",
     "wilson",
 ]

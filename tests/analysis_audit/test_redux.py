@@ -1,0 +1,107 @@
+"""The audit joined with the real MMLU-Redux annotations, on synthetic (fake-model) runs.
+
+The expectations come from reading the annotation CSV here with the csv module, not through
+the task loader the audit uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import os
+from pathlib import Path
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from calipers.analysis._audit import audit
+from calipers.models import FakeModel
+
+from .conftest import make_run, stored
+
+LIMIT = 100  # the first 100 items: all of abstract_algebra
+
+
+def _find_data() -> Path | None:
+    here = Path(__file__).resolve().parents[2]
+    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
+              here.parent / "shared" / "data", "/work/shared/data"):
+        if d and (Path(d) / "mmlu_redux" / "mmlu_abstract_algebra.csv").is_file():
+            return Path(d)
+    return None
+
+
+DATA = _find_data()
+pytestmark = pytest.mark.skipif(DATA is None, reason="MMLU-Redux data not found")
+
+
+def _rows() -> list[dict[str, object]]:
+    assert DATA is not None
+    path = DATA / "mmlu_redux" / "mmlu_abstract_algebra.csv"
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        raw = list(csv.DictReader(f))[:LIMIT]
+    rows = []
+    for r in raw:
+        fix = (r["correct_answer"] or "").strip().upper()
+        fixed = "ABCD".index(fix) if fix in ("A", "B", "C", "D") else (
+            int(fix) if fix in ("0", "1", "2", "3") else None)
+        rows.append({
+            "question": r["question"], "options": ast.literal_eval(r["choices"]),
+            "gold": int(r["answer"]), "fix": fixed,
+            "type": "_".join(r["error_type"].replace("_", " ").split()).lower(),
+        })
+    return rows
+
+
+def _model(name: str, choose: dict[str, int]) -> FakeModel:
+    """Answers option ``choose[key]`` (confidently) where the prompt holds ``key``."""
+
+    def loglik(context: str, continuation: str) -> float:
+        key = next(k for k in choose if k in context)
+        return 0.0 if continuation.strip() == "ABCD"[choose[key]] else -6.0
+
+    return FakeModel(name=name, loglik=loglik)
+
+
+def test_flagging_against_the_redux_annotations() -> None:
+    rows = _rows()
+    first_ok = next(i for i, r in enumerate(rows) if r["type"] == "ok")
+    wanted: list[int] = []
+    for i, r in enumerate(rows):
+        gold = int(r["gold"])  # type: ignore[call-overload]
+        if r["type"] == "wrong_groundtruth" and r["fix"] is not None:
+            wanted.append(int(r["fix"]))  # type: ignore[call-overload]  # the annotators' fix
+        elif r["type"] == "no_correct_answer" or i == first_ok:
+            wanted.append((gold + 1) % 4)  # agree on a wrong option: a flag Redux
+        else:  # calls "no correct answer" (any error) and one on an "ok" item
+            wanted.append(gold)
+    keys = [f"{r['question']}\nA. {r['options'][0]}\nB. {r['options'][1]}"  # type: ignore[index]
+            for r in rows]
+    assert len(set(keys)) == len(keys)
+    choose = dict(zip(keys, wanted, strict=True))
+    ids = [make_run("mmlu_redux", _model(n, choose), formulation="letter", limit=LIMIT,
+                    data_dir=str(DATA)) for n in ("m1", "m2", "m3")]
+    rep = audit(stored(*ids), "mmlu_redux")
+
+    expect = {f"abstract_algebra/{i}" for i, r in enumerate(rows) if wanted[i] != r["gold"]}
+    assert {f.id for f in rep.flagged} == expect
+    assert rep.annotations.startswith(f"from the task data: {LIMIT} items annotated")
+    truth = {f"abstract_algebra/{i}" for i, r in enumerate(rows)
+             if r["type"] == "wrong_groundtruth"}
+    errors = {f"abstract_algebra/{i}" for i, r in enumerate(rows) if r["type"] != "ok"}
+    wrong, anyerr = rep.agreement
+    for row, t in ((wrong, truth), (anyerr, errors)):
+        tp = len(expect & t)
+        assert (row.tp, row.fp, row.fn, row.n_items) == (
+            tp, len(expect - t), len(t - expect), LIMIT)
+        low, high = proportion_confint(tp, len(expect), method="wilson")
+        assert (row.precision["low"], row.precision["high"]) == pytest.approx((low, high))
+        assert row.recall["value"] == pytest.approx(tp / len(t))
+    assert wrong.fn == sum(1 for r in rows if r["type"] == "wrong_groundtruth"
+                           and r["fix"] is None)
+    fixes = sum(1 for r in rows if r["type"] == "wrong_groundtruth" and r["fix"] is not None)
+    assert rep.correction_match == {"n": fixes, "agreed_equals_proposed": fixes}
+    flagged = {f.id: f for f in rep.flagged}
+    ok_item = flagged[f"abstract_algebra/{first_ok}"]
+    assert ok_item.annotation is not None and ok_item.annotation.error_type == "ok"
+    assert ok_item.gold_text == rows[first_ok]["options"][rows[first_ok]["gold"]]  # type: ignore[index]
