@@ -4,6 +4,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _audit,
     _catalog,
     _compare,
+    _contamination,
     _leaderboard,
     _model_cards,
     _plan,

@@ -57,6 +57,7 @@ from calipers.stats._sequential import (
 )
 from calipers.stats._sequential import decide as decide_rollout
 from calipers.stats._summarize import is_binary, summarize
+from calipers.stats._unpaired import newcombe_unpaired, unpaired_difference
 
 __all__ = [
     "CorrelationTest",
@@ -92,6 +93,7 @@ __all__ = [
     "msprt_two_sample",
     "msprt_two_sample_path",
     "newcombe_interval",
+    "newcombe_unpaired",
     "order_statistic_ranks",
     "paired_bootstrap",
     "paired_compare",
@@ -108,6 +110,7 @@ __all__ = [
     "subset_difference",
     "summarize",
     "uniform_items",
+    "unpaired_difference",
     "unpaired_sample_size",
     "wilson",
 ]

@@ -1,0 +1,195 @@
+"""``calipers contamination``: is a benchmark score inflated by training on the benchmark?"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from calipers.cli._app import Context, cli, store_option
+from calipers.cli._progress import BarProgress
+from calipers.errors import ConfigError
+from calipers.types import Estimate
+
+__all__ = ["contamination_group"]
+
+
+@cli.group("contamination")
+def contamination_group() -> None:
+    """Contamination checks, each a number with an interval and what it can and cannot prove.
+
+    \b
+      index         build a hashed 13-gram index of your training corpus (bounded memory)
+      ngram         overlap of a task's items with that index; scores on clean vs overlapping
+      perturbation  the drop on shuffled / "None of the other choices" variants, against a
+                    fresh control task that cannot have been memorised
+      probes        memorisation probes (Min-K%++, completion, TS-Guessing) for models with
+                    log-probabilities
+
+    A check that does not apply (no corpus, no log-probabilities) is skipped with the reason,
+    never reported as zero contamination. See docs/contamination.md.
+    """
+
+
+@contamination_group.command("index")
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="Directory for the index (filter.bin + index.json).")
+@click.option("--memory-mb", type=click.FloatRange(min=1), default=512, show_default=True,
+              help="Size of the filter; memory stays bounded by it whatever the corpus size.")
+@click.option("--text-field", default="text", show_default=True, help="JSONL field with text.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing index at --out.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def index_cmd(obj: Context, /, corpus: tuple[str, ...], out: str, memory_mb: float,
+              text_field: str, overwrite: bool, as_json: bool) -> None:
+    """Index CORPUS (files or directories: .txt, .jsonl, and their .gz) for n-gram checks.
+
+    \b
+    Example:
+      calipers contamination index ./corpus/ --out ./corpus.idx --memory-mb 256
+    """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from calipers.contamination import build_index
+
+    with Progress("indexing", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                  console=obj.err, disable=as_json and not sys.stderr.isatty()) as bar:
+        job = bar.add_task("index", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(job, completed=done, total=total)
+
+        info = build_index(list(corpus), out, memory_mb=memory_mb, text_field=text_field,
+                           progress=progress, overwrite=overwrite)
+    if as_json:
+        obj.print_json(info.model_dump(mode="json"))
+        return
+    data = info.model_dump(mode="json")
+    obj.out.print(f"Indexed into {escape(out)}: " + ", ".join(
+        f"{k} {v}" for k, v in data.items() if isinstance(v, int | float) and not
+        isinstance(v, bool))[:600])
+    for w in data.get("warnings", []) or []:
+        obj.out.print(f"[yellow]{escape(str(w))}[/]")
+
+
+@contamination_group.command("ngram")
+@click.option("-t", "--task", required=True, metavar="NAME", help="The benchmark task.")
+@click.option("--index", "index_dir", type=click.Path(file_okay=False),
+              help="An index from `calipers contamination index` (none: skipped, says why).")
+@click.option("--run", "run_id", metavar="RUN", help="A stored run of the task: scores on "
+              "clean vs overlapping items.")
+@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Only the first N items.")
+@click.option("--min-ratio", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Share of an item's 13-grams found for it to count as overlapping (0: any).")
+@click.option("--keep-shared", is_flag=True, help="Count 13-grams shared by several items "
+              "(the plain GPT-3 rule; default: set them aside).")
+@click.option("--json", "as_json", is_flag=True)
+@store_option
+@click.pass_obj
+def ngram_cmd(obj: Context, /, task: str, index_dir: str | None, run_id: str | None,
+              data_dir: str | None, limit: int | None, min_ratio: float, keep_shared: bool,
+              as_json: bool) -> None:
+    """Overlap of TASK's items with your training corpus, and the score on clean vs
+    overlapping items.
+
+    \b
+    Example:
+      calipers contamination ngram -t mmlu --index ./corpus.idx --data-dir ../shared/data
+    """
+    from calipers.analysis import load_runs
+    from calipers.contamination import ngram_check, render_ngram_report, task_item_texts
+    from calipers.store import Store
+
+    run = None
+    if run_id:
+        with Store.open(obj.store_url) as store:
+            run = load_runs(store, [run_id])[0]
+    items = task_item_texts(task, data_dir=data_dir, limit=limit)
+    report = ngram_check(items, index_dir, run, task=task, min_ratio=min_ratio,
+                         ignore_shared=not keep_shared)
+    if as_json:
+        obj.print_json(report.model_dump(mode="json"))
+        return
+    obj.out.print(render_ngram_report(report))
+
+
+def _pts(e: dict[str, Any] | None) -> str:
+    if not e:
+        return "-"
+    est = Estimate.from_dict(e)
+    return f"{100 * est.value:+.1f} [{100 * est.low:+.1f}, {100 * est.high:+.1f}]"
+
+
+@contamination_group.command("perturbation")
+@click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC")
+@click.option("-t", "--task", required=True, metavar="NAME|PATH",
+              help="The benchmark (multiple choice).")
+@click.option("--control", default="dyn_dates_mc", show_default=True, metavar="NAME|PATH",
+              help="A task whose items cannot have been memorised ('none': no control).")
+@click.option("--formulation", metavar="NAME",
+              help="cloze | letter | generate, for the benchmark and (if it has it) the control.")
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--chat-template/--no-chat-template", default=True, show_default=True)
+@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
+@click.option("--json", "as_json", is_flag=True)
+@store_option
+@click.pass_obj
+def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
+                     formulation: str | None, limit: int | None, seed: int, chat_template: bool,
+                     data_dir: str | None, as_json: bool) -> None:
+    """Do benchmark items lose more than fresh items when their surface form changes?
+
+    Runs the benchmark and the control as they are, with the options shuffled, and with one
+    wrong option replaced by "None of the other choices" (the answer stays right), and
+    reports each drop with the excess drop on the benchmark (a difference in differences).
+
+    \b
+    Example:
+      calipers contamination perturbation -t mmlu --formulation letter -n 100 \\
+          --data-dir ../shared/data
+    """
+    from calipers.analysis import load_study, plan_study, run_study
+    from calipers.contamination import perturbation_gap
+    from calipers.runner import RunConfig
+    from calipers.store import Store
+    from calipers.tasks import formulations
+
+    def config(name: str) -> RunConfig:
+        form = formulation if (formulation and formulation in formulations(name)) else None
+        return RunConfig(model=model, tasks=(name,), formulation=form, limit=limit, seed=seed,
+                         chat_template=chat_template, data_dir=data_dir)
+
+    names = [task] + ([] if control == "none" else [control])
+    with Store.open(obj.store_url) as store:
+        studies = []
+        progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not as_json)
+        with progress:
+            for name in names:
+                plan = plan_study(config(name), ["perturbation_gap"])
+                if not plan.formulations:
+                    why = "; ".join(f"{a}: {b}" for a, b in plan.skipped)
+                    raise ConfigError(f"{name}: no perturbation applies ({why}).",
+                                      hint="The perturbation gap needs multiple-choice items "
+                                      "with three or more options.")
+                run_study(plan, store, progress=progress)
+                studies.append(load_study(store, plan.study))
+    report = perturbation_gap(studies[0], studies[1] if len(studies) > 1 else None, seed=seed)
+    if as_json:
+        obj.print_json(report.model_dump(mode="json"))
+        return
+    t = Table(header_style="bold", title_justify="left",
+              title=f"{escape(report.model)}: perturbation gap on {report.task} "
+              f"({report.metric}), control {report.control_task or 'none'} (points)")
+    for col in ("perturbation", "benchmark drop", "control drop", "excess drop", "reading"):
+        t.add_column(col)
+    for r in report.rows:
+        t.add_row(escape(r.perturbation), _pts(r.benchmark_gap), _pts(r.control_gap),
+                  _pts(r.excess_drop), escape(r.verdict))
+    obj.out.print(t)
+    obj.out.print(f"[dim]{escape(report.caveat)}[/]")

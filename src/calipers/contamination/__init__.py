@@ -1,0 +1,32 @@
+"""Is the score real? Contamination checks (layer 4: they run models and read stored runs).
+
+Families: n-gram overlap with a user's training corpus (:func:`build_index`,
+:func:`ngram_check`), the perturbation gap against a fresh control
+(:func:`perturbation_gap`), and memorisation probes on models with log-probabilities. Each
+check reports a number with an interval and says what it can and cannot prove; a check that
+does not apply is skipped with a reason, never reported as zero contamination.
+"""
+
+from calipers.contamination._items import item_text, task_item_texts
+from calipers.contamination._ngram import ItemOverlap, NgramReport, ngram_check
+from calipers.contamination._ngram_index import CorpusIndex, IndexInfo, build_index, open_index
+from calipers.contamination._ngram_render import render_ngram_report
+from calipers.contamination._ngram_score import ScoreSplit
+from calipers.contamination._perturbation import GapRow, PerturbationGapReport, perturbation_gap
+
+__all__ = [
+    "CorpusIndex",
+    "GapRow",
+    "IndexInfo",
+    "ItemOverlap",
+    "NgramReport",
+    "PerturbationGapReport",
+    "ScoreSplit",
+    "build_index",
+    "item_text",
+    "ngram_check",
+    "open_index",
+    "perturbation_gap",
+    "render_ngram_report",
+    "task_item_texts",
+]
