@@ -155,3 +155,27 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
         assert row.control_gap is not None and row.control_gap["value"] == 0.0
         assert row.excess_drop is not None and row.excess_drop["high"] < 0
         assert "evidence of memorised surface form" in row.verdict
+
+
+def test_a_memoriser_is_flagged_on_the_leaderboard(tmp_path: Path) -> None:
+    from calipers.analysis import load_runs
+    from calipers.analysis._leaderboard import leaderboard
+    from calipers.contamination._flags import contamination_flags
+
+    bench, fresh = _task(tmp_path, "bench", ITEMS), _task(tmp_path, "fresh", FRESH)
+    task = resolve_task(str(bench))[0]
+    remembered = {task.prompt.plain(s, [], None): "ABCD"[s.target_index]
+                  for s in task.load(LoadContext(data_dir=tmp_path))}
+    parrot = FakeModel(lambda r: remembered.get(r.prompt or "", "A"), name="parrot")
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
+        for spec, sid in ((bench, "gap-1"), (fresh, "gap-1-control")):
+            plan = plan_study(RunConfig(model="fake:parrot", tasks=(str(spec),),
+                                        chat_template=False), ["perturbation_gap"],
+                              provider=parrot, study=sid)
+            run_study(plan, store, provider=parrot)
+        flags = contamination_flags(store)
+        boards = leaderboard(load_runs(store, [r.id for r in store.list_runs()]), flags=flags)
+    ((key, text),) = flags.items()
+    assert key[1] == "bench" and "lose" in text and "gap-1" in text
+    board = next(b for b in boards if b.task == "bench")
+    assert [e.flags for e in board.entries] == [[text]]

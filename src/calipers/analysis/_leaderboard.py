@@ -136,10 +136,13 @@ def _task_flags(group: list[StoredRun], task: str, metric: str, lb: Any) -> list
 def leaderboard(
     runs: Sequence[StoredRun], *, tasks: Sequence[str] | None = None, seed: int = 0,
     n_resamples: int = 1000, floors: Mapping[tuple[str, str], Floor] | None = None,
+    flags: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Board]:
     """One board per task; ``runs`` are finished runs (the caller chooses which). The extra
     formulations of sensitivity studies are left out (each study's reference run counts);
-    ``floors`` (see :func:`format_floors`) flag neighbours closer than a format noise floor."""
+    ``floors`` (see :func:`format_floors`) flag neighbours closer than a format noise floor;
+    ``flags`` (``(model key, task) -> text``, e.g. contamination findings) go beside a
+    model's score."""
     keep = study_references([r.record for r in runs])
     finished = [r for r in runs if r.record.status == "finished" and r.record.id in keep]
     names = list(tasks) if tasks else sorted({t for r in finished for t in r.record.tasks})
@@ -159,6 +162,11 @@ def leaderboard(
             for g in ordered[1:] for r in g
         ]
         board = _board(task, main, unranked, seed, n_resamples, floors or {})
+        if board is not None and flags:
+            keys = {r.record.id: r.methodology.model.key() for r in main}
+            board = board.model_copy(update={"entries": [
+                e.model_copy(update={"flags": [*e.flags, flags[(keys[e.run_id], task)]]})
+                if (keys[e.run_id], task) in flags else e for e in board.entries]})
         if board is not None:
             boards.append(board)
     return boards

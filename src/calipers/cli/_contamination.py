@@ -165,13 +165,18 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
         return RunConfig(model=model, tasks=(name,), formulation=form, limit=limit, seed=seed,
                          chat_template=chat_template, data_dir=data_dir)
 
+    from calipers._util.ids import new_run_id
+    from calipers.contamination._flags import GAP_PREFIX
+
     names = [task] + ([] if control == "none" else [control])
+    gap_id = f"{GAP_PREFIX}{new_run_id()}"  # the control's study is gap_id + "-control"
     with Store.open(obj.store_url) as store:
         studies = []
         progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not as_json)
         with progress:
-            for name in names:
-                plan = plan_study(config(name), ["perturbation_gap"])
+            for i, name in enumerate(names):
+                plan = plan_study(config(name), ["perturbation_gap"],
+                                  study=gap_id + ("-control" if i else ""))
                 if not plan.formulations:
                     why = "; ".join(f"{a}: {b}" for a, b in plan.skipped)
                     raise ConfigError(f"{name}: no perturbation applies ({why}).",

@@ -29,19 +29,22 @@ def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str,
     such run counts, on the items every ranked run scored. Models that cannot be separated
     share a tie group; a warning says when the top of the board is within noise. A model
     closer to the one above it than either's format noise floor (from `calipers
-    sensitivity` studies in the store) is flagged.
+    sensitivity` studies in the store) is flagged, and so is a model whose benchmark items
+    lose more than fresh items under `calipers contamination perturbation`.
     """
     from calipers.analysis import load_runs
     from calipers.analysis._floors import format_floors
     from calipers.analysis._leaderboard import leaderboard
+    from calipers.contamination._flags import contamination_flags
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
         records = store.list_runs()
         ids = run_ids or tuple(r.id for r in records if r.status == "finished")
         runs = load_runs(store, ids) if ids else []
+        extra = contamination_flags(store, records)
     boards = leaderboard(runs, tasks=tasks or None, seed=seed, n_resamples=resamples,
-                         floors=format_floors(records))
+                         floors=format_floors(records), flags=extra)
     if as_json:
         obj.print_json([b.model_dump(mode="json") for b in boards])
         return
