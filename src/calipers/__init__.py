@@ -24,7 +24,17 @@ if TYPE_CHECKING:
 
 __version__ = calipers_version()
 
-__all__ = ["Estimate", "RunConfig", "RunResult", "Store", "__version__", "compare", "run"]
+__all__ = [
+    "Estimate",
+    "RunConfig",
+    "RunResult",
+    "Store",
+    "__version__",
+    "compare",
+    "gate",
+    "run",
+    "select",
+]
 
 _LAZY = {
     "Estimate": "calipers.types",
@@ -32,6 +42,8 @@ _LAZY = {
     "RunResult": "calipers.runner",
     "Store": "calipers.store",
     "compare": "calipers.analysis",
+    "gate": "calipers.analysis",
+    "select": "calipers.selection",
     "run": "calipers.runner",
 }
 

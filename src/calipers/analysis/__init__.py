@@ -12,6 +12,7 @@ from calipers.analysis._audit import (
 )
 from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
 from calipers.analysis._floors import Floor, format_floors
+from calipers.analysis._gate import GateConfig, GateResult, GateRow, gate
 from calipers.analysis._practical import RunFactors, Stability, run_factors, stability
 from calipers.analysis._saturation import (
     ItemRow,
@@ -36,6 +37,9 @@ __all__ = [
     "FlagAgreement",
     "FlaggedItem",
     "Floor",
+    "GateConfig",
+    "GateResult",
+    "GateRow",
     "ItemRow",
     "ItemStats",
     "Paired",
@@ -50,6 +54,7 @@ __all__ = [
     "audit",
     "compare",
     "format_floors",
+    "gate",
     "item_statistics",
     "load_runs",
     "load_study",

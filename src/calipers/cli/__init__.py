@@ -5,6 +5,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _catalog,
     _compare,
     _contamination,
+    _gate,
     _leaderboard,
     _model_cards,
     _plan,
