@@ -14,6 +14,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _runs,
     _select,
     _sensitivity,
+    _suite,
 )
 from calipers.cli._app import cli, main
 

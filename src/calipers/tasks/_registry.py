@@ -88,6 +88,12 @@ def resolve_task(name_or_path: str, formulation: str | None = None) -> list[Task
     """A registered task, a suite of tasks, or a task spec file path. In a suite, a
     formulation applies to the tasks that offer it; the others keep their only one."""
     _load()
+    if name_or_path.startswith("suite:"):  # built from production logs (calipers suite build)
+        from calipers.suites import suite_task  # lazily: suites build on tasks
+
+        if formulation is not None:
+            raise ConfigError("--formulation applies to built-in tasks, not suites from logs.")
+        return [suite_task(name_or_path)]
     if name_or_path in _SUITES:
         names = _SUITES[name_or_path]
         if formulation is not None and not any(formulation in formulations(t) for t in names):
