@@ -70,3 +70,14 @@ def test_perturbation_gap_cli_runs_benchmark_and_control(tmp_path: Path) -> None
         "permute_seed=1", "none_of_the_other=True"]
     # the same task as its own control, the same fake model: the excess drop is exactly 0
     assert all(r["excess_drop"]["value"] == 0.0 for r in report["rows"])
+
+
+def test_probes_cli_runs_all_three_with_a_reference(tmp_path: Path) -> None:
+    spec = _task(tmp_path)
+    res = CliRunner().invoke(cli, ["contamination", "probes", "-m", "fake:echo", "-t",
+                                   str(spec), "--reference", str(spec), "-n", "6", "--json"])
+    assert res.exit_code == 0, res.output
+    results = json.loads(res.output)
+    assert [r["probe"] for r in results] == ["min-k%++", "completion", "ts-guessing"]
+    # the benchmark as its own reference: the excess over the reference is exactly zero
+    assert [r["excess"]["value"] for r in results] == [0.0, 0.0, 0.0]

@@ -198,3 +198,51 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
                   _pts(r.excess_drop), escape(r.verdict))
     obj.out.print(t)
     obj.out.print(f"[dim]{escape(report.caveat)}[/]")
+
+
+@contamination_group.command("probes")
+@click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC",
+              help="A model with log-probabilities for Min-K%++ (llamacpp, fake).")
+@click.option("-t", "--task", required=True, metavar="NAME|PATH", help="The benchmark.")
+@click.option("--reference", default="dyn_word_problems", show_default=True, metavar="NAME",
+              help="Fresh items the model cannot have seen ('none': no reference).")
+@click.option("--probe", "probes", multiple=True,
+              type=click.Choice(["min_k_pp", "completion", "ts_guessing"]),
+              help="Only these probes (repeatable; default: all three).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=60, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def probes_cmd(obj: Context, /, model: str, task: str, reference: str, probes: tuple[str, ...],
+               limit: int, seed: int, data_dir: str | None, as_json: bool) -> None:
+    """Memorisation probes: Min-K%++ (item vs its shuffled words), completion of the
+    question's second half, and TS-Guessing (produce a hidden wrong option), each against a
+    control and, with --reference, against fresh items. A model without log-probabilities
+    skips Min-K%++ with the reason.
+
+    \b
+    Example:
+      calipers contamination probes -t arc_easy -n 60 --data-dir ../shared/data
+    """
+    import asyncio
+    from pathlib import Path
+
+    from calipers.contamination import PROBES, render_probe, run_probes
+    from calipers.models import resolve_model
+    from calipers.tasks import LoadContext, resolve_task
+
+    def items(name: str) -> list[Any]:
+        (t,) = resolve_task(name)
+        ctx = LoadContext(seed=seed, n=limit, data_dir=Path(data_dir) if data_dir else None)
+        return list(t.load(ctx))[:limit]
+
+    provider = resolve_model(model)
+    ref = None if reference == "none" else items(reference)
+    results = asyncio.run(run_probes(provider, items(task), probes=probes or PROBES,
+                                     reference=ref, seed=seed))
+    if as_json:
+        obj.print_json([r.to_dict() for r in results])
+        return
+    for r in results:
+        obj.out.print(render_probe(r))

@@ -15,6 +15,8 @@ from calipers.types import (
     ModelIdentity,
     ModelRequest,
     ModelResponse,
+    TokenStatsRequest,
+    TokenStatsResult,
 )
 
 __all__ = ["ModelOptions", "ModelProvider"]
@@ -39,13 +41,16 @@ class ModelProvider(ABC):
 
     ``generate`` handles chat (``request.messages``) and plain completion (``request.prompt``).
     ``loglikelihood`` scores continuations of one context; backends that cannot do it keep the
-    default, which raises :class:`NotSupportedError`. Providers load lazily: constructing one is
-    cheap, the first call loads weights or opens connections, so a fully cached re-run never
-    loads the model at all.
+    default, which raises :class:`NotSupportedError`. So does ``token_stats`` (per-token
+    log-probabilities with the mean and spread of the next-token distribution, for memorisation
+    probes), which needs the full vocabulary distribution at every position. Providers load
+    lazily: constructing one is cheap, the first call loads weights or opens connections, so a
+    fully cached re-run never loads the model at all.
     """
 
     provider_name: str = "abstract"
     supports_loglikelihood: bool = False
+    supports_token_stats: bool = False
     default_concurrency: int = 1
 
     @abstractmethod
@@ -59,6 +64,15 @@ class ModelProvider(ABC):
         raise NotSupportedError(
             f"The {self.provider_name} provider cannot compute log-likelihoods.",
             hint="Use a generation formulation of the task, or a llamacpp model.",
+        )
+
+    async def token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
+        raise NotSupportedError(
+            f"The {self.provider_name} provider cannot give per-token log-probabilities with "
+            "the mean and spread of the next-token distribution (Min-K%++ needs the full "
+            "vocabulary distribution at every position).",
+            hint="Run log-probability probes on a llamacpp model; API models get the "
+            "generation-based probes only.",
         )
 
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:

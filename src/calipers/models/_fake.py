@@ -9,8 +9,18 @@ Spec forms (``--model fake:...``):
 - ``fake:cycle=A|B|C`` answers A, B, C, A, ... in call order.
 
 Options after a comma: ``fail=0.1`` (a deterministic share of requests raises, by hash of the
-request), ``delay=0.01`` (seconds per call), ``name=NAME`` (the identity name).
-Log-likelihoods are deterministic functions of (context, continuation).
+request), ``delay=0.01`` (seconds per call), ``name=NAME`` (the identity name),
+``memorise=FILE`` (texts the model has "memorised": a JSON list of strings, or JSONL of strings
+or ``{"text": ...}`` objects). Log-likelihoods are deterministic functions of (context,
+continuation).
+
+Token statistics (``token_stats``) split text into words (with their leading whitespace) and
+draw each word's standardised log-probability ``z = (logprob - mean) / std`` from a
+deterministic pseudo-normal; words inside an occurrence of a memorised text get ``z`` near
+``MEMORISED_Z`` instead, so memorised texts score high on Min-K%++. Generation recalls a
+memorised text when the prompt (or last user message) contains its beginning, at least
+``MIN_CUE`` characters of it, running up to the end of the prompt (the answer is the rest of the
+text) or up to the last ``[MASK]`` (the answer is the rest of that line: the masked option).
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ import asyncio
 import hashlib
 import itertools
 import json
+import re
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,9 +44,17 @@ from calipers.types import (
     ModelIdentity,
     ModelRequest,
     ModelResponse,
+    TokenStatsRequest,
+    TokenStatsResult,
 )
 
-__all__ = ["FakeModel", "fake_from_spec"]
+__all__ = ["MASK", "MEMORISED_Z", "MIN_CUE", "FakeModel", "fake_from_spec", "load_texts"]
+
+MASK = "[MASK]"
+MEMORISED_Z = 2.5  # z of a memorised word (plus up to +-0.25); others are clipped to +-2.5
+MIN_CUE = 12  # characters of a memorised text's beginning that cue its recall
+_NORMAL = statistics.NormalDist()
+_WORD = re.compile(r"\s*\S+")
 
 Responder = Callable[[ModelRequest], str]
 Scorer = Callable[[str, str], float]
@@ -62,6 +82,7 @@ class FakeModel(ModelProvider):
 
     provider_name = "fake"
     supports_loglikelihood = True
+    supports_token_stats = True
     default_concurrency = 8
 
     def __init__(
@@ -72,16 +93,20 @@ class FakeModel(ModelProvider):
         loglik: Scorer = default_loglik,
         fail_rate: float = 0.0,
         delay_s: float = 0.0,
+        memorised: Sequence[str] = (),
     ) -> None:
         self._responder = responder or _prompt_text
         self._name = name
         self._loglik = loglik
         self._fail_rate = fail_rate
         self._delay_s = delay_s
+        self._memorised = tuple(t for t in memorised if t)
         self.calls = 0
 
     def identity(self) -> ModelIdentity:
         extra = {"fail_rate": str(self._fail_rate)} if self._fail_rate else {}
+        if self._memorised:
+            extra["memorised"] = f"{len(self._memorised)}:{_digest(self._memorised)}"
         return ModelIdentity(provider="fake", name=self._name, extra=extra)
 
     def _maybe_fail(self, key: str) -> None:
@@ -94,7 +119,8 @@ class FakeModel(ModelProvider):
         if self._delay_s:
             await asyncio.sleep(self._delay_s)
         self._maybe_fail(request.model_dump_json())
-        text = self._responder(request)
+        recalled = self._recall_answer(_prompt_text(request))
+        text = self._responder(request) if recalled is None else recalled
         stops = [text.find(s) for s in request.params.stop if s and s in text]
         if stops:
             text = text[: min(stops)]
@@ -128,9 +154,112 @@ class FakeModel(ModelProvider):
             latency_s=time.perf_counter() - start,
         )
 
+    async def token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
+        self.calls += 1
+        start = time.perf_counter()
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
+        self._maybe_fail(request.model_dump_json())
+        text = request.text
+        inside = _memorised_chars(text, self._memorised)
+        tokens, lps, mus, sds = [], [], [], []
+        for match in _WORD.finditer(text):
+            token, end = match.group(), match.end()
+            key = text[:end]
+            mu = -(4.0 + 4.0 * _unit("mu\x00" + key))
+            sd = 0.5 + 0.75 * _unit("sd\x00" + key)
+            u = _unit("z\x00" + key)
+            if all(inside[end - len(token.lstrip()) : end]):
+                z = MEMORISED_Z + 0.5 * (u - 0.5)
+            else:
+                z = max(-2.5, min(2.5, _NORMAL.inv_cdf(min(max(u, 1e-9), 1 - 1e-9))))
+            tokens.append(token)
+            lps.append(mu + sd * z)
+            mus.append(mu)
+            sds.append(sd)
+        return TokenStatsResult(
+            tokens=tuple(tokens), logprobs=tuple(lps), mean_logprob=tuple(mus),
+            std_logprob=tuple(sds), tokens_evaluated=len(tokens) + 1,
+            latency_s=time.perf_counter() - start,
+        )
+
+    def _recall_answer(self, prompt: str) -> str | None:
+        """A memorised text's continuation, when the prompt cues it (see the module doc)."""
+        if not self._memorised:
+            return None
+        mask = prompt.rfind(MASK)
+        if mask < 0:
+            return _recall(prompt, self._memorised)
+        rest = _recall(prompt[:mask], self._memorised)
+        if rest is None:
+            return None
+        line = rest.split("\n", 1)[0]
+        after = prompt[mask + len(MASK) :].split("\n", 1)[0]
+        return line[: line.find(after)] if after and after in line else line
+
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
         parts = [f"<|{m.role}|>\n{m.content}" for m in messages]
         return "\n".join([*parts, "<|assistant|>\n"])
+
+
+def _digest(texts: Sequence[str]) -> str:
+    return hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:12]
+
+
+def _memorised_chars(text: str, memorised: Sequence[str]) -> list[bool]:
+    """Per character of ``text``: whether it lies inside an occurrence of a memorised text."""
+    inside = [False] * len(text)
+    for m in memorised:
+        at = text.find(m)
+        while at >= 0:
+            inside[at : at + len(m)] = [True] * len(m)
+            at = text.find(m, at + 1)
+    return inside
+
+
+def _recall(before: str, memorised: Sequence[str]) -> str | None:
+    """The rest of the memorised text whose beginning (``MIN_CUE`` characters or more) ends
+    ``before``; None when no memorised text is cued."""
+    for m in memorised:
+        if len(m) <= MIN_CUE:
+            continue
+        at = before.rfind(m[:MIN_CUE])
+        while at >= 0:
+            seen = before[at:]
+            if len(seen) < len(m) and m.startswith(seen):
+                return m[len(seen) :]
+            at = before.rfind(m[:MIN_CUE], 0, at)
+    return None
+
+
+def load_texts(path: str) -> list[str]:
+    """Texts from a JSON list of strings, or JSONL of strings or ``{"text": ...}`` objects."""
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"Memorised-texts file {path!r} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"Memorised-texts file {path!r} cannot be read as UTF-8 text ({e}).") \
+            from None
+    try:
+        if p.suffix == ".jsonl":
+            values = [json.loads(line) for line in raw.splitlines() if line.strip()]
+        else:
+            values = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"Memorised-texts file {path}: not valid JSON ({e.msg}, line {e.lineno})."
+        ) from None
+    if not isinstance(values, list):
+        values = [values]
+    texts = [v.get("text") if isinstance(v, dict) else v for v in values]
+    if not all(isinstance(t, str) for t in texts):
+        raise ConfigError(
+            f"Memorised-texts file {path}: expected strings or {{\"text\": ...}} objects.",
+            hint="A JSON list of strings, or one JSON string or object per line (.jsonl).",
+        )
+    return [t for t in texts if isinstance(t, str)]
 
 
 def _script_responder(path: str) -> Responder:
@@ -180,6 +309,7 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
         )
     rates = {"fail": 0.0, "delay": 0.0}
     name = head
+    memorised: list[str] = []
     for opt in opts:
         k, _, v = opt.partition("=")
         try:
@@ -187,12 +317,19 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
                 rates[k] = float(v)
             elif k == "name":
                 name = v
+            elif k == "memorise":
+                memorised = load_texts(v)
             else:
-                raise ConfigError(f"Unknown fake model option {k!r} (use fail=, delay=, name=).")
+                raise ConfigError(
+                    f"Unknown fake model option {k!r} (use fail=, delay=, name=, memorise=)."
+                )
         except ValueError:
             raise ConfigError(f"Fake model option {k}={v!r} is not a number.") from None
     if not 0.0 <= rates["fail"] <= 1.0:
         raise ConfigError(f"Fake model option fail={rates['fail']:g} must be between 0 and 1.")
     if rates["delay"] < 0:
         raise ConfigError(f"Fake model option delay={rates['delay']:g} must not be negative.")
-    return FakeModel(responder, name=name, fail_rate=rates["fail"], delay_s=rates["delay"])
+    return FakeModel(
+        responder, name=name, fail_rate=rates["fail"], delay_s=rates["delay"],
+        memorised=memorised,
+    )

@@ -11,6 +11,11 @@ context minus its last token is evaluated once (or reused from the KV cache); ea
 then evaluates the context's last token plus its own tokens after truncating the KV cache back
 to that prefix: ``len(context) + sum(1 + len(option))`` evaluations, not
 ``n_options * len(context) + sum(len(option))``.
+
+Token statistics (``token_stats``) score every token of a text after BOS (as ``loglikelihood``
+scores a continuation of an empty context), in batches of at most ``N_BATCH`` tokens, and
+reduce each row of logits to the token's log-probability and the mean and standard deviation of
+the log-probability over the whole vocabulary.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ from calipers.types import (
     ModelIdentity,
     ModelRequest,
     ModelResponse,
+    TokenStatsRequest,
+    TokenStatsResult,
 )
 
 __all__ = ["LlamaCppModel", "llamacpp_from_spec"]
@@ -79,6 +86,7 @@ class LlamaCppModel(ModelProvider):
 
     provider_name = "llamacpp"
     supports_loglikelihood = True
+    supports_token_stats = True
     default_concurrency = 1
 
     def __init__(self, path: Path, options: ModelOptions | None = None) -> None:
@@ -292,6 +300,41 @@ class LlamaCppModel(ModelProvider):
             latency_s=latency,
         )
 
+    # -- token statistics --------------------------------------------------------------------
+
+    async def token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
+        return await asyncio.to_thread(self._token_stats, request)
+
+    def _token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
+        with self._lock:
+            llama = self._ensure_loaded()
+            start = time.perf_counter()
+            head, (toks,) = _encode(llama, "", [request.text])
+            seq, n_ctx = head + toks, int(llama.n_ctx())
+            if len(seq) > n_ctx:
+                raise ModelCallError(
+                    f"The text is {len(toks)} tokens; with BOS that exceeds the model's "
+                    f"context window of {n_ctx} tokens.",
+                    hint="Score shorter texts, or use a larger --n-ctx.",
+                )
+            parts: list[Logits] = []
+            n_past = 0
+            for chunk in _chunks(seq) if toks else []:
+                logits = self._decode(llama, chunk, n_past, all_logits=True)
+                parts.append(_next_token_stats(logits, seq[n_past + 1 : n_past + len(chunk) + 1]))
+                n_past += len(chunk)
+            stats = np.concatenate(parts) if parts else np.zeros((0, 3))
+            pieces = [llama.detokenize([t]).decode("utf-8", errors="replace") for t in toks]
+            latency = time.perf_counter() - start
+        return TokenStatsResult(
+            tokens=tuple(pieces),
+            logprobs=tuple(float(v) for v in stats[:, 0]),
+            mean_logprob=tuple(float(v) for v in stats[:, 1]),
+            std_logprob=tuple(float(v) for v in stats[:, 2]),
+            tokens_evaluated=len(seq) if toks else 0,
+            latency_s=latency,
+        )
+
     def _prefill(self, llama: Any, prefix: list[int]) -> int:
         """Put ``prefix`` in the KV cache, reusing what earlier calls left there; returns the
         number of tokens evaluated."""
@@ -334,6 +377,23 @@ class LlamaCppModel(ModelProvider):
         self._trusted = llama.n_tokens
         llama._requires_eval = True  # make generate() re-decode before sampling from here
         return np.concatenate(out) if out else np.zeros((0, n_vocab))
+
+
+def _next_token_stats(logits: Logits, targets: Sequence[int], block: int = 64) -> Logits:
+    """Rows ``[log p(target), E log p(z), sd log p(z)]`` for each row of logits that has a next
+    token in ``targets`` (the last row of a text has none), ``block`` rows at a time to bound
+    memory (a row is the whole vocabulary)."""
+    out = np.zeros((len(targets), 3))
+    for lo in range(0, len(targets), block):
+        lsm = _log_softmax(logits[lo : lo + block][: len(targets) - lo])
+        p = np.exp(lsm)
+        mu = (p * lsm).sum(axis=-1)
+        var = (p * np.square(lsm - mu[:, None])).sum(axis=-1)
+        rows = np.arange(lsm.shape[0])
+        out[lo : lo + lsm.shape[0]] = np.column_stack(
+            (lsm[rows, np.asarray(targets[lo : lo + block])], mu, np.sqrt(np.maximum(var, 0.0)))
+        )
+    return out
 
 
 def _tokenize(llama: Any, text: str) -> list[int]:

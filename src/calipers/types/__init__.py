@@ -9,6 +9,8 @@ from calipers.types._model import (
     ModelIdentity,
     ModelRequest,
     ModelResponse,
+    TokenStatsRequest,
+    TokenStatsResult,
 )
 from calipers.types._output import SampleOutput
 from calipers.types._sample import Sample
@@ -26,4 +28,6 @@ __all__ = [
     "Sample",
     "SampleOutput",
     "Score",
+    "TokenStatsRequest",
+    "TokenStatsResult",
 ]

@@ -16,6 +16,8 @@ __all__ = [
     "ModelIdentity",
     "ModelRequest",
     "ModelResponse",
+    "TokenStatsRequest",
+    "TokenStatsResult",
 ]
 
 
@@ -89,6 +91,39 @@ class LoglikelihoodResult(_Frozen):
     input_tokens: int | None = None
     latency_s: float | None = None
     cached: bool = False
+
+
+class TokenStatsRequest(_Frozen):
+    """Per-token statistics of ``text``: what memorisation probes such as Min-K%++ read."""
+
+    text: str
+
+
+class TokenStatsResult(_Frozen):
+    """For every token ``x_t`` of the text, each conditioned on the tokens before it (and on the
+    model's start token, BOS, so the first one is scored too):
+
+    - ``logprobs[t] = log p(x_t | x_<t)``;
+    - ``mean_logprob[t] = E_{z ~ p(.|x_<t)} log p(z | x_<t)``, over the whole vocabulary (minus
+      the entropy of the next-token distribution);
+    - ``std_logprob[t] = sqrt(Var_{z ~ p(.|x_<t)} log p(z | x_<t))``.
+
+    ``tokens`` are the token texts as the backend splits them (bytes that are not whole UTF-8
+    characters show as U+FFFD). Min-K%++ (Zhang et al. 2024) scores token t as
+    ``(logprobs[t] - mean_logprob[t]) / std_logprob[t]``.
+    """
+
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+    mean_logprob: tuple[float, ...]
+    std_logprob: tuple[float, ...]
+    tokens_evaluated: int | None = None
+    latency_s: float | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        n = len(self.tokens)
+        if not len(self.logprobs) == len(self.mean_logprob) == len(self.std_logprob) == n:
+            raise ValueError("TokenStatsResult needs one logprob, mean and std per token")
 
 
 class ModelIdentity(_Frozen):
