@@ -13,6 +13,11 @@ from calipers.analysis._audit import (
 from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
 from calipers.analysis._floors import Floor, format_floors
 from calipers.analysis._gate import GateConfig, GateResult, GateRow, gate
+from calipers.analysis._judge_calibration import (
+    JudgeCalibrationReport,
+    calibrate_judge,
+    judge_agreement_line,
+)
 from calipers.analysis._practical import RunFactors, Stability, run_factors, stability
 from calipers.analysis._saturation import (
     ItemRow,
@@ -42,6 +47,7 @@ __all__ = [
     "GateRow",
     "ItemRow",
     "ItemStats",
+    "JudgeCalibrationReport",
     "Paired",
     "RobustnessReport",
     "RunAudit",
@@ -52,10 +58,12 @@ __all__ = [
     "StoredRun",
     "StudyPlan",
     "audit",
+    "calibrate_judge",
     "compare",
     "format_floors",
     "gate",
     "item_statistics",
+    "judge_agreement_line",
     "load_runs",
     "load_study",
     "methodology_differences",

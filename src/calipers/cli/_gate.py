@@ -34,6 +34,10 @@ _MARK = {"pass": "[green]PASS[/]", "fail": "[bold red]FAIL[/]",
 _BULLET = {"pass": "[green]●[/]", "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
 
 
+class _GateUsageError(click.UsageError):
+    exit_code = EXIT_GATE_ERROR
+
+
 class GateCommand(click.Command):
     """Usage errors (a bad option) exit 3, not click's 2, which means "inconclusive" here."""
 
@@ -41,8 +45,7 @@ class GateCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as e:
-            e.exit_code = EXIT_GATE_ERROR
-            raise
+            raise _GateUsageError(e.format_message(), e.ctx) from None
 
 
 # -- outputs for CI ---------------------------------------------------------------------------
