@@ -47,7 +47,11 @@ def test_fixed_k_and_tiny_inputs() -> None:
 
 
 @pytest.mark.skipif(_HAS_ST, reason="sentence-transformers is installed here")
-def test_auto_falls_back_to_tfidf_and_says_so() -> None:
+def test_auto_falls_back_to_tfidf_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    # whether or not it is installed here: an import that fails
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     texts, _ = corpus(n_per=8)
     c = cluster_texts(texts)
     assert c.backend == "tfidf"
