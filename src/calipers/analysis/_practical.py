@@ -181,7 +181,9 @@ def run_factors(
     timed = [s.latency_s for s in ok if not s.cached and s.latency_s is not None]
     wall = _wall_s(run)
     n_cached = sum(s.cached for s in samples)
-    notes = ["latency excludes cached responses and errors"]
+    notes = ["latency excludes cached responses and errors",
+             "time to first token: not measured (evaluation runs do not stream; "
+             "`calipers gateway` logs it for streamed traffic)"]
     if n_cached:
         notes.append(f"{n_cached} of {len(samples)} responses came from the cache: throughput "
                      "and hardware cost per item are optimistic")
