@@ -150,6 +150,16 @@ def test_cli_stores_the_agreement_for_reports(tmp_path: Path) -> None:
     assert run.summary["tasks"]["capq"]["metrics"]["judge"]
     line = judge_agreement_line(run, "capq")
     assert line is not None and "Cohen's kappa 0.400" in line and "n=10" in line
+    # the reports and `calipers show` carry it next to the judge-based scores
+    from calipers.reports._html import render_html
+    from calipers.reports._markdown import render_markdown
+
+    with Store.open() as store:
+        recs = store.get_samples(run_id)
+        shown = CliRunner().invoke(cli, ["show", run_id]).output
+    assert f"Judge-based scores: {line}." in render_markdown(run, recs)
+    assert "Cohen&#39;s kappa 0.400" in render_html(run, recs)
+    assert "Cohen's kappa 0.400" in " ".join(shown.split())
     res = CliRunner().invoke(cli, ["judge-calibrate", run_id, "--labels", str(csv), "--json",
                                    "--no-save"])
     assert res.exit_code == 0 and json.loads(res.stdout)["confusion"] == [[3, 2], [1, 4]]

@@ -129,6 +129,8 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
     out += ["### Metrics", ""]
     out += table(["metric", "value [interval]", "n", "method"],
                   _metric_rows(t.metrics, primary), "llrl")
+    if t.judge:
+        out += [f"Judge-based scores: {cell(t.judge)}.", ""]
     if t.categories:
         out += [f"### By category (worst first, {primary or 'primary metric'})", ""]
         rows = [[c.name, c.metric.text, f"{c.metric.estimate.n} of {c.n}", c.n_errors,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from calipers.store import RunRecord, SampleRecord
@@ -255,6 +255,7 @@ class TaskView:
     n_failing: int
     failing_rule: str
     errors: tuple[SampleRecord, ...]
+    judge: str | None = None  # a judge-scored task: the judge's measured agreement with people
 
 
 def metric_view(name: str, est: Estimate) -> MetricView:
@@ -305,7 +306,10 @@ def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> 
     summary = (run.summary or {}).get("tasks") or {}
     cards = (run.methodology or {}).get("tasks") or {}
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
+    from calipers.analysis._judge_calibration import judge_agreement_line
+
     return [
-        _task_view(t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), samples, k)
+        replace(_task_view(t, str((cards.get(t) or {}).get("version", "?")), summary.get(t),
+                           samples, k), judge=judge_agreement_line(run, t))
         for t in names
     ]
