@@ -8,7 +8,8 @@ does not apply is skipped with a reason, never reported as zero contamination.
 """
 
 from calipers.contamination._completion import completion_probe
-from calipers.contamination._items import item_text, task_item_texts
+from calipers.contamination._controls import item_text
+from calipers.contamination._items import task_item_texts
 from calipers.contamination._minkpp import min_k_pp, min_k_pp_probe
 from calipers.contamination._ngram import ItemOverlap, NgramReport, ngram_check
 from calipers.contamination._ngram_index import CorpusIndex, IndexInfo, build_index, open_index
