@@ -35,7 +35,8 @@ def format_floors(runs: Sequence[RunRecord]) -> dict[tuple[str, str], Floor]:
     for r in runs:
         study = (r.config or {}).get("study")
         variant = (r.config or {}).get("variant") or {}
-        if variant.get("perturb") or variant.get("none_of_the_other"):
+        if variant.get("perturb") or variant.get("none_of_the_other") or variant.get(
+                "fresh_numbers"):
             continue  # robustness and contamination variants change content, not format
         if study and r.status == "finished":
             studies[study].append(r)

@@ -97,6 +97,7 @@ def _grid(base: RunConfig, axes: Sequence[str], n_options: int, permutations: in
             add("options shuffled", variant=_variant(base, permute_seed=1))
             add('a wrong option replaced by "None of the other choices"',
                 variant=_variant(base, none_of_the_other=True))
+            add("fresh numbers", variant=_variant(base, fresh_numbers=True, perturb_seed=1))
         else:
             raise ConfigError(f"Unknown sensitivity axis {axis!r}.",
                               hint=f"Use some of: {', '.join(AXES)}.")

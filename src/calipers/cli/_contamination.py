@@ -177,6 +177,10 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
             for i, name in enumerate(names):
                 plan = plan_study(config(name), ["perturbation_gap"],
                                   study=gap_id + ("-control" if i else ""))
+                if i and not plan.formulations:
+                    obj.err.print(f"[yellow]No perturbation applies to the control {name}; "
+                                  "reporting without a control.[/]")
+                    continue
                 if not plan.formulations:
                     why = "; ".join(f"{a}: {b}" for a, b in plan.skipped)
                     raise ConfigError(f"{name}: no perturbation applies ({why}).",

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calipers._util.hashing import json_hash
 from calipers.errors import ConfigError
+from calipers.tasks._fresh_numbers import renumber
 from calipers.tasks._perturb import Perturbation, perturb_text
 from calipers.tasks._prompt import LabelStyle
 from calipers.tasks._task import LoadContext, Task
@@ -38,7 +39,10 @@ class Variant(BaseModel):
     (seeded by item) with "None of the other choices" -- the answer stays right, the
     memorised surface form breaks. ``perturb`` rewrites the question the way real users
     write (see :mod:`calipers.tasks._perturb`); unlike the others it changes the content, so
-    it measures robustness, not format sensitivity.
+    it measures robustness, not format sensitivity. ``fresh_numbers=True`` gives a math word
+    problem with a worked solution new numbers and the recomputed answer
+    (:mod:`calipers.tasks._fresh_numbers`); problems that cannot be re-numbered safely are
+    left out of the variant (they stay unpaired, and counted).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,6 +54,7 @@ class Variant(BaseModel):
     rotate: int | None = Field(None, ge=0)
     permute_seed: int | None = None
     none_of_the_other: bool | None = None
+    fresh_numbers: bool | None = None
     perturb: Perturbation | None = None
     perturb_seed: int | None = None
 
@@ -60,7 +65,8 @@ class Variant(BaseModel):
     @property
     def changes_content(self) -> bool:
         """Not a format change: the question or an option reads differently."""
-        return self.perturb is not None or bool(self.none_of_the_other)
+        return (self.perturb is not None or bool(self.none_of_the_other)
+                or bool(self.fresh_numbers))
 
     def describe(self) -> str:
         """A short label: ``labels=(A)``, ``rotate=2``; ``original`` for no change."""
@@ -114,6 +120,22 @@ def _none_of_the_other(sample: Sample) -> Sample:
     return sample.model_copy(update={"choices": tuple(options), "metadata": meta})
 
 
+def _renumbered(samples: Sequence[Sample], variant: Variant) -> list[Sample]:
+    out = []
+    for s in samples:
+        solution = s.fields.get("solution")
+        if not isinstance(solution, str) or s.choices or s.target is None:
+            out.append(s)  # not a worked math problem: unchanged
+            continue
+        rng = random.Random(json_hash(["fresh_numbers", variant.perturb_seed or 0, s.id]))
+        got = renumber(s.input, solution.split("####")[0], str(s.target), rng)
+        if got is not None:
+            meta = {**s.metadata, "original_target": s.target}
+            out.append(s.model_copy(update={"input": got[0], "target": got[1],
+                                            "metadata": meta}))
+    return out
+
+
 def _perturbed(samples: Sequence[Sample], variant: Variant) -> list[Sample]:
     assert variant.perturb is not None
     others = [s.input for s in samples]
@@ -149,6 +171,7 @@ def apply_variant(task: Task, variant: Variant | None) -> Task:
 
     def transform(samples: Sequence[Sample]) -> list[Sample]:
         out = _perturbed(samples, variant) if variant.perturb else list(samples)
+        out = _renumbered(out, variant) if variant.fresh_numbers else out
         out = [_none_of_the_other(s) for s in out] if variant.none_of_the_other else out
         out = [_reorder(s, variant) if variant.reorders else s for s in out]
         return [_numbered(s) for s in out] if numbers else out
@@ -156,7 +179,10 @@ def apply_variant(task: Task, variant: Variant | None) -> Task:
     load, pool = task.load, task.fewshot
 
     def load_variant(ctx: LoadContext) -> list[Sample]:
-        return transform(load(ctx))
+        # the items a run of ctx.n would have, before a variant leaves any out: a variant run
+        # with --limit N pairs with the reference's first N, never with later items
+        items = list(load(ctx))
+        return transform(items[: ctx.n] if ctx.n else items)
 
     def fewshot_variant(ctx: LoadContext) -> list[Sample]:
         # shots keep their option order (only the asked item moves), but share the labels
