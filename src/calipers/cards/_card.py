@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from calipers._util.yamlloc import yaml_line
 from calipers.cards._mof import MOF_COMPONENTS
 from calipers.errors import ConfigError
 
@@ -140,25 +141,6 @@ class CardError(ConfigError):
         self.problems = list(problems)
 
 
-def _yaml_line(text: str, loc: Sequence[str | int]) -> int | None:
-    """Line (1-based) of the YAML node at ``loc``, or of its nearest existing parent."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = node.start_mark.line + 1 if node else None
-    for key in loc:
-        nxt = None
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            nxt = node.value[key]
-        if nxt is None:
-            break
-        node, line = nxt, nxt.start_mark.line + 1
-    return line
-
-
 def _read(path: Path) -> tuple[Any, str]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -186,7 +168,7 @@ def parse_card(raw: Any, *, source: str = "<card>", text: str | None = None) -> 
         problems = []
         for err in e.errors():
             loc = [x if isinstance(x, int) else str(x) for x in err["loc"]]
-            line = _yaml_line(text, loc) if text is not None else None
+            line = yaml_line(text, loc) if text is not None else None
             where = f"{source}:{line}" if line else source
             problems.append((where, ".".join(str(x) for x in loc) or "(top level)", err["msg"]))
         raise CardError(

@@ -16,13 +16,13 @@ Every error names the file, the line (YAML) or the field, and what is expected.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from calipers._util.yamlloc import yaml_line
 from calipers.datasets import read_records
 from calipers.errors import CalipersError, DataError, TaskSpecError
 from calipers.scorers import ScorerSpec, build_scorer
@@ -79,26 +79,6 @@ class TaskSpec(BaseModel):
         return str(v) if isinstance(v, int | float) else v
 
 
-def _yaml_line(text: str, loc: Sequence[str | int]) -> int | None:
-    """Line (1-based) of the YAML node at ``loc``, or of its nearest existing parent."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = node.start_mark.line + 1 if node else None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            nxt = node.value[key]
-        else:
-            nxt = None
-        if nxt is None:
-            break
-        node, line = nxt, nxt.start_mark.line + 1
-    return line
-
-
 def _parse(path: Path) -> tuple[dict[str, Any], str]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -127,7 +107,7 @@ def load_task_spec(path: str | Path) -> Task:
     except ValidationError as e:
         err = e.errors()[0]
         loc = [str(x) if not isinstance(x, int) else x for x in err["loc"]]
-        line = _yaml_line(text, loc) if path.suffix.lower() != ".json" else None
+        line = yaml_line(text, loc) if path.suffix.lower() != ".json" else None
         where = f"{path}:{line}" if line else str(path)
         field = ".".join(str(x) for x in loc) or "(top level)"
         more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
