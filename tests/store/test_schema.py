@@ -14,7 +14,7 @@ from calipers.errors import StoreError
 from calipers.store import Store
 from calipers.store._engine import create_engine, resolve_url
 from calipers.store._migrations import MIGRATIONS, current_version, m001_initial, migrate
-from calipers.store._schema import metadata
+from calipers.store._schema import metadata, runs
 from tests.store.conftest import postgres_url, run_record, wipe
 
 DOCS = Path(__file__).parents[2] / "docs" / "store.md"
@@ -96,6 +96,34 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "indexes": [],
         "unique": [],
     },
+    "traffic": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "ts DATETIME NOT NULL",
+            "pair_id TEXT NOT NULL",
+            "role TEXT NOT NULL",
+            "served BOOLEAN NOT NULL",
+            "mode TEXT NOT NULL",
+            "user_key_hash TEXT NULL",
+            "endpoint TEXT NOT NULL",
+            "upstream TEXT NOT NULL",
+            "model TEXT NULL",
+            "stream BOOLEAN NOT NULL",
+            "request TEXT NOT NULL",
+            "response TEXT NULL",
+            "finish_reason TEXT NULL",
+            "status INTEGER NULL",
+            "error TEXT NULL",
+            "latency_ms FLOAT NULL",
+            "ttft_ms FLOAT NULL",
+            "input_tokens INTEGER NULL",
+            "output_tokens INTEGER NULL",
+        ],
+        "primary_key": "pk_traffic (id)",
+        "foreign_keys": [],
+        "indexes": ["ix_traffic_ts (ts)"],
+        "unique": ["uq_traffic_pair_id_role (pair_id, role)"],
+    },
 }
 
 
@@ -169,11 +197,27 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 1
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 2
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
-    assert [tuple(r) for r in rows] == [(1, "m001_initial")]
+    assert [tuple(r) for r in rows] == [(1, "m001_initial"), (2, "m002_traffic")]
+
+
+def test_a_version_1_store_gains_the_traffic_table_and_keeps_its_data(tmp_path: Path) -> None:
+    path = str(tmp_path / "v1.db")
+    engine = create_engine(resolve_url(path))
+    try:
+        migrate(engine, [m001_initial])  # what an older calipers left behind
+        with engine.begin() as conn:
+            conn.execute(runs.insert().values(**run_record("r1").model_dump()))
+        assert not sa.inspect(engine).has_table("traffic")
+        with Store.open(path) as store:
+            assert [r.id for r in store.list_runs()] == ["r1"]
+            assert store.get_traffic() == []
+        assert describe(engine) == EXPECTED
+    finally:
+        engine.dispose()
 
 
 def test_query_tables_match_the_migrated_schema(tmp_path: Path) -> None:
@@ -194,6 +238,8 @@ def test_postgres_gets_the_same_schema() -> None:
         assert "id BIGINT NOT NULL" in samples
         assert "created_at TIMESTAMP WITH TIME ZONE NOT NULL" in samples
         assert "cached BOOLEAN NOT NULL DEFAULT false" in samples
+        assert "ts TIMESTAMP WITH TIME ZONE NOT NULL" in found["traffic"]["columns"]
+        assert "id BIGINT NOT NULL" in found["traffic"]["columns"]
     finally:
         engine.dispose()
         wipe(url)
@@ -216,7 +262,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 1
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 2
 
 
 def add_note(conn: Connection) -> None:
@@ -245,11 +291,11 @@ def test_a_failing_migration_changes_nothing(store_url: str) -> None:
     engine = create_engine(resolve_url(store_url))
     try:
         migrate(engine)
-        with pytest.raises(StoreError, match=r"Migration 2 \(broken\) of the store failed"):
+        with pytest.raises(StoreError, match=r"Migration 3 \(broken\) of the store failed"):
             migrate(engine, [*MIGRATIONS, broken])
         assert not sa.inspect(engine).has_table("half_done")
         with engine.connect() as conn:
-            assert current_version(conn) == 1
+            assert current_version(conn) == 2
     finally:
         engine.dispose()
 

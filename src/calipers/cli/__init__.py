@@ -6,6 +6,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _compare,
     _contamination,
     _gate,
+    _gateway,
     _judge,
     _leaderboard,
     _model_cards,

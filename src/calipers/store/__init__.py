@@ -1,4 +1,4 @@
-"""Persistence for runs, samples and the response cache (layer 3).
+"""Persistence for runs, samples, the response cache and gateway traffic (layer 3).
 
 SQLite by default (``$CALIPERS_HOME/calipers.db`` or ``./.calipers/calipers.db``), PostgreSQL
 by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md``.
@@ -9,15 +9,27 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
 """
 
 from calipers.store._engine import default_sqlite_path
-from calipers.store._records import RUN_STATUSES, RunRecord, RunStatus, SampleKey, SampleRecord
+from calipers.store._records import (
+    RUN_STATUSES,
+    TRAFFIC_ROLES,
+    RunRecord,
+    RunStatus,
+    SampleKey,
+    SampleRecord,
+    TrafficRecord,
+    TrafficRole,
+)
 from calipers.store._store import Store
 
 __all__ = [
     "RUN_STATUSES",
+    "TRAFFIC_ROLES",
     "RunRecord",
     "RunStatus",
     "SampleKey",
     "SampleRecord",
     "Store",
+    "TrafficRecord",
+    "TrafficRole",
     "default_sqlite_path",
 ]

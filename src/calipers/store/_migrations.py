@@ -91,7 +91,40 @@ def m001_initial(conn: Connection) -> None:
     md.create_all(conn, checkfirst=False)
 
 
-MIGRATIONS: list[Migration] = [m001_initial]
+def m002_traffic(conn: Connection) -> None:
+    """The gateway's log: one row per upstream call (baseline or candidate) of a request."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    big_int_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    sa.Table(
+        "traffic",
+        md,
+        sa.Column("id", big_int_id, primary_key=True, autoincrement=True),
+        sa.Column("ts", UTCDateTime, nullable=False),
+        sa.Column("pair_id", sa.Text, nullable=False),
+        sa.Column("role", sa.Text, nullable=False),
+        sa.Column("served", sa.Boolean, nullable=False),
+        sa.Column("mode", sa.Text, nullable=False),
+        sa.Column("user_key_hash", sa.Text, nullable=True),
+        sa.Column("endpoint", sa.Text, nullable=False),
+        sa.Column("upstream", sa.Text, nullable=False),
+        sa.Column("model", sa.Text, nullable=True),
+        sa.Column("stream", sa.Boolean, nullable=False),
+        sa.Column("request", JSONText, nullable=False),
+        sa.Column("response", sa.Text, nullable=True),
+        sa.Column("finish_reason", sa.Text, nullable=True),
+        sa.Column("status", sa.Integer, nullable=True),
+        sa.Column("error", sa.Text, nullable=True),
+        sa.Column("latency_ms", sa.Float, nullable=True),
+        sa.Column("ttft_ms", sa.Float, nullable=True),
+        sa.Column("input_tokens", sa.Integer, nullable=True),
+        sa.Column("output_tokens", sa.Integer, nullable=True),
+        sa.UniqueConstraint("pair_id", "role"),
+        sa.Index(None, "ts"),
+    )
+    md.create_all(conn, checkfirst=False)
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_traffic]
 
 
 def current_version(conn: Connection) -> int:

@@ -15,10 +15,22 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
 
-__all__ = ["RUN_STATUSES", "RunRecord", "RunStatus", "SampleKey", "SampleRecord"]
+__all__ = [
+    "RUN_STATUSES",
+    "TRAFFIC_ROLES",
+    "RunRecord",
+    "RunStatus",
+    "SampleKey",
+    "SampleRecord",
+    "TrafficRecord",
+    "TrafficRole",
+]
 
 RunStatus = Literal["running", "finished", "interrupted", "failed"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "interrupted", "failed")
+
+TrafficRole = Literal["baseline", "candidate"]
+TRAFFIC_ROLES: tuple[TrafficRole, ...] = ("baseline", "candidate")
 
 SampleKey = tuple[str, str, int]
 """``(task, sample_id, epoch)``: what identifies a sample within a run."""
@@ -101,3 +113,45 @@ class SampleRecord(_Record):
     def ok(self) -> bool:
         """Completed without error: a resumed run will not redo it."""
         return self.error is None
+
+
+class TrafficRecord(_Record):
+    """One upstream call the gateway made for one user request: the baseline's or the
+    candidate's. The two calls of one request share ``pair_id``; ``served`` says whose answer
+    the user got.
+
+    ``request`` is the request body as sent (redacted; never headers, never API keys);
+    ``response`` the answer's text (redacted), streamed or not. ``status`` is ``None`` when no
+    HTTP response came back (connection refused, timeout), and ``error`` says what went wrong.
+    Times are milliseconds from the gateway receiving the request; tokens are the upstream's
+    own ``usage`` counts, ``None`` when it reported none. ``user_key_hash`` is a salted hash of
+    the user/session key, never the key itself.
+    """
+
+    pair_id: str
+    role: TrafficRole
+    served: bool
+    mode: str
+    endpoint: str
+    upstream: str
+    request: dict[str, Any]
+    stream: bool = False
+    ts: datetime = Field(default_factory=utc_now)
+    user_key_hash: str | None = None
+    model: str | None = None
+    response: str | None = None
+    finish_reason: str | None = None
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    id: int | None = None
+
+    _utc = field_validator("ts")(_as_utc)
+
+    @property
+    def ok(self) -> bool:
+        """The upstream answered 2xx with a usable body."""
+        return self.error is None and self.status is not None and 200 <= self.status < 300

@@ -19,6 +19,7 @@ __all__ = [
     "runs",
     "samples",
     "schema_version",
+    "traffic",
 ]
 
 NAMING_CONVENTION = {
@@ -99,4 +100,32 @@ response_cache = sa.Table(
     sa.Column("key", sa.Text, primary_key=True),
     sa.Column("value", JSONText, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
+)
+
+traffic = sa.Table(
+    "traffic",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("ts", UTCDateTime, nullable=False),
+    sa.Column("pair_id", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("served", sa.Boolean, nullable=False),
+    sa.Column("mode", sa.Text, nullable=False),
+    sa.Column("user_key_hash", sa.Text, nullable=True),
+    sa.Column("endpoint", sa.Text, nullable=False),
+    sa.Column("upstream", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=True),
+    sa.Column("stream", sa.Boolean, nullable=False),
+    sa.Column("request", JSONText, nullable=False),
+    sa.Column("response", sa.Text, nullable=True),
+    sa.Column("finish_reason", sa.Text, nullable=True),
+    sa.Column("status", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("latency_ms", sa.Float, nullable=True),
+    sa.Column("ttft_ms", sa.Float, nullable=True),
+    sa.Column("input_tokens", sa.Integer, nullable=True),
+    sa.Column("output_tokens", sa.Integer, nullable=True),
+    # One row per arm of a request: a retried write cannot duplicate it.
+    sa.UniqueConstraint("pair_id", "role"),
+    sa.Index(None, "ts"),
 )

@@ -8,6 +8,7 @@ writer waits for the first.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -15,6 +16,7 @@ from types import TracebackType
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from calipers._util.clock import utc_now
@@ -27,8 +29,17 @@ from calipers.store._engine import (
     write_transaction,
 )
 from calipers.store._migrations import migrate
-from calipers.store._records import RUN_STATUSES, RunRecord, RunStatus, SampleKey, SampleRecord
-from calipers.store._schema import response_cache, runs, samples
+from calipers.store._records import (
+    RUN_STATUSES,
+    TRAFFIC_ROLES,
+    RunRecord,
+    RunStatus,
+    SampleKey,
+    SampleRecord,
+    TrafficRecord,
+    TrafficRole,
+)
+from calipers.store._schema import response_cache, runs, samples, traffic
 from calipers.store._sql import (
     NEWEST_FIRST,
     row_to_run,
@@ -265,3 +276,57 @@ class Store:
         rows = [{"key": k, "value": v, "created_at": now} for k, v in items.items()]
         with write_transaction(self._engine) as conn:
             conn.execute(upsert_cache(conn), rows)
+
+    # -- gateway traffic ----------------------------------------------------------------------
+
+    def add_traffic(self, records: Sequence[TrafficRecord]) -> int:
+        """Store the gateway's records in one transaction; return how many rows were written.
+
+        A record whose ``(pair_id, role)`` is already stored is skipped, so writing a batch
+        again (a retry after an error) never duplicates a row.
+        """
+        if not records:
+            return 0
+        rows = [rec.model_dump(exclude={"id"}) for rec in records]
+        with write_transaction(self._engine) as conn:
+            result = conn.execute(_insert_traffic(conn.dialect.name), rows)
+            return len(result.all())
+
+    def get_traffic(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        role: TrafficRole | None = None,
+        pair_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[TrafficRecord]:
+        """Gateway records with ``since <= ts < until``, oldest first (then in write order).
+
+        ``role`` keeps one arm; ``pair_id`` the records of one request; ``limit`` the first
+        ``limit`` of them.
+        """
+        if role is not None and role not in TRAFFIC_ROLES:
+            raise ValueError(f"traffic role must be one of {TRAFFIC_ROLES}, not {role!r}")
+        stmt = sa.select(traffic).order_by(traffic.c.ts, traffic.c.id)
+        if since is not None:
+            stmt = stmt.where(traffic.c.ts >= since)
+        if until is not None:
+            stmt = stmt.where(traffic.c.ts < until)
+        if role is not None:
+            stmt = stmt.where(traffic.c.role == role)
+        if pair_id is not None:
+            stmt = stmt.where(traffic.c.pair_id == pair_id)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with read_transaction(self._engine) as conn:
+            return [TrafficRecord.model_validate(row._asdict()) for row in conn.execute(stmt)]
+
+
+@functools.cache
+def _insert_traffic(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING RETURNING id``, built once per dialect."""
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(traffic)
+    return stmt.on_conflict_do_nothing(
+        index_elements=[traffic.c.pair_id, traffic.c.role]
+    ).returning(traffic.c.id)

@@ -1,0 +1,110 @@
+"""What the gateway is told: upstreams, mode, fractions, and the limits that keep the user path
+fast (timeouts, queue sizes, the batch window, the circuit breaker)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from calipers.errors import ConfigError
+
+__all__ = ["GatewayConfig", "Mode", "load_config"]
+
+Mode = Literal["shadow", "canary", "off"]
+
+
+def _check_url(value: str, name: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{name} must be an http(s) URL such as http://127.0.0.1:8000/v1, not {value!r}"
+        )
+    if parts.username or parts.password:
+        raise ValueError(f"{name} must not contain a user or password (keys go in headers)")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{name} must not have a query or fragment: {value!r}")
+    return value.rstrip("/")
+
+
+class GatewayConfig(BaseModel):
+    """The gateway's settings. URLs are OpenAI-compatible base URLs ending where ``/models``
+    and ``/chat/completions`` hang off (usually ``.../v1``).
+
+    ``fraction`` is the share of requests mirrored to the candidate (``shadow``) or the share
+    of users served by it (``canary``); ``off`` ignores it and the candidate.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    baseline_url: str
+    candidate_url: str | None = None
+    mode: Mode = "shadow"
+    fraction: float = Field(0.1, ge=0.0, le=1.0)
+    user_headers: tuple[str, ...] = ("x-calipers-user",)
+    """Request headers holding the user/session key, first found wins; then the ``user`` field
+    of the body. Canary requests without a key go to the baseline (they cannot be sticky)."""
+    salt: str = "calipers"
+    """Mixed into the user-key hash: changing it reshuffles which users are in the canary."""
+    seed: int | None = None
+    """Seeds shadow sampling (reproducible tests); ``None`` draws from the OS."""
+    candidate_params: dict[str, Any] = Field(default_factory=dict)
+    """Top-level body fields set on every request sent to the candidate (e.g. a temperature)."""
+    candidate_system_prompt: str | None = None
+    """A system message put first in every chat request sent to the candidate (replacing the
+    request's own first system message, if any)."""
+    connect_timeout_s: float = Field(5.0, gt=0)
+    baseline_timeout_s: float = Field(600.0, gt=0)
+    candidate_timeout_s: float = Field(30.0, gt=0)
+    max_connections: int = Field(512, ge=1)
+    shadow_workers: int = Field(16, ge=1)
+    shadow_queue_size: int = Field(1000, ge=1)
+    log_queue_size: int = Field(20_000, ge=1)
+    batch_window_ms: float = Field(200.0, gt=0)
+    batch_max_rows: int = Field(500, ge=1)
+    breaker_failures: int = Field(5, ge=1)
+    """Consecutive candidate failures (errors, timeouts, invalid bodies) that open the breaker."""
+    breaker_reset_s: float = Field(30.0, gt=0)
+    """How long the breaker stays open before one trial call is let through."""
+    shutdown_grace_s: float = Field(10.0, ge=0)
+    """On shutdown, how long accepted shadow calls may still run before they are cancelled (and
+    logged as cancelled)."""
+    redact: bool = True
+    """Redact personal data (e-mail, phone, card numbers) before logging. API keys and tokens
+    are removed whatever this says."""
+
+    @field_validator("baseline_url")
+    @classmethod
+    def _baseline(cls, v: str) -> str:
+        return _check_url(v, "the baseline URL")
+
+    @field_validator("candidate_url")
+    @classmethod
+    def _candidate(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, "the candidate URL")
+
+    @field_validator("user_headers")
+    @classmethod
+    def _lower(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(h.strip().lower() for h in v if h.strip())
+
+    @model_validator(mode="after")
+    def _needs_candidate(self) -> GatewayConfig:
+        if self.mode != "off" and self.candidate_url is None:
+            raise ValueError(f"mode {self.mode!r} needs a candidate URL (or use mode 'off')")
+        return self
+
+
+def load_config(**values: Any) -> GatewayConfig:
+    """Build a :class:`GatewayConfig`, turning validation errors into :class:`ConfigError`."""
+    try:
+        return GatewayConfig(**values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "gateway config"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(
+            f"Bad gateway setting {where}: {msg}.",
+            hint="See `calipers gateway --help` and docs/gateway.md.",
+        ) from None

@@ -1,0 +1,254 @@
+"""The gateway: per request, choose the arm, serve the user, mirror a copy, queue the log.
+
+The user's request goes to one upstream and its answer comes back unchanged. Everything else
+(the shadow copy, the log rows) is handed to a bounded queue without waiting; the background
+workers that empty those queues can be slow, fail or fall behind without the user noticing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from calipers._util.clock import utc_now
+from calipers.gateway._breaker import CircuitBreaker
+from calipers.gateway._calls import Call, to_record
+from calipers.gateway._config import GatewayConfig
+from calipers.gateway._forward import (
+    open_upstream,
+    read_whole,
+    stream_response,
+    unavailable,
+    whole_response,
+)
+from calipers.gateway._logwriter import LogWriter
+from calipers.gateway._proxy import RawHeaders, Upstream, request_headers
+from calipers.gateway._redact_hook import make_redactor
+from calipers.gateway._routing import MirrorSampler, hash_key, in_canary, user_key
+from calipers.gateway._shadow import Shadow, ShadowJob, call_failed
+from calipers.store import Store, TrafficRole
+
+__all__ = ["Gateway"]
+
+
+@dataclass(slots=True)
+class _Req:
+    pair_id: str
+    ts: datetime
+    t0: float
+    endpoint: str
+    body: Any
+    raw: bytes
+    stream: bool
+    headers: RawHeaders
+    user_key_hash: str | None
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+class Gateway:
+    """Owns the upstream clients, the shadow workers and the log writer of one app."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        store: Store,
+        *,
+        baseline_api_key: str | None = None,
+        candidate_api_key: str | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self._keys = (baseline_api_key, candidate_api_key)
+        self._named = frozenset(h.encode("latin-1") for h in config.user_headers)
+        shadow_fraction = config.fraction if config.mode == "shadow" else 0.0
+        self.sampler = MirrorSampler(shadow_fraction, config.seed)
+        self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_reset_s)
+        self.requests = 0
+        self.served = {"baseline": 0, "candidate": 0}
+        self.sampled = 0
+        self.canary_fallbacks = 0
+        self.unkeyed = 0
+
+    async def start(self) -> None:
+        cfg = self.config
+        self.baseline = Upstream(
+            cfg.baseline_url, timeout_s=cfg.baseline_timeout_s,
+            connect_timeout_s=cfg.connect_timeout_s, max_connections=cfg.max_connections,
+            api_key=self._keys[0],
+        )  # fmt: skip
+        self.candidate: Upstream | None = None
+        if cfg.candidate_url is not None and cfg.mode != "off":
+            self.candidate = Upstream(
+                cfg.candidate_url, timeout_s=cfg.candidate_timeout_s,
+                connect_timeout_s=min(cfg.connect_timeout_s, cfg.candidate_timeout_s),
+                max_connections=max(cfg.shadow_workers, cfg.max_connections // 4),
+                api_key=self._keys[1],
+            )  # fmt: skip
+        redact = make_redactor(personal=cfg.redact)
+        self.log = LogWriter(
+            self.store.add_traffic, lambda call: to_record(call, redact, cfg.salt),
+            queue_size=cfg.log_queue_size, batch_max_rows=cfg.batch_max_rows,
+            batch_window_s=cfg.batch_window_ms / 1000.0,
+        )  # fmt: skip
+        self.log.start()
+        self.shadow: Shadow | None = None
+        if self.candidate is not None and cfg.mode == "shadow":
+            self.shadow = Shadow(
+                self.candidate, self.breaker, self.log.submit, workers=cfg.shadow_workers,
+                queue_size=cfg.shadow_queue_size, timeout_s=cfg.candidate_timeout_s,
+            )  # fmt: skip
+            self.shadow.start()
+
+    async def stop(self) -> None:
+        """Finish or cancel the shadow calls, write every accepted log row, close clients."""
+        if self.shadow is not None:
+            await self.shadow.close(self.config.shutdown_grace_s)
+        await self.log.close()
+        await self.baseline.aclose()
+        if self.candidate is not None:
+            await self.candidate.aclose()
+
+    # -- the request path ---------------------------------------------------------------------
+
+    async def handle(self, request: Request, endpoint: str) -> Response:
+        t0 = time.perf_counter()
+        raw = await request.body()
+        body = _json(raw)
+        cfg = self.config
+        headers: RawHeaders = request.scope["headers"]
+        named = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers if k in self._named}
+        key = user_key(named, body, cfg.user_headers)
+        req = _Req(
+            pair_id=uuid.uuid4().hex, ts=utc_now(), t0=t0, endpoint=endpoint, body=body,
+            raw=raw, stream=isinstance(body, dict) and body.get("stream") is True,
+            headers=headers,
+            user_key_hash=hash_key(key, cfg.salt) if key is not None else None,
+        )  # fmt: skip
+        self.requests += 1
+        if cfg.mode == "canary" and self.candidate is not None:
+            if key is None:
+                self.unkeyed += 1
+            elif in_canary(key, cfg.salt, cfg.fraction):
+                answer = await self._try_candidate(req, self.candidate)
+                if answer is not None:
+                    return answer
+                self.canary_fallbacks += 1
+        elif self.shadow is not None and isinstance(body, dict) and self.sampler():
+            self.sampled += 1
+            self._mirror(req)
+        return await self._serve(req)
+
+    def _call(self, req: _Req, role: TrafficRole, upstream: Upstream, body: Any) -> Call:
+        return Call(
+            pair_id=req.pair_id, role=role, served=True, mode=self.config.mode,
+            endpoint=req.endpoint, upstream=upstream.base_url, ts=req.ts,
+            user_key_hash=req.user_key_hash, body=body, raw=req.raw, stream=req.stream,
+        )  # fmt: skip
+
+    async def _serve(self, req: _Req) -> Response:
+        """Serve from the baseline."""
+        self.served["baseline"] += 1
+        call = self._call(req, "baseline", self.baseline, req.body)
+        headers = request_headers(req.headers, api_key=self.baseline.api_key)
+        response = await open_upstream(self.baseline, call, headers, req.raw, req.t0)
+        if response is None:
+            self.log.submit(call)
+            return unavailable(call)
+        if req.stream:
+            return stream_response(response, call, req.t0, self.log.submit)
+        await read_whole(response, call, req.t0)
+        self.log.submit(call)
+        return unavailable(call) if call.error else whole_response(call, response)
+
+    async def _try_candidate(self, req: _Req, candidate: Upstream) -> Response | None:
+        """Serve a canary user from the candidate; ``None`` when it failed before anything
+        reached the user (then the baseline serves, and the failure is logged)."""
+        if not self.breaker.allow():
+            return None
+        body, content = self._candidate_body(req)
+        call = self._call(req, "candidate", candidate, body)
+        headers = request_headers(req.headers, api_key=candidate.api_key)
+        response = await open_upstream(candidate, call, headers, content, req.t0)
+        if response is not None and response.status_code < 500 and response.status_code != 429:
+            if req.stream:
+                self.served["candidate"] += 1
+                return stream_response(response, call, req.t0, self._canary_done)
+            await read_whole(response, call, req.t0)
+            if not call_failed(call):
+                self.breaker.success()
+                self.served["candidate"] += 1
+                self.log.submit(call)
+                return whole_response(call, response)
+        elif response is not None:
+            await read_whole(response, call, req.t0)
+        self.breaker.failure()
+        call.served = False
+        self.log.submit(call)
+        return None
+
+    def _canary_done(self, call: Call) -> None:
+        if call.error is not None and call.error.startswith("the upstream"):
+            self.breaker.failure()
+        else:
+            self.breaker.success()
+        self.log.submit(call)
+
+    def _candidate_body(self, req: _Req) -> tuple[Any, bytes]:
+        """The body sent to the candidate: the user's, with the configured changes."""
+        cfg = self.config
+        if not isinstance(req.body, dict) or not (
+            cfg.candidate_params or cfg.candidate_system_prompt is not None
+        ):
+            return req.body, req.raw
+        body = {**req.body, **cfg.candidate_params}
+        messages = body.get("messages")
+        if cfg.candidate_system_prompt is not None and isinstance(messages, list):
+            rest = messages[1:] if messages and _is_system(messages[0]) else messages
+            body["messages"] = [{"role": "system", "content": cfg.candidate_system_prompt}, *rest]
+        return body, json.dumps(body, ensure_ascii=False).encode()
+
+    def _mirror(self, req: _Req) -> None:
+        assert self.shadow is not None and self.candidate is not None
+        body, content = self._candidate_body(req)
+        self.shadow.submit(
+            ShadowJob(
+                pair_id=req.pair_id, ts=req.ts, endpoint=req.endpoint, mode=self.config.mode,
+                user_key_hash=req.user_key_hash, body=body, content=content,
+                headers=request_headers(req.headers, api_key=self.candidate.api_key),
+                stream=req.stream,
+            )
+        )  # fmt: skip
+
+    # -- the rest -----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "mode": cfg.mode,
+            "fraction": cfg.fraction,
+            "requests": self.requests,
+            "served": dict(self.served),
+            "sampled_for_shadow": self.sampled,
+            "canary_fallbacks": self.canary_fallbacks,
+            "canary_requests_without_user_key": self.unkeyed,
+            "shadow": self.shadow.snapshot() if self.shadow is not None else None,
+            "breaker": self.breaker.snapshot(),
+            "log": self.log.snapshot(),
+        }
+
+
+def _is_system(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") == "system"

@@ -1,0 +1,136 @@
+"""The log writer on its own: never blocks, counts drops, batches by window and size, retries,
+and writes everything accepted when closed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from calipers._util.clock import utc_now
+from calipers.gateway import _logwriter
+from calipers.gateway._calls import Call, to_record
+from calipers.gateway._logwriter import LogWriter
+from calipers.store import TrafficRecord
+
+
+def call(i: int) -> Call:
+    return Call(
+        pair_id=f"p{i}", role="baseline", served=True, mode="off", endpoint="chat/completions",
+        upstream="http://u/v1", ts=utc_now(), user_key_hash=None, body={"model": "m"},
+        raw=b"{}", stream=False, status=200,
+        content=b'{"choices": [{"message": {"content": "ok"}}]}',
+    )  # fmt: skip
+
+
+class Sink:
+    def __init__(self, fail_first: int = 0, gate: threading.Event | None = None) -> None:
+        self.batches: list[list[str]] = []
+        self.fail_first = fail_first
+        self.gate = gate
+
+    def __call__(self, rows: Sequence[TrafficRecord]) -> int:
+        if self.gate is not None:
+            self.gate.wait(10)
+        if self.fail_first:
+            self.fail_first -= 1
+            raise RuntimeError("database is down")
+        self.batches.append([r.pair_id for r in rows])
+        return len(rows)
+
+
+def writer(sink: Sink, **kw: Any) -> LogWriter:
+    settings = {"queue_size": 100, "batch_max_rows": 10, "batch_window_s": 0.05} | kw
+    return LogWriter(sink, lambda c: to_record(c, str), **settings)
+
+
+def test_full_queue_drops_and_counts_without_waiting() -> None:
+    async def go() -> tuple[LogWriter, Sink]:
+        sink = Sink()
+        w = writer(sink, queue_size=3)
+        w.start()
+        taken = [w.submit(call(i)) for i in range(5)]  # no await: the writer cannot run
+        assert taken == [True, True, True, False, False]
+        await w.close()
+        return w, sink
+
+    w, sink = asyncio.run(go())
+    assert (w.accepted, w.dropped, w.written, w.lost) == (3, 2, 3, 0)
+    assert [p for b in sink.batches for p in b] == ["p0", "p1", "p2"]
+
+
+def test_batches_by_size_and_close_writes_the_rest() -> None:
+    async def go() -> Sink:
+        sink = Sink()
+        w = writer(sink, batch_max_rows=4, batch_window_s=30.0)
+        w.start()
+        for i in range(10):
+            w.submit(call(i))
+        await asyncio.sleep(0.3)  # full batches go at once, without waiting for the window
+        assert [len(b) for b in sink.batches] == [4, 4]
+        await w.close()  # the last two are written now, not after 30 s
+        return sink
+
+    sink = asyncio.run(go())
+    assert [len(b) for b in sink.batches] == [4, 4, 2]
+    assert [p for b in sink.batches for p in b] == [f"p{i}" for i in range(10)]
+
+
+def test_window_bounds_how_long_a_row_waits() -> None:
+    async def go() -> list[float]:
+        sink = Sink()
+        w = writer(sink, batch_window_s=0.1)
+        w.start()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        w.submit(call(0))
+        waits = []
+        while not sink.batches:
+            await asyncio.sleep(0.005)
+        waits.append(loop.time() - t0)
+        await w.close()
+        return waits
+
+    (wait,) = asyncio.run(go())
+    assert 0.09 <= wait < 1.0
+
+
+def test_failed_writes_are_retried_then_counted_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_logwriter, "_RETRY_DELAYS_S", (0.01, 0.01))
+
+    async def go(fail_first: int) -> LogWriter:
+        w = writer(Sink(fail_first=fail_first))
+        w.start()
+        for i in range(3):
+            w.submit(call(i))
+        await w.close()
+        return w
+
+    w = asyncio.run(go(2))
+    assert (w.written, w.write_errors, w.lost) == (3, 2, 0)
+    w = asyncio.run(go(5))
+    assert (w.written, w.write_errors, w.lost) == (0, 3, 3)
+
+
+def test_a_slow_store_does_not_block_submitters() -> None:
+    gate = threading.Event()
+
+    async def go() -> tuple[LogWriter, float]:
+        w = writer(Sink(gate=gate), queue_size=50, batch_max_rows=5, batch_window_s=0.01)
+        w.start()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        for i in range(200):
+            w.submit(call(i))
+            await asyncio.sleep(0)
+        spent = loop.time() - t0
+        gate.set()
+        await w.close()
+        return w, spent
+
+    w, spent = asyncio.run(go())
+    assert spent < 0.5  # the store was stuck the whole time
+    assert w.dropped > 0 and w.accepted + w.dropped == 200 and w.written == w.accepted
