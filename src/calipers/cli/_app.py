@@ -103,6 +103,14 @@ def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
       calipers runs                     list stored runs
       calipers show latest              one run: scores, categories, failures, methodology
       calipers tasks | calipers models  what can be evaluated, and with what
+
+    \b
+    Then:
+      calipers compare A B | leaderboard   is the difference real? ranks with intervals
+      calipers sensitivity | robustness    does the score survive format and typos?
+      calipers contamination | audit       memorised items? wrong labels?
+      calipers suite | gate | gateway      your own traffic, a CI gate, shadow/canary
+      calipers model | select              openness, cost, and a decision report
     """
     ctx.obj = Context(store_url, debug)
 
