@@ -1,10 +1,10 @@
-"""Redaction of what the gateway logs, through the suites' redactor when it is there.
+"""Redaction of what the gateway logs, with the redactor suites use (``calipers._util.redact``).
 
 Two strengths: :func:`make_redactor` with ``personal=True`` removes personal data (e-mail,
 phone and card numbers) and secrets; with ``personal=False`` only secrets (API keys, bearer
 tokens, ``password=...``). Secrets are always removed: the gateway never stores a key.
 
-The rules are the ones suites apply to imported production logs (``calipers.suites``
+The rules are the ones suites apply to imported production logs (``calipers._util.redact``
 ``Redactor``); if that cannot be imported, a minimal built-in set below stands in (same
 placeholders, fewer patterns).
 """
@@ -59,7 +59,7 @@ def make_redactor(*, personal: bool = True) -> Redact:
     request, and redaction is most of the cost of a log row.
     """
     try:
-        from calipers.suites import RedactConfig, Redactor
+        from calipers._util.redact import RedactConfig, Redactor
     except ImportError:
         rules = _fallback(personal)
     else:

@@ -4,6 +4,7 @@ stratified by cluster, version, and run as a task (``calipers run -t suite:NAME`
 See ``docs/suites.md``.
 """
 
+from calipers._util.redact import RedactConfig, Redactor, luhn_ok
 from calipers.suites._build import BuildResult, References, build_suite, import_logs
 from calipers.suites._cluster import Backend, Clustering, cluster_texts
 from calipers.suites._dedupe import DedupeResult, MinHasher, dedupe, estimate_jaccard, jaccard
@@ -16,7 +17,6 @@ from calipers.suites._import import (
 )
 from calipers.suites._raw import FieldMapping
 from calipers.suites._records import ImportReport, LogRecord, Skip, Source, Turn
-from calipers.suites._redact import RedactConfig, Redactor, luhn_ok
 from calipers.suites._sample import allocate, stratified_sample
 from calipers.suites._suite import (
     Manifest,

@@ -12,6 +12,7 @@ import numpy as np
 
 from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
+from calipers._util.redact import Redactor
 from calipers.errors import ConfigError, DataError
 from calipers.suites._cluster import Backend, Clustering, cluster_texts
 from calipers.suites._dedupe import DedupeResult, dedupe
@@ -19,7 +20,6 @@ from calipers.suites._import import DEFAULT_MAX_CHARS, LogFormat, OnLong, import
 from calipers.suites._profile import compare_profiles
 from calipers.suites._raw import FieldMapping
 from calipers.suites._records import ImportReport, LogRecord
-from calipers.suites._redact import Redactor
 from calipers.suites._sample import stratified_sample
 from calipers.suites._suite import (
     ClusterInfo,

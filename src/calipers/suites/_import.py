@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Literal
 
 from calipers._util.hashing import file_sha256, text_hash
+from calipers._util.redact import Redactor
 from calipers.errors import ConfigError, DataError
 from calipers.suites._formats import parse_csv, parse_jsonl, parse_openai
 from calipers.suites._otel import parse_otel
 from calipers.suites._raw import BadRecord, FieldMapping, Raw
 from calipers.suites._records import ImportReport, LogRecord, Skip, Source, Turn
-from calipers.suites._redact import Redactor
 
 __all__ = ["DEFAULT_MAX_CHARS", "FORMATS", "LogFormat", "detect_format", "import_file"]
 

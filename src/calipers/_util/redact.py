@@ -1,5 +1,6 @@
 """Redaction before anything is stored: e-mail addresses, phone numbers, card numbers, API
-keys and tokens, plus patterns the user adds.
+keys and tokens, plus patterns the user adds. Shared by suites (imported logs) and the
+gateway (live traffic), so both redact the same way.
 
 Each match is replaced by its kind in brackets (``[EMAIL]``, ``[PHONE]``, ...); only counts
 per kind leave this module, never the matched text. Order matters: keys and tokens first (a
