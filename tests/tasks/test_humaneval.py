@@ -182,3 +182,20 @@ def test_pass_at_k_from_several_generations_per_problem() -> None:
     assert out["pass@1"].value == pytest.approx((0.5 + 0 + 1) / 3)
     assert out["pass@10"].value == pytest.approx(2 / 3) and out["pass@10"].n == 3
     assert humaneval.pass_at_k_metrics(_records({"a": [1], "b": [0]})) == {}
+
+
+@needs_data
+def test_chat_template_runs_without_the_completion_stops() -> None:
+    from calipers.runner import make_plan
+    from calipers.tasks.benchmarks.humaneval import STOP
+
+    def params(chat: bool) -> tuple[tuple[str, ...], int]:
+        plan = make_plan(RunConfig(model="fake:echo", tasks=("humaneval",), limit=1,
+                                   chat_template=chat, data_dir=str(DATA)), FakeModel())
+        req = plan.tasks[0].samples[0].request
+        assert isinstance(req, ModelRequest)
+        return req.params.stop, req.params.max_tokens
+
+    # "\ndef" would end a fenced chat reply that repeats the signature after one line
+    assert params(chat=False) == (STOP, 384)
+    assert params(chat=True) == ((), 512)

@@ -67,7 +67,8 @@ def _decoding(task: Task, config: RunConfig) -> GenerateParams:
         upd["max_tokens"] = config.max_tokens
     if config.temperature is not None:
         upd["temperature"] = config.temperature
-    return task.params.model_copy(update=upd) if upd else task.params
+    base = task.chat_params if (config.chat_template and task.chat_params) else task.params
+    return base.model_copy(update=upd) if upd else base
 
 
 def _draw_shots(

@@ -60,6 +60,9 @@ class Task:
     formulation: str | None = None  # for tasks offering several (cloze, letter, generate)
     derived: Derived | None = None
     params: GenerateParams = field(default_factory=GenerateParams)
+    # decoding with the chat template on, where plain-completion stops would cut the reply
+    # (HumanEval's "\ndef" ends a fenced answer early); None: ``params`` either way
+    chat_params: GenerateParams | None = None
     default_n: int | None = None
     dynamic: bool = False
     source: str = "calipers"

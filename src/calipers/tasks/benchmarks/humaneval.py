@@ -3,10 +3,12 @@
 
 The model completes a function from its signature and docstring (the prompt is the problem's
 ``prompt`` as is: plain completion, as in the paper; with a chat template the prompt is the
-user turn and a fenced reply is unwrapped). Decoding is greedy with the standard stop
-sequences (``\\ndef``, ``\\nclass``, ``\\nif __name__``, ``\\nprint(``, ``\\n#``), which assume
-plain completion. ``code_tests`` runs prompt + completion + the problem's tests +
-``check(entry_point)`` in the sandbox (docs/sandbox.md): ``pass`` is 1 when they all pass.
+user turn and a fenced reply is unwrapped). Decoding is greedy; plain completion uses the
+standard stop sequences (``\\ndef``, ``\\nclass``, ``\\nif __name__``, ``\\nprint(``, ``\\n#``),
+while with the chat template there are none (``Task.chat_params``): they would cut a fenced
+reply that repeats the signature or adds a helper. ``code_tests`` runs prompt + completion +
+the problem's tests + ``check(entry_point)`` in the sandbox (docs/sandbox.md): ``pass`` is 1
+when they all pass.
 
 With one generation per problem, the ``pass`` metric is pass@1. When a run holds several
 generations per problem (epochs, at temperature > 0), ``pass@k`` for k in 1, 10, 100 (k at
@@ -122,6 +124,8 @@ def humaneval_task() -> Task:
         prompt=PromptTemplate(template="{input}"),
         derived=pass_at_k_metrics,
         params=GenerateParams(max_tokens=384, temperature=0.0, stop=STOP),
+        # a chat reply is a fenced block, often with the signature again: no completion stops
+        chat_params=GenerateParams(max_tokens=512, temperature=0.0),
         source="openai/human-eval@6d43fb980f9fee3c892a914eda09951f772ad10d "
         "(data/HumanEval.jsonl.gz)",
         license="MIT",
