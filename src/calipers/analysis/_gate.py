@@ -30,15 +30,14 @@ from scipy import stats
 
 from calipers._util.hashing import text_hash
 from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
+from calipers.analysis._reuse import find_reusable
 from calipers.errors import ConfigError
 from calipers.models import ModelProvider
 from calipers.runner import (
-    Methodology,
     Plan,
     Progress,
     RunConfig,
     arun,
-    comparable_hash,
     make_plan,
 )
 from calipers.stats import paired_compare, sample_size_paired
@@ -361,22 +360,6 @@ def _template(config: GateConfig, given: StoredRun | None) -> dict[str, Any]:
     return {**data, **config.run_options, "tasks": tuple(tasks)}
 
 
-def _reusable(store: Store, plan: Plan) -> StoredRun | None:
-    """The newest finished run of the same model with the same methodology on every task."""
-    card = plan.methodology
-    for rec in store.list_runs(model=plan.config.model):
-        try:
-            old = Methodology.model_validate(rec.methodology)
-        except ValidationError:
-            continue
-        if rec.status == "finished" and old.model.key() == card.model.key() and all(
-            t in old.tasks and comparable_hash(old, t) == comparable_hash(card, t)
-            for t in card.tasks
-        ):
-            return StoredRun(rec, tuple(store.get_samples(rec.id)))
-    return None
-
-
 def _side(store: Store, ref: str, run: StoredRun | None, template: dict[str, Any] | None,
           provider: ModelProvider | None, base_url: str | None, reuse: bool) -> Side:
     if run is not None:
@@ -390,7 +373,7 @@ def _side(store: Store, ref: str, run: StoredRun | None, template: dict[str, Any
     except ValidationError as e:
         raise ConfigError(f"Invalid run option for {ref}: {e.errors()[0]['msg']}") from None
     plan = make_plan(config, provider)
-    old = _reusable(store, plan) if reuse else None
+    old = find_reusable(store, plan) if reuse else None
     return Side(ref, old, None, "reused") if old else Side(ref, None, plan, "ran")
 
 

@@ -241,11 +241,9 @@ def position_bias(runs: Sequence[StoredRun], task: str,
         correct=right, over_chosen=[j for j, e in enumerate(shares) if e.low > right[j]])
 
 
-def sensitivity(
-    runs: Sequence[StoredRun], task: str, *, metric: str | None = None, seed: int = 0,
-    confidence: float = 0.95,
-) -> SensitivityReport:
-    """The format sensitivity of one model on ``task``; ``runs[0]`` is the reference."""
+def _checked_metric(runs: Sequence[StoredRun], task: str, metric: str | None) -> str:
+    """The metric to compare (default: the reference's primary), after checking that every
+    run measures ``task`` like the reference except for the format."""
     if len(runs) < 2:
         raise ConfigError("A sensitivity study needs the reference run and at least one "
                           "other formulation.")
@@ -256,6 +254,16 @@ def sensitivity(
     metric = metric or summary.get("primary") or next(iter(summary.get("metrics", {})), None)
     if metric is None:
         raise ConfigError(f"Run {ref.record.id} has no scores for {task!r}.")
+    return str(metric)
+
+
+def sensitivity(
+    runs: Sequence[StoredRun], task: str, *, metric: str | None = None, seed: int = 0,
+    confidence: float = 0.95,
+) -> SensitivityReport:
+    """The format sensitivity of one model on ``task``; ``runs[0]`` is the reference."""
+    metric = _checked_metric(runs, task, metric)
+    ref = runs[0]
     rows = _rows(runs, task, metric, seed, confidence)
     spread = _spread(rows)
     floor = (None if spread["min"] is None or spread["max"] is None
@@ -300,8 +308,9 @@ def robustness(runs: Sequence[StoredRun], task: str, *, metric: str | None = Non
                ) -> RobustnessReport:
     """The robustness gap of each perturbation: the paired difference from the clean run
     (``runs[0]``), with Holm-corrected p-values across the perturbations."""
-    report = sensitivity(runs, task, metric=metric, seed=seed, confidence=confidence)
-    perturbed = report.rows[1:]
+    metric = _checked_metric(runs, task, metric)  # the gaps only: no floor, no CircularEval
+    all_rows = _rows(runs, task, metric, seed, confidence)
+    perturbed = all_rows[1:]
     adjusted = adjust([r.p_value if r.p_value is not None else float("nan")
                        for r in perturbed], method="holm")
     rows = []
@@ -312,5 +321,5 @@ def robustness(runs: Sequence[StoredRun], task: str, *, metric: str | None = Non
             perturbation=str(v.get("perturb") or r.label), run_id=r.run_id,
             n_paired=r.n_paired, score=r.score, gap=r.diff or {}, p_value=r.p_value,
             p_adjusted=float(p_adj) if ok else None, significant=ok and p_adj < alpha))
-    return RobustnessReport(task=task, metric=report.metric, model=report.model,
-                            clean=report.rows[0], rows=rows, alpha=alpha)
+    return RobustnessReport(task=task, metric=metric, model=runs[0].record.model_name,
+                            clean=all_rows[0], rows=rows, alpha=alpha)

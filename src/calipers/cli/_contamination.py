@@ -68,12 +68,17 @@ def index_cmd(obj: Context, /, corpus: tuple[str, ...], out: str, memory_mb: flo
     if as_json:
         obj.print_json(info.model_dump(mode="json"))
         return
-    data = info.model_dump(mode="json")
-    obj.out.print(f"Indexed into {escape(out)}: " + ", ".join(
-        f"{k} {v}" for k, v in data.items() if isinstance(v, int | float) and not
-        isinstance(v, bool))[:600])
-    for w in data.get("warnings", []) or []:
-        obj.out.print(f"[yellow]{escape(str(w))}[/]")
+    obj.out.print(
+        f"Indexed {len(info.files)} file(s), {info.documents:,} documents, "
+        f"{info.text_bytes / 2**20:.1f} MiB of text into {escape(out)}: "
+        f"{info.ngrams_inserted:,} {info.n}-grams in a {info.memory_bytes / 2**20:.0f} MiB "
+        f"filter, false-positive rate {info.fp_rate:.2g} per {info.n}-gram, "
+        f"{info.mb_per_s:.1f} MiB/s ({info.seconds:.1f} s).")
+    if info.skipped_files or info.skipped_records:
+        obj.out.print(f"Skipped: {info.skipped_files} file(s), {info.skipped_records} "
+                      "record(s) (see --json for which).")
+    for w in info.warnings:
+        obj.out.print(f"[yellow]{escape(w)}[/]")
 
 
 @contamination_group.command("ngram")

@@ -60,6 +60,15 @@ def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...]
     obj.out.print(f"Report: {page}  (Markdown: {md})")
 
 
+def _num(e: dict[str, Any] | None, pre: str, unit: str) -> str:
+    """A measurement with its 95% interval (an open bound the data cannot give: ?/∞)."""
+    if not e:
+        return "missing"
+    lo = "?" if e.get("low") is None else f"{e['low']:.3g}"
+    hi = "∞" if e.get("high") is None else f"{e['high']:.3g}"
+    return f"{pre}{e['value']:.3g}{unit} [{lo}, {hi}]"
+
+
 def _print(obj: Context, result: Any) -> None:
     t = Table(header_style="bold", title=escape(result.name), title_justify="left")
     for col in ("model", "eligible", "weighted score", "cost / 1k items", "latency p95",
@@ -69,8 +78,7 @@ def _print(obj: Context, result: Any) -> None:
         w = m.weighted
         score = "missing" if not w else (f"{100 * w['value']:.1f} [{100 * w['low']:.1f}, "
                                          f"{100 * w['high']:.1f}]")
-        cost = "missing" if not m.cost_per_1000_usd else f"${m.cost_per_1000_usd['value']:.3g}"
-        lat = "missing" if not m.latency_p95_s else f"{m.latency_p95_s['value']:.3g} s"
+        cost, lat = _num(m.cost_per_1000_usd, "$", ""), _num(m.latency_p95_s, "", " s")
         why = "; ".join(f"{c.name} {c.status}" for c in m.failed)
         t.add_row(escape(m.label), "yes" if m.eligible else "no", score, cost, lat,
                   m.openness or "missing", escape(why))

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
 from calipers.analysis import StoredRun, compare, load_runs, run_factors
+from calipers.analysis._reuse import find_reusable
 from calipers.cards import CardCatalog, CatalogEntry
 from calipers.errors import ConfigError
 from calipers.models import ModelOptions
-from calipers.runner import RunConfig, arun, comparable_hash, make_plan
+from calipers.runner import RunConfig, arun, make_plan
 from calipers.selection._spec import Candidate, Selection, openness_rank
 from calipers.store import Store
 from calipers.types import Estimate
@@ -153,17 +154,10 @@ def _config(sel: Selection, c: Candidate, spec: str) -> RunConfig:
 def _reuse_or_run(store: Store, config: RunConfig, log: Callable[[str], None]) -> StoredRun:
     """The newest finished run of this model measured exactly as ``config`` would, else a new
     run."""
-    plan = make_plan(config)
-    want = {t: comparable_hash(plan.methodology, t) for t in plan.methodology.tasks}
-    key = plan.methodology.model.key()
-    for rec in store.list_runs(model=config.model):
-        if rec.status != "finished" or set(rec.tasks) != set(want):
-            continue
-        run = load_runs(store, [rec.id])[0]
-        if run.methodology.model.key() == key and all(
-                comparable_hash(run.methodology, t) == h for t, h in want.items()):
-            log(f"reusing run {rec.id} for {config.model}")
-            return run
+    found = find_reusable(store, make_plan(config), same_tasks=True)
+    if found is not None:
+        log(f"reusing run {found.record.id} for {config.model}")
+        return found
     log(f"running {config.model} on {', '.join(config.tasks)}")
     result = asyncio.run(arun(config, store))
     return load_runs(store, [result.run_id])[0]
