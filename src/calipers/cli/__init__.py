@@ -17,6 +17,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _select,
     _sensitivity,
     _suite,
+    _ui,
 )
 from calipers.cli._app import cli, main
 

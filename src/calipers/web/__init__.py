@@ -1,0 +1,29 @@
+"""``calipers ui``: a server-rendered dashboard over the store (layer 4, thin).
+
+Runs and their samples, the full HTML report, paired comparisons, the leaderboard, and slots
+for the A/B status and monitoring; JSON twins of the pages under ``/api``. Needs FastAPI
+(``pip install 'calipers[ui]'``). Charts are inline SVG (:mod:`calipers.web._charts`),
+usable without FastAPI. See ``docs/ui.md``.
+
+    from calipers.web import create_app
+    app = create_app("sqlite:///.calipers/calipers.db")
+"""
+
+from calipers.web._app import CSP, create_app
+from calipers.web._sections import (
+    BUILTIN_BUILDERS,
+    SECTIONS,
+    Section,
+    SectionBuilder,
+    SectionPage,
+)
+
+__all__ = [
+    "BUILTIN_BUILDERS",
+    "CSP",
+    "SECTIONS",
+    "Section",
+    "SectionBuilder",
+    "SectionPage",
+    "create_app",
+]

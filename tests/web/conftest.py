@@ -1,0 +1,149 @@
+"""Dashboard test rig: one seeded store per module (runs of the fake model through the real
+runner, with accuracies known by construction), and the real app under uvicorn on 127.0.0.1
+in a thread for the browser tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calipers.models import FakeModel
+from calipers.runner import RunConfig, arun
+from calipers.store import Store
+from calipers.types import ModelRequest
+
+N = 30
+CATS = ("a", "b", "c")
+PAYLOAD = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+ALPHA_RIGHT = range(18)  # 18/30 = 60%
+BETA_RIGHT = range(27)  # 27/30 = 90%; beta right wherever alpha is, and on 9 more items
+XSS_ERRORS = (0, 1)
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval by its textbook formula (Wilson 1927), computed here."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def pct(k: int, n: int) -> str:
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _task(tmp: Path) -> Path:
+    rows = [{"id": f"q{i}", "input": f"item {i}", "target": "yes", "cat": CATS[i % 3]}
+            for i in range(N)]
+    (tmp / "yesno.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = tmp / "yesno.yaml"
+    spec.write_text("name: yesno\ndata: yesno.jsonl\n"
+                    "fields: {id: id, input: input, target: target, category: cat}\n"
+                    "scorers: [exact_match]\n")
+    return spec
+
+
+def _model(name: str, right: range, wrong: str = "no", errors: tuple[int, ...] = ()
+           ) -> FakeModel:
+    def answer(req: ModelRequest) -> str:
+        i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
+        if i in errors:
+            raise RuntimeError("server hiccup")
+        return "yes" if i in right else wrong
+
+    return FakeModel(answer, name=name)
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """A store holding four runs of the task ``yesno`` (N items, categories a/b/c):
+    ``alpha`` (right on ALPHA_RIGHT), ``beta`` (right on BETA_RIGHT), ``xss`` (answers
+    PAYLOAD, fails on XSS_ERRORS) and ``other``: alpha with a system prompt, so its
+    methodology differs."""
+
+    path: Path
+    alpha: str
+    beta: str
+    xss: str
+    other: str
+
+    @property
+    def url(self) -> str:
+        return str(self.path)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
+    tmp = tmp_path_factory.mktemp("web")
+    spec = str(_task(tmp))
+    path = tmp / "calipers.db"
+
+    def run(m: FakeModel, **cfg: Any) -> str:
+        config = RunConfig(model=f"fake:{m.identity().name}", tasks=(spec,), **cfg)
+        with Store.open(str(path)) as store:
+            return asyncio.run(arun(config, store, provider=m)).run_id
+
+    alpha = run(_model("alpha", ALPHA_RIGHT))
+    beta = run(_model("beta", BETA_RIGHT))
+    xss = run(_model("xss", range(0), wrong=PAYLOAD, errors=XSS_ERRORS))
+    other = run(_model("alpha", ALPHA_RIGHT), system_prompt="Answer yes or no.")
+    return Seeded(path, alpha, beta, xss, other)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerThread:
+    """An ASGI app under uvicorn on a free loopback port, in a daemon thread (as in
+    tests/gateway/conftest.py)."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive(), "the server did not shut down"
+
+
+@pytest.fixture(scope="module")
+def served(seeded: Seeded) -> Iterator[ServerThread]:
+    from calipers.web import create_app
+    from tests.web.sections import drift_monitor
+
+    server = ServerThread(create_app(seeded.url, sections={"monitor": drift_monitor})).start()
+    yield server
+    server.stop()

@@ -1,0 +1,133 @@
+"""The dashboard in headless Chromium (Debian's /usr/bin/chromium through Playwright; no
+browser is downloaded): pages load without console errors, charts render with the expected
+marks, a drift injected into the monitored windows shows as alert markers, and a model's
+script-and-image answer is shown as text and never runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded, ServerThread
+
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="pip install playwright (no browser download needed)")
+CHROMIUM = os.environ.get("CALIPERS_CHROMIUM") or shutil.which("chromium") or shutil.which(
+    "chromium-browser")
+if CHROMIUM is None:
+    pytest.skip("no chromium executable (Debian: apt-get install chromium)",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+class Page:
+    """A fresh page that records console errors, page errors and dialogs."""
+
+    def __init__(self, browser: Any, base: str) -> None:
+        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
+        self.base = base
+        self.problems: list[str] = []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("dialog", self._dialog)
+
+    def _console(self, m: Any) -> None:
+        if m.type in ("error", "warning"):
+            self.problems.append(f"console {m.type}: {m.text}")
+
+    def _dialog(self, d: Any) -> None:
+        self.problems.append(f"dialog: {d.message}")
+        d.dismiss()
+
+    def open(self, path: str) -> Any:
+        response = self.page.goto(self.base + path, wait_until="load")
+        assert response is not None and response.status == 200, path
+        return self.page
+
+    def marks(self, selector: str) -> list[dict[str, float]]:
+        """Bounding boxes of the elements matching ``selector``, as laid out."""
+        boxes: list[dict[str, float]] = self.page.eval_on_selector_all(
+            selector, "els => els.map(e => { const r = e.getBoundingClientRect(); "
+            "return {w: r.width, h: r.height, x: r.x, y: r.y}; })")
+        return boxes
+
+
+@pytest.fixture
+def page(browser: Any, served: ServerThread) -> Iterator[Page]:
+    p = Page(browser, served.url)
+    yield p
+    p.page.close()
+    assert p.problems == []
+
+
+def test_run_page_draws_its_charts(page: Page, seeded: Seeded) -> None:
+    pg = page.open(f"/runs/{seeded.alpha}")
+    charts = page.marks("figure.chart svg")
+    assert len(charts) == 2 and all(c["w"] > 300 and c["h"] > 40 for c in charts)
+    # one point for the task, one per category
+    assert len(page.marks("figure.chart svg >> nth=0 >> circle.pt")) == 1
+    assert len(page.marks("figure.chart svg >> nth=1 >> circle.pt")) == 3
+    point = page.marks("figure.chart svg >> nth=0 >> circle.pt")[0]
+    chart = charts[0]
+    # the point sits at 60% of the 0–100% axis, which spans L..R of the 760-wide viewBox
+    from calipers.reports._svg import L, R, W
+
+    frac = (point["x"] + point["w"] / 2 - chart["x"]) / chart["w"] * W
+    assert frac == pytest.approx(L + len(ALPHA_RIGHT) / 30 * (R - L), abs=3)
+    assert pg.title().startswith("Run ")
+
+
+def test_compare_and_leaderboard_charts(page: Page, seeded: Seeded) -> None:
+    page.open(f"/compare?run={seeded.alpha}&run={seeded.beta}")
+    assert len(page.marks("figure.chart svg circle.pt")) == 1
+    assert page.marks("figure.chart svg line.zero")[0]["h"] > 10
+    page.open("/leaderboard")
+    boxes = page.marks("section.board svg.forest")
+    assert len(boxes) == 1 and boxes[0]["w"] > 300
+    assert len(page.marks("section.board svg.forest circle.pt")) == 3
+
+
+def test_drift_injected_shows_alert_markers(page: Page) -> None:
+    page.open("/monitor")
+    assert page.marks("svg.timeseries")[0]["h"] > 100
+    assert len(page.marks("svg.timeseries circle.pt")) == 8
+    assert page.marks("g.alert-marker") == []
+    pg = page.open("/monitor?inject=5")
+    markers = page.marks("g.alert-marker line")
+    assert len(markers) == 3 and all(m["h"] > 50 for m in markers)
+    assert pg.locator("p.alert").count() == 3
+    assert pg.locator("g.alert-marker text").first.text_content().startswith("drift: latency")
+
+
+def test_model_output_never_runs(page: Page, seeded: Seeded) -> None:
+    for path in (f"/runs/{seeded.xss}?show=failures", f"/runs/{seeded.xss}/report"):
+        pg = page.open(path)
+        for d in pg.locator("details").all():
+            d.evaluate("e => e.open = true")
+        assert pg.evaluate("typeof window.__xss") == "undefined"
+        assert pg.locator("img").count() == 0 and pg.locator("script").count() == 0
+    pg = page.open(f"/runs/{seeded.xss}?show=failures")
+    pg.locator("details.sample >> nth=0").evaluate("e => e.open = true")
+    assert pg.locator("pre.response").first.inner_text() == PAYLOAD
+
+
+def test_navigation_reaches_every_section(page: Page) -> None:
+    pg = page.open("/runs")
+    for label, path in (("Compare", "/compare"), ("Leaderboard", "/leaderboard"),
+                        ("A/B", "/ab"), ("Monitor", "/monitor"), ("Runs", "/runs")):
+        pg.locator("nav.top").get_by_role("link", name=label, exact=True).click()
+        pg.wait_for_url(page.base + path)
+        assert pg.locator("nav.top a.active").inner_text() == label
+    assert "Not available yet" in page.open("/ab").content()

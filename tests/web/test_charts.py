@@ -1,0 +1,180 @@
+"""Inline-SVG charts: well-formed XML, marks where the arithmetic says, gaps never drawn as 0,
+labels escaped. Expected coordinates are computed here from the chart's documented geometry
+(plot box PLOT_LEFT..PLOT_RIGHT by PLOT_TOP..PLOT_BOTTOM, linear axes)."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from calipers.types import Estimate
+from calipers.web._charts import (
+    PLOT_BOTTOM,
+    PLOT_LEFT,
+    PLOT_RIGHT,
+    PLOT_TOP,
+    Marker,
+    PlotRow,
+    Series,
+    TimePoint,
+    forest_svg,
+    plot_row,
+    time_series_svg,
+)
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+EVIL = '<b>x</b> & "q" <script>alert(1)</script>'
+
+
+def est(v: float, half: float = 0.1, n: int = 50) -> Estimate:
+    return Estimate(v, v - half, v + half, n, "wilson")
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)
+
+
+def circles(root: ET.Element) -> list[tuple[float, float]]:
+    return [(float(c.get("cx", "nan")), float(c.get("cy", "nan"))) for c in root.iter("circle")]
+
+
+def px_x(frac: float) -> float:
+    return PLOT_LEFT + frac * (PLOT_RIGHT - PLOT_LEFT)
+
+
+def px_y(frac: float) -> float:
+    return PLOT_BOTTOM - frac * (PLOT_BOTTOM - PLOT_TOP)
+
+
+def test_points_land_on_the_time_and_percent_axes() -> None:
+    pts = [TimePoint(T0 + timedelta(hours=h), est(v)) for h, v in ((0, 0.2), (1, 0.5), (2, 0.8))]
+    root = parse(time_series_svg([Series("acc", pts)], title="t"))
+    # x: 0, 1, 2 hours over a 2-hour range; y: proportions on the full 0–100% axis
+    want = [(px_x(0.0), px_y(0.2)), (px_x(0.5), px_y(0.5)), (px_x(1.0), px_y(0.8))]
+    assert circles(root) == pytest.approx(want, abs=0.06)
+    assert [p for p in ET.tostring(root, encoding="unicode").split() if "points=" in p]
+    ticks = [t.text for t in root.iter("text") if t.get("class") == "tick"]
+    assert {"0%", "50%", "100%"} <= set(ticks)
+    # a 2-hour span is ticked every 30 minutes (the first tick with its date)
+    assert [
+        t for t in ticks if t and ":" in t] == ["05-01 12:00", "12:30", "13:00", "13:30", "14:00"]
+
+
+def test_band_covers_each_interval() -> None:
+    pts = [TimePoint(float(i), Estimate(v, lo, hi, 10, "wilson"))
+           for i, (v, lo, hi) in enumerate([(0.5, 0.3, 0.7), (0.6, 0.4, 0.9)])]
+    root = parse(time_series_svg([Series("s", pts)], title="t", x_range=(0.0, 1.0)))
+    (band,) = [p for p in root.iter("polygon") if p.get("class") == "band"]
+    xy = [tuple(map(float, v.split(","))) for v in band.get("points", "").split()]
+    want = [(px_x(0), px_y(0.7)), (px_x(1), px_y(0.9)), (px_x(1), px_y(0.4)),
+            (px_x(0), px_y(0.3))]
+    assert xy == pytest.approx(want, abs=0.06)
+
+
+def test_missing_points_are_gaps_not_zeros() -> None:
+    vals = [0.4, 0.5, None, 0.7, 0.6]
+    pts = [TimePoint(float(i), Estimate.empty() if v is None else est(v))
+           for i, v in enumerate(vals)]
+    root = parse(time_series_svg([Series("s", pts)], title="t"))
+    got = circles(root)
+    assert len(got) == 4
+    assert px_x(2 / 4) not in [round(x, 1) for x, _ in got]
+    assert all(y < px_y(0.0) - 1 for _, y in got)  # nothing drawn at 0
+    lines = [p for p in root.iter("polyline") if p.get("class") == "line"]
+    assert len(lines) == 2  # the gap splits the line in two
+
+
+def test_a_lone_point_gets_an_error_bar() -> None:
+    pts = [TimePoint(0.0, est(0.3)), TimePoint(1.0, Estimate.empty()), TimePoint(2.0, est(0.6))]
+    root = parse(time_series_svg([Series("s", pts)], title="t"))
+    bars = [ln for ln in root.iter("line") if ln.get("class") == "ci"]
+    assert len(bars) == 2
+    assert sorted(float(b.get("y1", "0")) for b in bars) == pytest.approx(
+        sorted([px_y(0.2), px_y(0.5)]), abs=0.06)
+
+
+def test_alert_markers_are_placed_labelled_and_escaped() -> None:
+    pts = [TimePoint(T0 + timedelta(hours=h), est(0.5)) for h in range(5)]
+    markers = [Marker(T0 + timedelta(hours=3), EVIL)]
+    svg = time_series_svg([Series(EVIL, pts)], title=EVIL, markers=markers)
+    assert "<b>" not in svg and "<script>" not in svg
+    root = parse(svg)
+    (g,) = [g for g in root.iter("g") if g.get("class") == "alert-marker"]
+    (line,) = list(g.iter("line"))
+    assert float(line.get("x1", "0")) == pytest.approx(px_x(3 / 4), abs=0.06)
+    assert [t.text for t in g.iter("text")] == [EVIL]  # the text, decoded, not markup
+    assert root.find("title") is not None and root.find("title").text == EVIL  # type: ignore[union-attr]
+    assert any(g.get("data-series") == EVIL for g in root.iter("g"))
+
+
+def test_a_marker_outside_the_points_widens_the_range_and_css_is_kept() -> None:
+    pts = [TimePoint(0.0, est(0.5)), TimePoint(1.0, est(0.5))]
+    root = parse(time_series_svg([Series("s", pts)], title="t",
+                                 markers=[Marker(3.0, "late", css="alert-marker severe")]))
+    assert circles(root)[1][0] == pytest.approx(px_x(1 / 3), abs=0.06)
+    assert [g.get("class") for g in root.iter("g") if "alert" in (g.get("class") or "")] == [
+        "alert-marker severe"]
+
+
+def test_several_series_raw_axis_and_legend() -> None:
+    a = Series("latency p50", [TimePoint(float(i), Estimate(v, v - 1, v + 1, 9, "bootstrap"))
+                               for i, v in enumerate((10.0, 12.0, 14.0))])
+    b = Series("latency p90", [TimePoint(float(i), Estimate(v, v - 1, v + 1, 9, "bootstrap"))
+                               for i, v in enumerate((20.0, 22.0, 30.0))])
+    root = parse(time_series_svg([a, b], title="t"))
+    groups = [g for g in root.iter("g") if (g.get("class") or "").startswith("series")]
+    assert [g.get("class") for g in groups] == ["series s0", "series s1"]
+    # raw values: the axis includes 0 (every value is within 3 spans of it)
+    ticks = [t.text for t in root.iter("text") if t.get("class") == "tick"]
+    assert "0" in ticks
+    keys = [t.text for t in root.iter("text") if t.text in ("latency p50", "latency p90")]
+    assert keys == ["latency p50", "latency p90"]
+
+
+def test_no_data_says_so_and_mixed_time_kinds_are_refused() -> None:
+    root = parse(time_series_svg([Series("s", [TimePoint(0.0, Estimate.empty())])], title="t"))
+    assert "no data" in [t.text for t in root.iter("text")]
+    assert not circles(root)
+    with pytest.raises(ValueError, match="mix"):
+        time_series_svg([Series("s", [TimePoint(0.0, est(0.1)), TimePoint(T0, est(0.1))])],
+                        title="t")
+
+
+def test_forest_plot_rows_on_the_full_percent_axis() -> None:
+    rows = [plot_row("alpha", "acc", Estimate(0.6, 0.4, 0.78, 20, "wilson")),
+            plot_row(EVIL, "acc", Estimate(0.9, 0.7, 0.97, 20, "wilson")),
+            plot_row("none", "acc", Estimate.empty())]
+    svg = forest_svg(rows, title="scores")
+    assert "<b>" not in svg
+    root = parse(svg)
+    assert root.get("data-lo") == "0" and root.get("data-hi") == "1"
+    pts = circles(root)
+    assert len(pts) == 2  # the empty estimate is written "n/a (n=0)", not drawn
+    assert "n/a (n=0)" in [t.text for t in root.iter("text")]
+    assert rows[0].text == "60.0% [40.0, 78.0]"
+    assert EVIL[:33] + "…" in [t.text for t in root.iter("text")]  # long labels are cut
+
+
+def test_forest_plot_of_differences_is_symmetric_with_a_zero_line() -> None:
+    rows = [PlotRow("b − a", "acc", Estimate(0.3, 0.06, 0.51, 30, "score"), "+30")]
+    root = parse(forest_svg(rows, title="d", differences=True, points=True))
+    lo, hi = float(root.get("data-lo", "nan")), float(root.get("data-hi", "nan"))
+    assert lo == -hi and hi >= 0.51
+    assert [ln for ln in root.iter("line") if ln.get("class") == "zero"]
+    assert not math.isnan(lo)
+
+
+def test_close_markers_get_labels_on_separate_rows_or_only_a_tooltip() -> None:
+    pts = [TimePoint(float(i), est(0.5)) for i in range(10)]
+    labels = [f"alert number {i}" for i in range(5)]
+    markers = [Marker(5.0 + 0.1 * i, label) for i, label in enumerate(labels)]
+    root = parse(time_series_svg([Series("s", pts)], title="t", markers=markers))
+    groups = [g for g in root.iter("g") if g.get("class") == "alert-marker"]
+    assert [g.find("title").text for g in groups] == labels  # type: ignore[union-attr]
+    texts = [t for g in groups for t in g.iter("text")]
+    rows = [float(t.get("y", "0")) for t in texts]
+    assert len(texts) == 3 and len(set(rows)) == 3  # three label rows, then tooltips only
+    assert all(y < PLOT_TOP for y in rows)  # above the plot, never over the data
