@@ -74,7 +74,7 @@ def test_many_first_opens_migrate_once(tmp_path: Path) -> None:
             s.close()
         engine = sa.create_engine(f"sqlite:///{path}")
         with engine.connect() as conn:
-            assert conn.execute(sa.text("SELECT count(*) FROM schema_version")).scalar() == 2
+            assert conn.execute(sa.text("SELECT count(*) FROM schema_version")).scalar() == 3
             assert conn.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
         engine.dispose()
 
@@ -88,5 +88,5 @@ def test_many_first_opens_migrate_once_on_postgres() -> None:
         s.close()
     engine = sa.create_engine(url)
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM schema_version")).scalar() == 2
+        assert conn.execute(sa.text("SELECT count(*) FROM schema_version")).scalar() == 3
     engine.dispose()

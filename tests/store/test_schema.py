@@ -21,6 +21,21 @@ DOCS = Path(__file__).parents[2] / "docs" / "store.md"
 
 # The schema a blank SQLite database has after Store.open: change it only with a new migration.
 EXPECTED: dict[str, dict[str, Any]] = {
+    "online_scores": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "pair_id TEXT NOT NULL",
+            "role TEXT NOT NULL",
+            "scorer TEXT NOT NULL",
+            "value FLOAT NULL",
+            "details TEXT NULL",
+            "scored_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_online_scores (id)",
+        "foreign_keys": [],
+        "indexes": ["ix_online_scores_scorer (scorer)"],
+        "unique": ["uq_online_scores_pair_id_role_scorer (pair_id, role, scorer)"],
+    },
     "response_cache": {
         "columns": [
             "key TEXT NOT NULL",
@@ -197,11 +212,12 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 2
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 3
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
-    assert [tuple(r) for r in rows] == [(1, "m001_initial"), (2, "m002_traffic")]
+    assert [tuple(r) for r in rows] == [
+        (1, "m001_initial"), (2, "m002_traffic"), (3, "m003_online_scores")]
 
 
 def test_a_version_1_store_gains_the_traffic_table_and_keeps_its_data(tmp_path: Path) -> None:
@@ -262,7 +278,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 2
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 3
 
 
 def add_note(conn: Connection) -> None:
@@ -291,11 +307,11 @@ def test_a_failing_migration_changes_nothing(store_url: str) -> None:
     engine = create_engine(resolve_url(store_url))
     try:
         migrate(engine)
-        with pytest.raises(StoreError, match=r"Migration 3 \(broken\) of the store failed"):
+        with pytest.raises(StoreError, match=r"Migration 4 \(broken\) of the store failed"):
             migrate(engine, [*MIGRATIONS, broken])
         assert not sa.inspect(engine).has_table("half_done")
         with engine.connect() as conn:
-            assert current_version(conn) == 2
+            assert current_version(conn) == 3
     finally:
         engine.dispose()
 

@@ -1,6 +1,7 @@
 """The ``calipers`` command line (layer 4: thin, calls the library API)."""
 
 from calipers.cli import (  # noqa: F401 - registers the commands
+    _ab,
     _audit,
     _catalog,
     _compare,

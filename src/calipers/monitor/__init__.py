@@ -3,6 +3,8 @@
 the gateway wrote to the store. See ``docs/ab.md`` and ``docs/monitor.md``.
 """
 
+from calipers.monitor._ab import ABConfig, ABResult, MetricResult, analyze_ab, run_ab
+from calipers.monitor._online import OnlineScorer, ScoringReport, parse_scorer, score_exchanges
 from calipers.monitor._traffic import (
     Exchange,
     load_exchanges,
@@ -11,4 +13,19 @@ from calipers.monitor._traffic import (
     prompt_text,
 )
 
-__all__ = ["Exchange", "load_exchanges", "messages_of", "pair_records", "prompt_text"]
+__all__ = [
+    "ABConfig",
+    "ABResult",
+    "Exchange",
+    "MetricResult",
+    "OnlineScorer",
+    "ScoringReport",
+    "analyze_ab",
+    "load_exchanges",
+    "messages_of",
+    "pair_records",
+    "parse_scorer",
+    "prompt_text",
+    "run_ab",
+    "score_exchanges",
+]

@@ -1,4 +1,5 @@
-"""Persistence for runs, samples, the response cache and gateway traffic (layer 3).
+"""Persistence for runs, samples, the response cache, gateway traffic and its online scores
+(layer 3).
 
 SQLite by default (``$CALIPERS_HOME/calipers.db`` or ``./.calipers/calipers.db``), PostgreSQL
 by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md``.
@@ -12,6 +13,7 @@ from calipers.store._engine import default_sqlite_path
 from calipers.store._records import (
     RUN_STATUSES,
     TRAFFIC_ROLES,
+    OnlineScoreRecord,
     RunRecord,
     RunStatus,
     SampleKey,
@@ -24,6 +26,7 @@ from calipers.store._store import Store
 __all__ = [
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
+    "OnlineScoreRecord",
     "RunRecord",
     "RunStatus",
     "SampleKey",

@@ -124,7 +124,27 @@ def m002_traffic(conn: Connection) -> None:
     md.create_all(conn, checkfirst=False)
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_traffic]
+def m003_online_scores(conn: Connection) -> None:
+    """Scores of logged traffic given after the fact: one row per (request, arm, scorer)."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    big_int_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    sa.Table(
+        "online_scores",
+        md,
+        sa.Column("id", big_int_id, primary_key=True, autoincrement=True),
+        sa.Column("pair_id", sa.Text, nullable=False),
+        sa.Column("role", sa.Text, nullable=False),
+        sa.Column("scorer", sa.Text, nullable=False),
+        sa.Column("value", sa.Float, nullable=True),
+        sa.Column("details", JSONText, nullable=True),
+        sa.Column("scored_at", UTCDateTime, nullable=False),
+        sa.UniqueConstraint("pair_id", "role", "scorer"),
+        sa.Index(None, "scorer"),
+    )
+    md.create_all(conn, checkfirst=False)
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_traffic, m003_online_scores]
 
 
 def current_version(conn: Connection) -> int:

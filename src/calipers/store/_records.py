@@ -18,6 +18,7 @@ from calipers._util.environment import calipers_version
 __all__ = [
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
+    "OnlineScoreRecord",
     "RunRecord",
     "RunStatus",
     "SampleKey",
@@ -155,3 +156,25 @@ class TrafficRecord(_Record):
     def ok(self) -> bool:
         """The upstream answered 2xx with a usable body."""
         return self.error is None and self.status is not None and 200 <= self.status < 300
+
+
+class OnlineScoreRecord(_Record):
+    """One score of one arm of a logged request, given after the fact (``calipers ab``) or by
+    the user (``scorer="feedback"``): what later looks read instead of scoring again.
+
+    ``scorer`` is the scorer's key (``"refusal"``, ``"llm_judge:helpfulness"``,
+    ``"llm_judge_pairwise"``, ``"feedback"``); ``(pair_id, role, scorer)`` is unique. ``value``
+    is NaN when the arm could not be scored (never 0); ``details`` says why, or holds the
+    scorer's other metrics and explanation. A pairwise judge scores the pair once, stored
+    under ``role="candidate"`` as the probability that the candidate's answer is preferred.
+    """
+
+    pair_id: str
+    role: TrafficRole
+    scorer: str
+    value: float
+    details: dict[str, Any] | None = None
+    scored_at: datetime = Field(default_factory=utc_now)
+    id: int | None = None
+
+    _utc = field_validator("scored_at")(_as_utc)

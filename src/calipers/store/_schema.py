@@ -15,6 +15,7 @@ __all__ = [
     "NAMING_CONVENTION",
     "SAMPLE_KEY_COLUMNS",
     "metadata",
+    "online_scores",
     "response_cache",
     "runs",
     "samples",
@@ -128,4 +129,20 @@ traffic = sa.Table(
     # One row per arm of a request: a retried write cannot duplicate it.
     sa.UniqueConstraint("pair_id", "role"),
     sa.Index(None, "ts"),
+)
+
+online_scores = sa.Table(
+    "online_scores",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("pair_id", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("scorer", sa.Text, nullable=False),
+    # NULL is NaN ("could not be scored"): SQLite cannot store a NaN REAL.
+    sa.Column("value", sa.Float, nullable=True),
+    sa.Column("details", JSONText, nullable=True),
+    sa.Column("scored_at", UTCDateTime, nullable=False),
+    # One score per arm and scorer: an hourly look never scores (or pays for) it twice.
+    sa.UniqueConstraint("pair_id", "role", "scorer"),
+    sa.Index(None, "scorer"),
 )

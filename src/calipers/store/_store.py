@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -32,6 +33,7 @@ from calipers.store._migrations import migrate
 from calipers.store._records import (
     RUN_STATUSES,
     TRAFFIC_ROLES,
+    OnlineScoreRecord,
     RunRecord,
     RunStatus,
     SampleKey,
@@ -39,7 +41,7 @@ from calipers.store._records import (
     TrafficRecord,
     TrafficRole,
 )
-from calipers.store._schema import response_cache, runs, samples, traffic
+from calipers.store._schema import online_scores, response_cache, runs, samples, traffic
 from calipers.store._sql import (
     NEWEST_FIRST,
     row_to_run,
@@ -321,6 +323,86 @@ class Store:
             stmt = stmt.limit(limit)
         with read_transaction(self._engine) as conn:
             return [TrafficRecord.model_validate(row._asdict()) for row in conn.execute(stmt)]
+
+    # -- scores of logged traffic -------------------------------------------------------------
+
+    def add_online_scores(self, records: Sequence[OnlineScoreRecord]) -> int:
+        """Store scores of logged traffic in one transaction; return how many rows were written.
+
+        A score whose ``(pair_id, role, scorer)`` is stored is kept, so scoring again never
+        duplicates a row or replaces a real score; the one exception is a stored NaN ("could
+        not be scored"), which a later real value replaces.
+        """
+        chosen: dict[tuple[str, str, str], OnlineScoreRecord] = {}
+        for rec in records:  # within a batch: the first real value wins
+            key = (rec.pair_id, rec.role, rec.scorer)
+            if key not in chosen or math.isnan(chosen[key].value):
+                chosen[key] = rec
+        if not chosen:
+            return 0
+        rows = [rec.model_dump(exclude={"id"}) | {"value": _nan_to_null(rec.value)}
+                for rec in chosen.values()]
+        with write_transaction(self._engine) as conn:
+            result = conn.execute(_upsert_online_scores(conn.dialect.name), rows)
+            return len(result.all())
+
+    def get_online_scores(
+        self,
+        *,
+        scorer: str | None = None,
+        pair_ids: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[OnlineScoreRecord]:
+        """Stored scores of logged traffic, in the order they were stored.
+
+        ``scorer`` keeps one scorer's key; ``pair_ids`` those requests; ``since``/``until``
+        the requests that arrived in ``[since, until)`` by the traffic log's ``ts`` (the same
+        window as ``get_traffic``), not by when they were scored.
+        """
+        stmt = sa.select(online_scores).order_by(online_scores.c.id)
+        if scorer is not None:
+            stmt = stmt.where(online_scores.c.scorer == scorer)
+        if since is not None or until is not None:
+            window = sa.select(traffic.c.pair_id)
+            if since is not None:
+                window = window.where(traffic.c.ts >= since)
+            if until is not None:
+                window = window.where(traffic.c.ts < until)
+            stmt = stmt.where(online_scores.c.pair_id.in_(window))
+        chunks: list[Any] = [None]
+        if pair_ids is not None:
+            unique = list(dict.fromkeys(pair_ids))
+            chunks = [unique[i : i + _CHUNK] for i in range(0, len(unique), _CHUNK)]
+        found: list[OnlineScoreRecord] = []
+        with read_transaction(self._engine) as conn:
+            for chunk in chunks:
+                part = stmt if chunk is None else stmt.where(online_scores.c.pair_id.in_(chunk))
+                found += [_row_to_score(row) for row in conn.execute(part)]
+        if pair_ids is not None and len(chunks) > 1:
+            found.sort(key=lambda r: r.id or 0)
+        return found
+
+
+def _nan_to_null(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _row_to_score(row: sa.Row[Any]) -> OnlineScoreRecord:
+    d = row._asdict()
+    d["value"] = math.nan if d["value"] is None else d["value"]
+    return OnlineScoreRecord.model_validate(d)
+
+
+@functools.cache
+def _upsert_online_scores(dialect: str) -> Any:
+    """Insert scores; on a stored key, replace only a stored NaN (NULL) with a real value."""
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(online_scores)
+    return stmt.on_conflict_do_update(
+        index_elements=[online_scores.c.pair_id, online_scores.c.role, online_scores.c.scorer],
+        set_={c: stmt.excluded[c] for c in ("value", "details", "scored_at")},
+        where=sa.and_(online_scores.c.value.is_(None), stmt.excluded.value.is_not(None)),
+    ).returning(online_scores.c.id)
 
 
 @functools.cache
