@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calipers.gateway._config import GatewayConfig
 from calipers.gateway._core import Gateway
+from calipers.gateway._feedback import record_feedback
 from calipers.gateway._proxy import error_body, request_headers, response_headers
 from calipers.store import Store
 
@@ -100,6 +101,11 @@ def create_app(
     async def healthz(request: Request) -> Response:
         gateway = gateway_of(request)
         return JSONResponse({"status": "ok", "mode": gateway.config.mode})
+
+    @app.post("/calipers/feedback")
+    async def feedback(request: Request) -> Response:
+        gateway = gateway_of(request)
+        return await record_feedback(request, gateway.store, gateway.arms, gateway.redact)
 
     @app.get("/calipers/stats")
     async def stats(request: Request) -> Response:

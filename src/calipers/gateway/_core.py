@@ -21,6 +21,7 @@ from calipers._util.clock import utc_now
 from calipers.gateway._breaker import CircuitBreaker
 from calipers.gateway._calls import Call, to_record
 from calipers.gateway._config import GatewayConfig
+from calipers.gateway._feedback import ServedArms
 from calipers.gateway._forward import (
     open_upstream,
     read_whole,
@@ -81,6 +82,7 @@ class Gateway:
         self.sampled = 0
         self.canary_fallbacks = 0
         self.unkeyed = 0
+        self.arms = ServedArms()
 
     async def start(self) -> None:
         cfg = self.config
@@ -97,7 +99,7 @@ class Gateway:
                 max_connections=max(cfg.shadow_workers, cfg.max_connections // 4),
                 api_key=self._keys[1],
             )  # fmt: skip
-        redact = make_redactor(personal=cfg.redact)
+        self.redact = redact = make_redactor(personal=cfg.redact)
         self.log = LogWriter(
             self.store.add_traffic, lambda call: to_record(call, redact, cfg.salt),
             queue_size=cfg.log_queue_size, batch_max_rows=cfg.batch_max_rows,
@@ -161,6 +163,7 @@ class Gateway:
     async def _serve(self, req: _Req) -> Response:
         """Serve from the baseline."""
         self.served["baseline"] += 1
+        self.arms.remember(req.pair_id, "baseline")
         call = self._call(req, "baseline", self.baseline, req.body)
         headers = request_headers(req.headers, api_key=self.baseline.api_key)
         response = await open_upstream(self.baseline, call, headers, req.raw, req.t0)
@@ -185,11 +188,13 @@ class Gateway:
         if response is not None and response.status_code < 500 and response.status_code != 429:
             if req.stream:
                 self.served["candidate"] += 1
+                self.arms.remember(req.pair_id, "candidate")
                 return stream_response(response, call, req.t0, self._canary_done)
             await read_whole(response, call, req.t0)
             if not call_failed(call):
                 self.breaker.success()
                 self.served["candidate"] += 1
+                self.arms.remember(req.pair_id, "candidate")
                 self.log.submit(call)
                 return whole_response(call, response)
         elif response is not None:

@@ -1,0 +1,88 @@
+"""User feedback on an answer the gateway served: ``POST /calipers/feedback`` with the
+``x-calipers-request-id`` the answer carried. Stored as an online score (``scorer="feedback"``)
+of the arm that served it, where ``calipers ab`` and ``calipers monitor`` read it.
+
+Feedback is its own request, never on the user path of a completion; it is written at once
+(one row), not batched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import OrderedDict
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from calipers.gateway._redact_hook import Redact
+from calipers.store import OnlineScoreRecord, Store, TrafficRole
+
+__all__ = ["FEEDBACK_SCORER", "Feedback", "ServedArms", "record_feedback"]
+
+FEEDBACK_SCORER = "feedback"
+
+
+class Feedback(BaseModel):
+    """What a client sends: the request id, a score on its own scale (e.g. 1 thumbs up, 0 thumbs
+    down, or a 1-5 rating; the analyses compare means), and an optional comment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(min_length=1, max_length=64)
+    score: float
+    comment: str | None = Field(default=None, max_length=4000)
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("score must be a finite number")
+        return v
+
+
+class ServedArms:
+    """Which arm served each recent request (bounded: the oldest are forgotten first, and
+    then looked up in the store)."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self._size = size
+        self._arms: OrderedDict[str, TrafficRole] = OrderedDict()
+
+    def remember(self, pair_id: str, role: TrafficRole) -> None:
+        self._arms[pair_id] = role
+        if len(self._arms) > self._size:
+            self._arms.popitem(last=False)
+
+    def get(self, pair_id: str) -> TrafficRole | None:
+        return self._arms.get(pair_id)
+
+
+def _stored_arm(store: Store, pair_id: str) -> TrafficRole | None:
+    served = [r for r in store.get_traffic(pair_id=pair_id) if r.served]
+    return served[0].role if served else None
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "invalid_feedback"}}, status)
+
+
+async def record_feedback(request: Request, store: Store, arms: ServedArms,
+                          redact: Redact) -> JSONResponse:
+    try:
+        fb = Feedback.model_validate_json(await request.body())
+    except ValidationError as e:
+        where = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'body'}: {x['msg']}"
+                          for x in e.errors())
+        return _error(400, f"Bad feedback ({where}). Send JSON like "
+                           '{"request_id": "<x-calipers-request-id>", "score": 1}.')
+    role = arms.get(fb.request_id) or await asyncio.to_thread(_stored_arm, store, fb.request_id)
+    if role is None:
+        return _error(404, f"No served request with id {fb.request_id!r} is known (yet): use "
+                           "the x-calipers-request-id header of the gateway's answer.")
+    details = {"comment": redact(fb.comment)} if fb.comment else None
+    record = OnlineScoreRecord(pair_id=fb.request_id, role=role, scorer=FEEDBACK_SCORER,
+                               value=fb.score, details=details)
+    stored = await asyncio.to_thread(store.add_online_scores, [record])
+    return JSONResponse({"request_id": fb.request_id, "role": role, "stored": stored == 1})

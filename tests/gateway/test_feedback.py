@@ -1,0 +1,56 @@
+"""User feedback through the gateway: stored as an online score of the arm that served."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from calipers.gateway import in_canary
+from calipers.store import Store
+from tests.gateway.conftest import chat_body, send_many
+
+
+def _feedback(rig: Any, **body: Any) -> httpx.Response:
+    return httpx.post(f"{rig.gateway.url}/calipers/feedback", json=body)
+
+
+def test_feedback_is_stored_against_the_arm_that_served(rig_factory: Any) -> None:
+    rig = rig_factory(mode="canary", fraction=0.5, salt="s")
+    users = [f"u{i}" for i in range(12)]
+    answers = send_many(rig.url, [chat_body("hello", user=u) for u in users])
+    ids = [a.headers["x-calipers-request-id"] for a, _ in answers]
+    for i, rid in enumerate(ids):
+        r = _feedback(rig, request_id=rid, score=float(i % 2),
+                      comment="mail me at jane.doe@example.com" if i == 0 else None)
+        assert r.status_code == 200, r.text
+        assert r.json()["stored"] is True
+    again = _feedback(rig, request_id=ids[0], score=1.0)
+    assert again.status_code == 200 and again.json()["stored"] is False  # one per request
+    rig.stop()
+    with Store.open(str(rig.store_path)) as store:
+        got = {s.pair_id: s for s in store.get_online_scores(scorer="feedback")}
+    assert set(got) == set(ids)
+    for i, (user, rid) in enumerate(zip(users, ids, strict=True)):
+        expected = "candidate" if in_canary(user, "s", 0.5) else "baseline"
+        assert got[rid].role == expected and got[rid].value == float(i % 2)
+    comment = (got[ids[0]].details or {})["comment"]
+    assert "jane.doe@example.com" not in comment  # redacted like the traffic
+
+
+def test_bad_feedback_is_refused_with_a_reason(rig_factory: Any) -> None:
+    rig = rig_factory(mode="off")
+    (answer, _), = send_many(rig.url, [chat_body("hi")])
+    rid = answer.headers["x-calipers-request-id"]
+    unknown = _feedback(rig, request_id="f" * 32, score=1)
+    assert unknown.status_code == 404 and "x-calipers-request-id" in unknown.text
+    missing = _feedback(rig, request_id=rid)
+    assert missing.status_code == 400 and "score" in missing.text
+    extra = _feedback(rig, request_id=rid, score=1, rating=5)
+    assert extra.status_code == 400 and "rating" in extra.text
+    nan = httpx.post(f"{rig.gateway.url}/calipers/feedback",
+                     content=b'{"request_id": "%s", "score": NaN}' % rid.encode())
+    assert nan.status_code == 400
+    rig.stop()
+    with Store.open(str(rig.store_path)) as store:
+        assert store.get_online_scores(scorer="feedback") == []
