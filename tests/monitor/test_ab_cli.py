@@ -63,9 +63,9 @@ def test_promote_exits_0(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     ([], "No gateway traffic"),
-    (["--price", "baseline=cheap"], "Cannot read --price"),
+    (["--price", "baseline=cheap"], "Bad --price"),
     (["--guardrail", "latency_p99=0.1"], "unknown guardrail"),
-    (["--since", "yesterday"], "Cannot read the time"),
+    (["--since", "yesterday"], "Bad time"),
     (["--mode", "sideways"], "Invalid value for '--mode'"),
 ])
 def test_errors_exit_3_never_a_decision(tmp_path: Path, args: list[str], message: str) -> None:

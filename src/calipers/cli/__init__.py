@@ -11,6 +11,7 @@ from calipers.cli import (  # noqa: F401 - registers the commands
     _judge,
     _leaderboard,
     _model_cards,
+    _monitor,
     _plan,
     _report,
     _run,

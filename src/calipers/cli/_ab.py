@@ -7,10 +7,9 @@ configuration, no traffic) exits 3, a bug 4: an error never reads as a decision.
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 import traceback
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ab_cmd", "parse_time"]
 
-_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _MARK = {"safe": "[green]safe[/]", "harm": "[bold red]HARM[/]", "open": "[yellow]open[/]",
          "skipped": "[dim]skipped[/]", "better": "[green]better[/]",
          "worse": "[bold red]worse[/]"}
@@ -37,34 +34,19 @@ _ACTION = {"promote": "[bold green]PROMOTE[/]", "roll_back": "[bold red]ROLL BAC
 
 def parse_time(value: str, *, now: datetime | None = None) -> datetime:
     """An ISO time (naive = UTC), ``now``, or a span back from now: ``90m``, ``24h``, ``7d``."""
-    now = now or datetime.now(UTC)
-    m = _RELATIVE.match(value)
-    if m:
-        return now - timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
-    if value.strip().lower() == "now":
-        return now
-    try:
-        t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"Cannot read the time {value!r}.",
-                          hint="Use ISO (2026-11-01T08:00, UTC unless an offset is given) or "
-                          "a span back from now: 90m, 24h, 7d.") from None
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    from calipers.monitor._when import parse_when
+
+    return parse_when(value, now or datetime.now(UTC))
 
 
 def _prices(values: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for v in values:
-        role, _, nums = v.partition("=")
-        parts = nums.split(",")
-        try:
-            if role.strip() not in ("baseline", "candidate") or len(parts) != 2:
-                raise ValueError
-            out[role.strip()] = {"input": float(parts[0]), "output": float(parts[1])}
-        except ValueError:
-            raise ConfigError(f"Cannot read --price {v!r}.",
-                              hint="Write ARM=INPUT,OUTPUT in USD per million tokens, e.g. "
-                              "--price baseline=0.15,0.60 --price candidate=0.30,1.20.") from None
+    from calipers.monitor._when import parse_prices
+
+    prices = parse_prices(values)
+    both = prices.pop("*", None)
+    out = {arm: {"input": both[0], "output": both[1]} for arm in ("baseline", "candidate")
+           } if both else {}
+    out.update({arm: {"input": a, "output": b} for arm, (a, b) in prices.items()})
     return out
 
 
@@ -206,7 +188,7 @@ def _fail(obj: Context, message: str, hint: str | None, code: int) -> None:
 @click.option("--max-n", type=click.IntRange(min=1), metavar="N",
               help="Traffic budget: at N scored requests, an improvement not shown is a roll "
               "back; the tests are tuned to be sharpest there.")
-@click.option("--price", "prices", multiple=True, metavar="ARM=IN,OUT",
+@click.option("--price", "prices", multiple=True, metavar="[ARM=]IN/OUT",
               help="USD per million input,output tokens, e.g. baseline=0.15,0.60; both arms "
               "needed for the cost guardrail.")
 @click.option("--guardrail", "guardrails", multiple=True, metavar="NAME=TOL",
@@ -228,7 +210,7 @@ def ab_cmd(obj: Context, /, **opts: Any) -> None:
 
     \b
     Examples:
-      calipers ab --since 2026-11-01T08:00 --price baseline=0.15,0.6 --price candidate=0.3,1.2
+      calipers ab --since 2026-11-01T08:00 --price baseline=0.15/0.6 --price candidate=0.3/1.2
       calipers ab --scorer llm_judge:helpfulness --judge-model openai:gpt-4o-mini --sample 500
     """
     try:

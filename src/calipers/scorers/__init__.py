@@ -2,5 +2,9 @@
 
 from calipers.scorers import _checks, _judge, _refusal, _similarity  # noqa: F401 - registers
 from calipers.scorers._base import Scorer, ScorerSpec, build_scorer, list_scorers, scorer
+from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
 
-__all__ = ["Scorer", "ScorerSpec", "build_scorer", "list_scorers", "scorer"]
+__all__ = [
+    "DEFAULT_REFUSAL_PATTERNS", "Scorer", "ScorerSpec", "build_scorer", "detect_refusal",
+    "list_scorers", "scorer",
+]
