@@ -19,7 +19,7 @@ from calipers.types import (
     TokenStatsResult,
 )
 
-__all__ = ["ModelOptions", "ModelProvider"]
+__all__ = ["ModelOptions", "ModelProvider", "merge_results"]
 
 
 class ModelOptions(BaseModel):
@@ -66,6 +66,16 @@ class ModelProvider(ABC):
             hint="Use a generation formulation of the task, or a llamacpp model.",
         )
 
+    async def score_continuations(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
+        """``loglikelihood`` for any request, the one way callers should ask. A request with
+        per-option contexts (``request.contexts``) is sent as one plain request per option, one
+        after the other (a backend that keeps the KV cache of the previous request, as
+        llamacpp does, reuses the shared prefix), and the results are merged into one; so
+        providers only ever implement the plain, shared-context form."""
+        if request.contexts is None:
+            return await self.loglikelihood(request)
+        return merge_results([await self.loglikelihood(r) for r in request.per_option()])
+
     async def token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
         raise NotSupportedError(
             f"The {self.provider_name} provider cannot give per-token log-probabilities with "
@@ -86,3 +96,24 @@ class ModelProvider(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, model memory)."""
+
+
+def _total(values: Sequence[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def merge_results(results: Sequence[LoglikelihoodResult]) -> LoglikelihoodResult:
+    """One result from the per-option results of a split request, in option order: the
+    per-option values concatenated, the token counts and latencies summed (None when a part
+    does not report one)."""
+    latencies = [r.latency_s for r in results]
+    return LoglikelihoodResult(
+        logprobs=tuple(lp for r in results for lp in r.logprobs),
+        is_greedy=tuple(g for r in results for g in r.is_greedy),
+        n_tokens=tuple(n for r in results for n in r.n_tokens),
+        tokens_evaluated=_total([r.tokens_evaluated for r in results]),
+        input_tokens=_total([r.input_tokens for r in results]),
+        latency_s=None if any(v is None for v in latencies)
+        else sum(v for v in latencies if v is not None),
+        cached=bool(results) and all(r.cached for r in results),
+    )

@@ -32,7 +32,8 @@ async def _call(
     if isinstance(request, ModelRequest):
         out = SampleOutput(response=await provider.generate(request))
     else:
-        out = SampleOutput(loglikelihood=await provider.loglikelihood(request))
+        # per-option contexts (WinoGrande's partial evaluation) are split in one place
+        out = SampleOutput(loglikelihood=await provider.score_continuations(request))
     if cache is not None:
         cache.put(request, out)
     return out

@@ -12,7 +12,10 @@ from calipers.errors import DataError
 from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import Sample, SampleOutput, Score
 
-__all__ = ["argmax", "choice_letter", "extract_letter", "loglikelihood_mc", "option_logprobs"]
+__all__ = [
+    "argmax", "choice_letter", "extract_letter", "loglikelihood_mc", "loglikelihood_partial",
+    "option_logprobs",
+]
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # "A" followed by one of these is read as a letter, followed by another lowercase word as the
@@ -145,5 +148,22 @@ def loglikelihood_mc() -> ScoreFn:
             answer=str(pred),
             metadata={"logprobs": list(lps), "pred_norm": pred_norm},
         )
+
+    return score
+
+
+@scorer("loglikelihood_partial", metrics=("acc",), needs="loglikelihood")
+def loglikelihood_partial() -> ScoreFn:
+    """Multiple choice by partial evaluation: each option has its own context and every option
+    scores the same continuation; the option under which it is likelier wins (``acc``, as
+    ``loglikelihood_mc``; ties go to the lowest index). No ``acc_norm``: normalizing by the
+    continuation's length divides both log-likelihoods by the same number, so it would repeat
+    ``acc``, not add evidence (lm-eval's WinoGrande reports ``acc`` only)."""
+    inner = loglikelihood_mc()
+
+    async def score(sample: Sample, output: SampleOutput) -> Score:
+        sc = await inner(sample, output)
+        return Score(values={"acc": sc.values["acc"]}, answer=sc.answer,
+                     metadata={"logprobs": sc.metadata["logprobs"]})
 
     return score

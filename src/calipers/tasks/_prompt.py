@@ -103,8 +103,13 @@ class PromptTemplate(BaseModel):
     ``template`` renders the question part; ``answer`` renders a few-shot example's answer
     (placed after the question in plain mode, as the assistant turn in chat mode).
     ``instruction`` comes first, once. For multiple choice by log-likelihood, ``continuation``
-    renders each option (``{choice}``) appended to the prompt. ``labels`` and
-    ``option_separator`` say how option blocks (``{choices}``, ``{options}``) are written.
+    renders each option (``{choice}``) appended to the prompt. ``option_context``, when set,
+    renders a piece per option (``{choice}``) that ends that option's own context: continuation
+    ``i`` is then scored after the prompt plus piece ``i`` (WinoGrande's "partial evaluation":
+    the piece is the option filling the blank, the continuation the rest of the sentence, the
+    same for every option). With a chat template the piece follows the rendered chat prompt.
+    ``labels`` and ``option_separator`` say how option blocks (``{choices}``, ``{options}``)
+    are written.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -116,11 +121,13 @@ class PromptTemplate(BaseModel):
     continuation: str = " {choice}"
     labels: LabelStyle = DEFAULT_LABELS
     option_separator: str = "\n"
+    option_context: str = ""
 
     def card(self) -> dict[str, str]:
-        """The template as recorded in the methodology card. The option style appears only
-        when it is not the default, so cards of runs made before it existed still match."""
-        exclude = {k for k in ("labels", "option_separator")
+        """The template as recorded in the methodology card. The option style and the
+        per-option context appear only when they are not the default, so cards of runs made
+        before they existed still match."""
+        exclude = {k for k in ("labels", "option_separator", "option_context")
                    if getattr(self, k) == type(self).model_fields[k].default}
         return self.model_dump(mode="json", exclude=exclude)
 
@@ -163,3 +170,13 @@ class PromptTemplate(BaseModel):
             raise ConfigError(f"Sample {sample.id!r} has no choices to score.")
         base = self._fields(sample)
         return tuple(render(self.continuation, {**base, "choice": c}) for c in sample.choices)
+
+    def contexts(self, sample: Sample) -> tuple[str, ...] | None:
+        """Per-option context pieces (``option_context`` rendered for each choice), or None
+        when the template scores every continuation after one shared context."""
+        if not self.option_context:
+            return None
+        if not sample.choices:
+            raise ConfigError(f"Sample {sample.id!r} has no choices to score.")
+        base = self._fields(sample)
+        return tuple(render(self.option_context, {**base, "choice": c}) for c in sample.choices)

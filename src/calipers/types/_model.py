@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from calipers._util.hashing import json_hash
 
@@ -73,10 +80,46 @@ class ModelResponse(_Frozen):
 
 
 class LoglikelihoodRequest(_Frozen):
-    """Score each continuation given one shared context: log P(continuation | context)."""
+    """Score each continuation given one shared context: log P(continuation | context).
+
+    With ``contexts`` (one per continuation), continuation ``i`` is scored after
+    ``context + contexts[i]`` instead: per-option contexts, as in WinoGrande's "partial
+    evaluation" (each option fills the blank in the context; the same rest of the sentence is
+    scored after each). Providers never see such a request: ``ModelProvider.score_continuations``
+    sends one plain request per option and merges the results. ``contexts`` is left out of the
+    serialized request when unset, so the cache keys and stored prompts of plain requests are
+    those they had before the field existed.
+    """
 
     context: str
     continuations: tuple[str, ...]
+    contexts: tuple[str, ...] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.contexts is not None and len(self.contexts) != len(self.continuations):
+            raise ValueError(
+                f"LoglikelihoodRequest has {len(self.contexts)} per-option contexts for "
+                f"{len(self.continuations)} continuations; it needs one per continuation"
+            )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_contexts(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.contexts is None:
+            data.pop("contexts", None)
+        return data
+
+    def per_option(self) -> tuple[LoglikelihoodRequest, ...]:
+        """One plain request per continuation: ``(context + contexts[i], (continuations[i],))``;
+        the request itself when it has no per-option contexts."""
+        if self.contexts is None:
+            return (self,)
+        return tuple(
+            LoglikelihoodRequest(context=self.context + piece, continuations=(cont,))
+            for piece, cont in zip(self.contexts, self.continuations, strict=True)
+        )
 
 
 class LoglikelihoodResult(_Frozen):
