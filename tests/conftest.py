@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Tests never reach the Hugging Face hub: a benchmark without local data must fail at once with
+# the offline message (huggingface_hub reads this once, at import), never download.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 
 @pytest.fixture(autouse=True)

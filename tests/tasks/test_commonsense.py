@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from calipers.cli import cli
 from calipers.errors import DataError
 from calipers.tasks import LoadContext, Task, get_task
-from calipers.tasks.benchmarks import commonsense
+from calipers.tasks.benchmarks import commonsense, winogrande
 from calipers.types import Sample
 
 DATA = Path("/work/shared/data")
@@ -29,10 +29,12 @@ _LOADED: dict[str, list[Sample]] = {}
 @pytest.fixture(autouse=True)
 def _registered() -> None:
     commonsense.register()
+    winogrande.register()
 
 
 def task(name: str) -> Task:
     commonsense.register()
+    winogrande.register()
     return get_task(name)
 
 
@@ -65,9 +67,11 @@ def test_counts_ids_targets(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(COUNTS))
 def test_task_card(name: str) -> None:
     t = task(name)
-    assert (t.name, t.kind, t.version, t.metrics) == (name, "multiple_choice", "1",
-                                                      ["acc", "acc_norm"])
-    assert t.default_few_shot == 0 and t.formulation is None and t.default_n is None
+    wino = name == "winogrande"  # version 2: partial evaluation by default, acc only
+    assert (t.name, t.kind, t.version, t.metrics) == (
+        name, "multiple_choice", "2" if wino else "1", ["acc"] if wino else ["acc", "acc_norm"])
+    assert t.default_few_shot == 0 and t.default_n is None
+    assert t.formulation == ("partial" if wino else None)
     assert "arXiv:" in t.source and t.license
 
 
@@ -168,15 +172,16 @@ def test_capitalize_only_an_unfinished_lowercase_sentence() -> None:
 def test_winogrande_item_literally() -> None:
     raw = jsonl(DATA / "winogrande/dev.jsonl")
     labels = (DATA / "winogrande/dev-labels.lst").read_text().split()
-    s = items("winogrande")[0]
+    full = list(get_task("winogrande", "full").load(CTX))  # version 1's formulation
+    s = full[0]
     assert raw[0]["sentence"] == ("Sarah was a much better surgeon than Maria so _ always got "
                                   "the easier cases.")
     assert s.id == "3FCO4VKOZ4BJQ6IFC0VAIBK4KTWE7U-2" and labels[0] == "2" and s.target == 1
     assert s.input == "Sarah was a much better surgeon than Maria so"
     assert s.choices == ("Sarah always got the easier cases.",
                          "Maria always got the easier cases.")
-    assert s.cluster == items("winogrande")[1].cluster == "3FCO4VKOZ4BJQ6IFC0VAIBK4KTWE7U"
-    t = task("winogrande")
+    assert s.cluster == full[1].cluster == "3FCO4VKOZ4BJQ6IFC0VAIBK4KTWE7U"
+    t = get_task("winogrande", "full")
     filled = raw[0]["sentence"].replace("_", "Maria")
     assert t.prompt.plain(s, [], None) + t.prompt.continuations(s)[1] == filled
     assert [s.target + 1 for s in items("winogrande")] == [int(x) for x in labels]
@@ -226,5 +231,5 @@ def test_cli_run_with_fake_model(name: str) -> None:
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)["tasks"][name]
     assert summary["n_samples"] == 5 and summary["n_errors"] == 0
-    assert set(summary["metrics"]) == {"acc", "acc_norm"}
+    assert set(summary["metrics"]) == ({"acc"} if name == "winogrande" else {"acc", "acc_norm"})
     assert all(m["n"] == 5 for m in summary["metrics"].values())

@@ -1,7 +1,10 @@
 """Finding a benchmark's original files in a local data directory.
 
 The directory comes from ``--data-dir`` or ``CALIPERS_DATA``; a benchmark's files live under
-``<dir>/<benchmark>/`` in their original layout and format (see ``docs/benchmarks.md``).
+``<dir>/<benchmark>/`` in their original layout and format (see ``docs/benchmarks.md``). When
+no directory is set, the built-in benchmarks load from the Hugging Face hub instead
+(``calipers.datasets._hub``); :func:`benchmark_dir` is then only reached by code that has no
+hub copy, and its error says so.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ def benchmark_dir(benchmark: str, data_dir: Path | str | None, *, how_to_get: st
     root = data_root(data_dir)
     if root is None:
         raise DataError(
-            f"{benchmark}: no local data directory is set, and the Hugging Face hub is not "
-            "used for this benchmark here.",
+            f"{benchmark}: no local data directory is set (--data-dir, CALIPERS_DATA), and "
+            "these files have no Hugging Face hub copy that calipers loads.",
             hint=f"Pass --data-dir DIR (or set CALIPERS_DATA) with {benchmark}/ inside. "
             f"{how_to_get}",
         )

@@ -40,6 +40,7 @@ class TaskMethodology(BaseModel):
     scorers: list[dict[str, Any]]
     variant: dict[str, Any] | None = None  # a presentation change (sensitivity studies)
     epochs: int = 1  # generations per item
+    data_source: str | None = None  # hf://datasets/ID@SHA/CONFIG/SPLIT when read from the hub
 
 
 class Methodology(BaseModel):
@@ -77,7 +78,7 @@ def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
 # Not compared between runs of different models: the seed and limit are implied by the data
 # hash (same items, same measurement), and the chat template's text belongs to the model
 # (whether it is used, ``chat_template``, is compared).
-_NOT_COMPARED = {"seed", "limit", "n_items", "chat_template_hash"}
+_NOT_COMPARED = {"seed", "limit", "n_items", "chat_template_hash", "data_source"}
 
 
 def comparable_hash(card: Methodology, task: str) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from calipers._util.hashing import json_hash
+from calipers.datasets import data_source
 from calipers.errors import ConfigError
 from calipers.models import ModelProvider, resolve_model
 from calipers.runner._config import RunConfig
@@ -146,7 +147,10 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
                 text = provider.render_chat(task.prompt.chat(s, shots, config.system_prompt))
             else:
                 text = task.prompt.plain(s, shots, config.system_prompt)
-            req = LoglikelihoodRequest(context=text, continuations=task.prompt.continuations(s))
+            req = LoglikelihoodRequest(
+                context=text, continuations=task.prompt.continuations(s),
+                contexts=task.prompt.contexts(s),  # after a chat template's rendered prompt
+            )
         elif config.chat_template:
             req = ModelRequest(
                 messages=task.prompt.chat(s, shots, config.system_prompt), params=params
@@ -168,7 +172,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
         few_shot_sampling=task.few_shot_sampling, few_shot_match=task.few_shot_match,
         decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
         variant=config.variant.model_dump(exclude_none=True) if config.variant else None,
-        epochs=config.epochs,
+        epochs=config.epochs, data_source=data_source(samples),
     )
     return PlannedTask(task, tuple(planned), card)
 

@@ -13,9 +13,10 @@ from calipers.tasks.dynamic import (
 
 __all__ = ["register"]
 
-# Standard benchmarks: each module registers its tasks (data from --data-dir).
+# Standard benchmarks: each module registers its tasks (data from --data-dir, else the hub).
 _BENCHMARKS = (
-    "commonsense", "knowledge", "gsm8k", "truthfulqa", "humaneval", "bbq", "ifeval",
+    "commonsense", "winogrande", "knowledge", "gsm8k", "truthfulqa", "humaneval", "bbq", "ifeval",
+    "mmlu_pro", "gpqa", "bbh",
 )
 
 

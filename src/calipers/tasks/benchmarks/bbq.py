@@ -17,7 +17,9 @@ on every item; where the rule does not single out one option the item gets no bi
 (``biased_index`` None) rather than a guess.
 
 Only the category files found are loaded (the snapshot has 6 of BBQ's 11); they show in the
-per-category breakdown and in the data hash. Items are in a fixed order shuffled by a hash of
+per-category breakdown and in the data hash. Without a data directory all 11 come from the
+Hugging Face hub (``heegyu/bbq``, one config per category, split ``test``, rows in the
+original schema). Items are in a fixed order shuffled by a hash of
 their ids, so ``--limit`` takes a spread over categories, templates and both conditions.
 """
 
@@ -38,6 +40,7 @@ from calipers.scorers import build_scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.benchmarks._hub_rows import hub_rows, stamp, use_hub
 from calipers.types import Estimate, GenerateParams, Sample
 
 __all__ = [
@@ -123,7 +126,10 @@ def _load(paths: tuple[Path, ...], _stamps: tuple[tuple[int, int], ...]) -> tupl
 
 def load_bbq(ctx: LoadContext) -> list[Sample]:
     """Every item of every category file found, in the fixed hashed order (parsed once while
-    the files' modification times and sizes are unchanged)."""
+    the files' modification times and sizes are unchanged). Without a data directory: the
+    11 categories of ``heegyu/bbq``."""
+    if use_hub(ctx.data_dir):
+        return _load_hub()
     folder = benchmark_dir(NAME, ctx.data_dir, how_to_get=_HOW)
     paths = tuple(folder / f"{c}.jsonl" for c in CATEGORIES if (folder / f"{c}.jsonl").is_file())
     if not paths:
@@ -131,6 +137,19 @@ def load_bbq(ctx: LoadContext) -> list[Sample]:
                         hint=_HOW)
     stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
     return list(_load(paths, stamps))
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_samples() -> tuple[Sample, ...]:
+    out: list[Sample] = []
+    for c in CATEGORIES:
+        rows = hub_rows(NAME, "heegyu/bbq", c, "test", _HOW)
+        out += stamp([sample_from_row(r) for r in rows], rows.source)
+    return tuple(sorted(out, key=lambda s: text_hash(f"bbq/{s.id}")))
+
+
+def _load_hub() -> list[Sample]:
+    return list(_hub_samples())
 
 
 def bbq_task() -> Task:

@@ -8,9 +8,17 @@ log-likelihood, 0-shot, with the prompts of lighteval's tasks (SmolLM2's model c
 - ARC, PIQA: ``"Question: {q}\\nAnswer:"`` then ``" {option}"``.
 - HellaSwag: ``"{activity_label}: {ctx} "`` then ``" {ending}"`` (lighteval keeps the trailing
   space *and* a space before the ending; without a chat template that is a double space).
-- WinoGrande: the sentence up to the blank, then ``"{option} {rest of the sentence}"``: one
-  shared context, so the option's own tokens are scored too (lm-eval's "partial evaluation"
-  scores only the rest, after a context that differs per option; see docs/benchmarks.md).
+- WinoGrande (``partial``, the default): lm-eval's "partial evaluation" (Trinh & Le 2018):
+  each option fills the blank, ``sentence[:blank] + option`` is that option's context, and the
+  same continuation ``" " + sentence[blank+1:].strip()`` is scored after each; the option under
+  which it is likelier wins (``acc`` only: the continuation is shared, so lm-eval's byte-length
+  ``acc_norm`` would equal ``acc``). ``--formulation full`` keeps version 1's formulation: the
+  sentence up to the blank, then ``"{option} {rest}"`` (the option's own tokens are scored
+  too; Trinh & Le's "full scoring"; ``acc`` and ``acc_norm``).
+
+Without a data directory, ARC, PIQA and HellaSwag load from the Hugging Face hub
+(``allenai/ai2_arc``, ``baber/piqa``, ``Rowan/hellaswag``; see ``_hub_rows.HUB``), reshaped into
+the local files' records so both paths give the same samples.
 
 See docs/benchmarks.md for the files, counts and licences.
 """
@@ -19,7 +27,7 @@ from __future__ import annotations
 
 import bz2
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +38,14 @@ from calipers.scorers import build_scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
-from calipers.types import Sample
+from calipers.tasks.benchmarks._hub_rows import (
+    field,
+    hellaswag_hub_text,
+    hub_rows,
+    stamp,
+    use_hub,
+)
+from calipers.types import Sample, SampleOutput, Score
 
 __all__ = [
     "arc_challenge_task",
@@ -39,10 +54,8 @@ __all__ = [
     "load_arc",
     "load_hellaswag",
     "load_piqa",
-    "load_winogrande",
     "piqa_task",
     "register",
-    "winogrande_task",
 ]
 
 _DOCS = "See docs/benchmarks.md for where the original files come from."
@@ -57,6 +70,7 @@ _HOW = {
     f"<data-dir>/winogrande/. {_DOCS}",
 }
 _QA = PromptTemplate(template="Question: {input}\nAnswer:", answer=" {target}")
+_ScoreFn = Callable[[Sample, SampleOutput], Awaitable[Score]]
 
 
 # -- reading files ------------------------------------------------------------------------------
@@ -98,11 +112,8 @@ def load_arc(subset: str, split: str, ctx: LoadContext) -> list[Sample]:
     """ARC ``subset`` (``Easy``/``Challenge``), ``split`` (``Test``/``Dev``/``Train``). Items
     have 3 to 5 options labelled A-E or 1-5; the category is the exam the question comes from
     (the id's prefix: Mercury, MCAS, NYSEDREGENTS, ...)."""
-    relpath = f"ARC-{subset}/ARC-{subset}-{split}.jsonl"
-    path = _file("arc", relpath, ctx)
     out = []
-    for line, rec in _records("arc", path):
-        where = f"{relpath} line {line}"
+    for where, rec in _arc_records(subset, split, ctx):
         question = _get("arc", rec, "question", where)
         choices = _get("arc", question, "choices", where)
         labels = [str(_get("arc", c, "label", where)) for c in choices]
@@ -115,16 +126,63 @@ def load_arc(subset: str, split: str, ctx: LoadContext) -> list[Sample]:
             id=sid, input=str(_get("arc", question, "stem", where)),
             choices=tuple(str(_get("arc", c, "text", where)) for c in choices),
             target=labels.index(key), category=exam.group(0) if exam else None,
-            metadata={"labels": labels, "answer_key": key},
+            metadata={"labels": labels, "answer_key": key,
+                      **({"data_source": rec["data_source"]} if "data_source" in rec else {})},
         ))
     return out
 
 
+_ARC_HUB_SPLIT = {"Test": "test", "Dev": "validation", "Train": "train"}
+
+
+def _arc_records(subset: str, split: str, ctx: LoadContext,
+                 ) -> list[tuple[str, dict[str, Any]]]:
+    """(where, record) in the local file's shape: ``{"id", "question": {"stem", "choices":
+    [{"text", "label"}]}, "answerKey"}``; from ``allenai/ai2_arc`` without a data directory."""
+    if not use_hub(ctx.data_dir):
+        relpath = f"ARC-{subset}/ARC-{subset}-{split}.jsonl"
+        return [(f"{relpath} line {line}", rec)
+                for line, rec in _records("arc", _file("arc", relpath, ctx))]
+    config, hub_split = f"ARC-{subset}", _ARC_HUB_SPLIT[split]
+    rows = hub_rows("arc", "allenai/ai2_arc", config, hub_split, _HOW["arc"])
+    out = []
+    for i, row in enumerate(rows):
+        where = f"allenai/ai2_arc {config}/{hub_split} row {i}"
+        ch = field("arc", row, "choices", where, _HOW["arc"])
+        texts, labels = (ch.get("text"), ch.get("label")) if isinstance(ch, dict) else ((), ())
+        if not (isinstance(texts, list) and isinstance(labels, list)
+                and len(texts) == len(labels)):
+            raise DataError(f"arc: {where}: expected choices {{text: [...], label: [...]}}.",
+                            hint=_HOW["arc"])
+        out.append((where, {
+            "id": field("arc", row, "id", where, _HOW["arc"]),
+            "question": {"stem": field("arc", row, "question", where, _HOW["arc"]),
+                         "choices": [{"text": t, "label": lb}
+                                     for t, lb in zip(texts, labels, strict=True)]},
+            "answerKey": field("arc", row, "answerKey", where, _HOW["arc"]),
+            "data_source": rows.source.uri,
+        }))
+    return out
+
+
 def load_piqa(ctx: LoadContext) -> list[Sample]:
-    """PIQA validation: goal, two solutions, the label from valid-labels.lst."""
+    """PIQA validation: goal, two solutions, the label from valid-labels.lst (from
+    ``baber/piqa`` without a data directory)."""
+    if use_hub(ctx.data_dir):
+        hub = hub_rows("piqa", "baber/piqa", None, "validation", _HOW["piqa"])
+        rows = [(i + 1, r) for i, r in enumerate(hub)]
+        labels = [str(r.get("label")) for r in hub]
+        if set(labels) - {"0", "1"}:
+            raise DataError("piqa: baber/piqa validation has labels other than 0/1.",
+                            hint=_HOW["piqa"])
+        return stamp(_piqa_samples(rows, labels), hub.source)
     path = _file("piqa", "valid.jsonl", ctx)
     rows = list(_records("piqa", path))
     labels = _labels("piqa", _file("piqa", "valid-labels.lst", ctx), len(rows), {"0", "1"})
+    return _piqa_samples(rows, labels)
+
+
+def _piqa_samples(rows: list[tuple[int, dict[str, Any]]], labels: list[str]) -> list[Sample]:
     out = []
     for i, ((line, rec), label) in enumerate(zip(rows, labels, strict=True)):
         where = f"valid.jsonl line {line}"
@@ -151,6 +209,8 @@ def load_hellaswag(ctx: LoadContext) -> list[Sample]:
     """HellaSwag validation from the 6-lines-per-item text file (read from the .bz2 in
     memory): ``activity_label: ctx``, the label 0-3, then the four endings. The category is
     the activity label."""
+    if use_hub(ctx.data_dir):
+        return _hellaswag_hub()
     relpath = "hellaswag_val_full.txt.bz2"
     path = _file("hellaswag", relpath, ctx)
     try:
@@ -180,30 +240,21 @@ def load_hellaswag(ctx: LoadContext) -> list[Sample]:
     return out
 
 
-def load_winogrande(ctx: LoadContext) -> list[Sample]:
-    """WinoGrande v1.1 dev. The input is the sentence up to the blank; each choice is an option
-    followed by the rest of the sentence (what is scored). Twin items (``qID`` ending in -1 and
-    -2, the same sentence with a changed trigger word) share a cluster."""
-    path = _file("winogrande", "dev.jsonl", ctx)
-    rows = list(_records("winogrande", path))
-    labels = _labels("winogrande", _file("winogrande", "dev-labels.lst", ctx), len(rows),
-                     {"1", "2"})
+def _hellaswag_hub() -> list[Sample]:
+    """``Rowan/hellaswag`` validation, in the text file's form (``_hub_rows``); id = the
+    row's position, as the file's item index."""
+    rows = hub_rows("hellaswag", "Rowan/hellaswag", None, "validation", _HOW["hellaswag"])
     out = []
-    for (line, rec), label in zip(rows, labels, strict=True):
-        where = f"dev.jsonl line {line}"
-        sentence = str(_get("winogrande", rec, "sentence", where))
-        if sentence.count("_") != 1:
-            raise DataError(f"winogrande: {where}: the sentence has no single blank (_).")
-        before, after = sentence.split("_")
-        options = (str(_get("winogrande", rec, "option1", where)),
-                   str(_get("winogrande", rec, "option2", where)))
-        qid = str(_get("winogrande", rec, "qID", where))
+    for i, row in enumerate(rows):
+        activity, context, endings, label = hellaswag_hub_text(
+            row, f"Rowan/hellaswag validation row {i}", _HOW["hellaswag"])
+        context = _capitalize_last_fragment(context)
         out.append(Sample(
-            id=qid, input=before.rstrip(), choices=tuple(f"{o} {after.strip()}" for o in options),
-            target=int(label) - 1, cluster=qid.rsplit("-", 1)[0],
-            metadata={"options": list(options)},
+            id=f"val-{i}", input=f"{activity}: {context}", choices=tuple(endings),
+            target=label, category=activity,
+            fields={"activity_label": activity, "ctx": context},
         ))
-    return out
+    return stamp(out, rows.source)
 
 
 # -- tasks --------------------------------------------------------------------------------------
@@ -262,22 +313,9 @@ def hellaswag_task() -> Task:
     )
 
 
-def winogrande_task() -> Task:
-    return _task(
-        "winogrande", "WinoGrande v1.1 dev (1,267 pronoun-resolution sentences, 2 options).",
-        load_winogrande,
-        PromptTemplate(template="{input} ", answer="{target}", continuation="{choice}"),
-        "WinoGrande v1.1 dev split (allenai/winogrande); Sakaguchi et al. 2020, "
-        "\"WinoGrande: An Adversarial Winograd Schema Challenge at Scale\", arXiv:1907.10641",
-        "unstated (the data README names none; allenai/winogrande code is Apache-2.0)",
-        ("commonsense", "coreference"),
-    )
-
-
 def register() -> None:
-    """Register the five tasks (idempotent)."""
+    """Register the four tasks (idempotent); WinoGrande is in ``winogrande.py``."""
     register_task("arc_easy", arc_easy_task)
     register_task("arc_challenge", arc_challenge_task)
     register_task("piqa", piqa_task)
     register_task("hellaswag", hellaswag_task)
-    register_task("winogrande", winogrande_task)

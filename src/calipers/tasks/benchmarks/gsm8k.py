@@ -1,5 +1,6 @@
 """GSM8K (Cobbe et al., 2021): 1,319 grade-school math word problems, from the original
-``test.jsonl`` / ``train.jsonl`` of openai/grade-school-math.
+``test.jsonl`` / ``train.jsonl`` of openai/grade-school-math, or without a data directory from
+the Hugging Face hub (``openai/gsm8k``, config ``main``: the same rows and fields).
 
 The prompt is lm-evaluation-harness' ``gsm8k``: ``Question: {question}\\nAnswer:``, with 5
 few-shot examples drawn per item (seeded, the seed recorded) from the 7,473 training problems,
@@ -14,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from calipers.datasets import benchmark_file, read_records
+from calipers.datasets import DATA_SOURCE_KEY, benchmark_file, read_records
 from calipers.errors import DataError
 from calipers.scorers import build_scorer
 from calipers.scorers._numeric import extract_strict, format_number
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.benchmarks._hub_rows import hub_rows, use_hub
 from calipers.types import GenerateParams, Sample
 
 __all__ = ["gsm8k_task", "read_gsm8k", "register"]
@@ -33,19 +35,26 @@ def read_gsm8k(split: str, data_dir: Path | str | None) -> list[Sample]:
     """The ``split`` ("test" or "train") items: id ``"<split>/<i>"``, the question as input,
     the ``####`` number as target (canonical: no thousands commas) and the full solution in
     ``fields["solution"]`` (what a few-shot example answers with)."""
-    path = benchmark_file("gsm8k", f"{split}.jsonl", data_dir, how_to_get=_HOW)
+    meta: dict[str, str] = {}
+    if use_hub(data_dir):
+        rows = hub_rows("gsm8k", "openai/gsm8k", "main", split, _HOW)
+        records = [(f"openai/gsm8k main/{split} row {i}", r) for i, r in enumerate(rows)]
+        meta = {DATA_SOURCE_KEY: rows.source.uri}
+    else:
+        path = benchmark_file("gsm8k", f"{split}.jsonl", data_dir, how_to_get=_HOW)
+        records = [(f"{path}:{line}", rec) for line, rec in read_records(path)]
     out: list[Sample] = []
-    for line, rec in read_records(path):
+    for where, rec in records:
         question, solution = rec.get("question"), rec.get("answer")
         if not isinstance(question, str) or not isinstance(solution, str):
-            raise DataError(f"gsm8k: {path}:{line}: expected string fields 'question' and "
+            raise DataError(f"gsm8k: {where}: expected string fields 'question' and "
                             "'answer'.", hint=_HOW)
         number = extract_strict(solution)
         if number is None:
-            raise DataError(f"gsm8k: {path}:{line}: the answer does not end in '#### <number>'.",
+            raise DataError(f"gsm8k: {where}: the answer does not end in '#### <number>'.",
                             hint=_HOW)
         out.append(Sample(id=f"{split}/{len(out)}", input=question, target=format_number(number),
-                          fields={"solution": solution}))
+                          fields={"solution": solution}, metadata=dict(meta)))
     return out
 
 

@@ -1,5 +1,6 @@
 """HumanEval (Chen et al., 2021): 164 hand-written Python problems, from the original
-``HumanEval.jsonl.gz`` of openai/human-eval.
+``HumanEval.jsonl.gz`` of openai/human-eval, or without a data directory from the Hugging Face
+hub (``openai/openai_humaneval``, split ``test``: the same records).
 
 The model completes a function from its signature and docstring (the prompt is the problem's
 ``prompt`` as is: plain completion, as in the paper; with a chat template the prompt is the
@@ -29,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from calipers._util.hashing import text_hash
-from calipers.datasets import benchmark_file
+from calipers.datasets import DATA_SOURCE_KEY, benchmark_file
 from calipers.errors import DataError
 from calipers.scorers import build_scorer
 from calipers.stats._passk import pass_at_k_estimate
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.benchmarks._hub_rows import hub_rows, use_hub
 from calipers.types import Estimate, GenerateParams, Sample
 
 __all__ = ["STOP", "humaneval_task", "pass_at_k_metrics", "read_humaneval", "register"]
@@ -71,19 +73,28 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
 def read_humaneval(data_dir: Path | str | None) -> list[Sample]:
     """The problems: id = ``task_id``, input = ``prompt``, target = ``canonical_solution``,
     ``fields`` = ``test`` and ``entry_point`` (what ``code_tests`` runs)."""
-    path = benchmark_file("humaneval", "HumanEval.jsonl.gz", data_dir, how_to_get=_HOW)
+    meta: dict[str, str] = {}
+    if use_hub(data_dir):
+        rows = hub_rows("humaneval", "openai/openai_humaneval", "openai_humaneval", "test", _HOW)
+        records = [(f"openai/openai_humaneval test row {i}", r) for i, r in enumerate(rows)]
+        origin, meta = "openai/openai_humaneval", {DATA_SOURCE_KEY: rows.source.uri}
+    else:
+        path = benchmark_file("humaneval", "HumanEval.jsonl.gz", data_dir, how_to_get=_HOW)
+        records = [(f"{path}:{line}", rec) for line, rec in _rows(path)]
+        origin = str(path)
     out = []
-    for line, rec in _rows(path):
+    for where, rec in records:
         missing = [k for k in _FIELDS if not isinstance(rec.get(k), str)]
         if missing:
-            raise DataError(f"humaneval: {path}:{line}: missing string field(s) "
+            raise DataError(f"humaneval: {where}: missing string field(s) "
                             f"{', '.join(missing)}.", hint=_HOW)
         out.append(Sample(
             id=rec["task_id"], input=rec["prompt"], target=rec["canonical_solution"],
             fields={"test": rec["test"], "entry_point": rec["entry_point"]},
+            metadata=dict(meta),
         ))
     if not out:
-        raise DataError(f"humaneval: {path} holds no problems.", hint=_HOW)
+        raise DataError(f"humaneval: {origin} holds no problems.", hint=_HOW)
     return out
 
 

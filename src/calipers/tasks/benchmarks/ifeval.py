@@ -1,5 +1,7 @@
 """IFEval (Zhou et al., 2023): 541 prompts with verifiable instructions, from the original
-``input_data.jsonl``.
+``input_data.jsonl``, or without a data directory from the Hugging Face hub (``google/IFEval``,
+split ``train``: the same records; the hub fills absent instruction arguments with nulls, which
+are dropped as here).
 
 Each prompt carries 1-3 instructions ("answer in fewer than 100 words", "no commas", "wrap
 the reply in JSON"...) that a program can check; the ``ifeval`` scorer checks them strictly
@@ -30,6 +32,7 @@ from calipers.stats import clustered_mean, summarize
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.benchmarks._hub_rows import hub_rows, stamp, use_hub
 from calipers.types import Estimate, GenerateParams, Sample
 
 __all__ = [
@@ -65,6 +68,9 @@ def _sample(line: int, row: Mapping[str, Any]) -> Sample:
 
 def load_ifeval(ctx: LoadContext) -> list[Sample]:
     """The prompts in file order."""
+    if use_hub(ctx.data_dir):
+        rows = hub_rows(NAME, "google/IFEval", None, "train", _HOW)
+        return stamp([_sample(i + 1, r) for i, r in enumerate(rows)], rows.source)
     path = benchmark_file(NAME, "input_data.jsonl", ctx.data_dir, how_to_get=_HOW)
     return [_sample(line, row) for line, row in read_records(path)]
 

@@ -1,4 +1,6 @@
-"""MMLU (Hendrycks et al., 2021) and MMLU-Redux (Gema et al., 2024), from local files.
+"""MMLU (Hendrycks et al., 2021) and MMLU-Redux (Gema et al., 2024), from local files or,
+without a data directory, from the Hugging Face hub (``cais/mmlu`` config ``all``;
+``edinburgh-dawg/mmlu-redux-2.0``, one config per subject).
 
 Three formulations, one per ``--formulation``:
 
@@ -30,12 +32,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from calipers.datasets import benchmark_file
+from calipers.datasets import DATA_SOURCE_KEY, benchmark_file
 from calipers.errors import ConfigError, DataError
 from calipers.scorers import build_scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.benchmarks._hub_rows import field, hub_rows, use_hub
 from calipers.types import GenerateParams, Sample
 
 __all__ = [
@@ -116,6 +119,8 @@ def _rows(parse: Callable[[Path], list[_Row]], path: Path) -> tuple[_Row, ...]:
 
 
 def _read_mmlu(split: str, subject: str, data_dir: Path | None) -> tuple[_Row, ...]:
+    if use_hub(data_dir):
+        return _hub_mmlu(split).get(subject, ())
     path = benchmark_file("mmlu", f"{split}/{subject}_{split}.csv", data_dir,
                           how_to_get=_MMLU_HOW)
     return _rows(_parse_mmlu, path)
@@ -138,6 +143,34 @@ def _parse_mmlu(path: Path) -> list[_Row]:
     except UnicodeDecodeError:
         raise DataError(f"mmlu: {path} is not UTF-8 text.", hint=_MMLU_HOW) from None
     return rows
+
+
+_HUB_SPLIT = {"test": "test", "val": "validation", "dev": "dev"}
+
+
+def _choices(bench: str, row: dict[str, Any], where: str, how: str) -> tuple[tuple[str, ...], int]:
+    options, answer = field(bench, row, "choices", where, how), field(bench, row, "answer", where,
+                                                                      how)
+    if not (isinstance(options, list) and len(options) == 4 and isinstance(answer, int)
+            and 0 <= answer < 4):
+        raise DataError(f"{bench}: {where}: expected 4 'choices' and 'answer' in 0-3.", hint=how)
+    return tuple(str(o) for o in options), answer
+
+
+@functools.lru_cache(maxsize=4)
+def _hub_mmlu(split: str) -> dict[str, tuple[_Row, ...]]:
+    """``cais/mmlu`` config ``all`` (the 57 subjects in one split, in the local files' order),
+    grouped by subject."""
+    rows = hub_rows("mmlu", "cais/mmlu", "all", _HUB_SPLIT[split], _MMLU_HOW)
+    meta = {DATA_SOURCE_KEY: rows.source.uri}
+    out: dict[str, list[_Row]] = {}
+    for i, row in enumerate(rows):
+        where = f"cais/mmlu all/{_HUB_SPLIT[split]} row {i}"
+        options, answer = _choices("mmlu", row, where, _MMLU_HOW)
+        subject = str(field("mmlu", row, "subject", where, _MMLU_HOW))
+        out.setdefault(subject, []).append(
+            (str(field("mmlu", row, "question", where, _MMLU_HOW)), options, answer, meta))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _mmlu_loader(split: str, formulation: str) -> Callable[[LoadContext], list[Sample]]:
@@ -169,6 +202,8 @@ def _redux_text(path: Path) -> str:
 
 
 def _read_redux(subject: str, data_dir: Path | str | None) -> tuple[_Row, ...]:
+    if use_hub(data_dir):
+        return _hub_redux(subject)
     path = benchmark_file("mmlu_redux", f"mmlu_{subject}.csv", data_dir, how_to_get=_REDUX_HOW)
     return _rows(_parse_redux, path)
 
@@ -200,6 +235,23 @@ def _parse_redux(path: Path) -> list[_Row]:
                 "correct_answer": r.get("correct_answer") or "", "source": r.get("source") or ""}
         rows.append((r["question"], tuple(options), answer, meta))
     return rows
+
+
+@functools.lru_cache(maxsize=64)
+def _hub_redux(subject: str) -> tuple[_Row, ...]:
+    """One subject of ``edinburgh-dawg/mmlu-redux-2.0`` (config = subject, split test)."""
+    rows = hub_rows("mmlu_redux", "edinburgh-dawg/mmlu-redux-2.0", subject, "test", _REDUX_HOW)
+    out: list[_Row] = []
+    for i, row in enumerate(rows):
+        where = f"edinburgh-dawg/mmlu-redux-2.0 {subject}/test row {i}"
+        options, answer = _choices("mmlu_redux", row, where, _REDUX_HOW)
+        raw_type = str(field("mmlu_redux", row, "error_type", where, _REDUX_HOW) or "")
+        meta = {"error_type": normalize_error_type(raw_type), "error_type_raw": raw_type,
+                "correct_answer": str(row.get("correct_answer") or ""),
+                "source": str(row.get("source") or ""), DATA_SOURCE_KEY: rows.source.uri}
+        out.append((str(field("mmlu_redux", row, "question", where, _REDUX_HOW)), options,
+                    answer, meta))
+    return tuple(out)
 
 
 def error_counts(data_dir: Path | str | None) -> dict[str, int]:

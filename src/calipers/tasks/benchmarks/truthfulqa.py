@@ -3,7 +3,10 @@
 Items come from ``data/v1/mc_task.json`` (``mc1_targets``/``mc2_targets``: answer -> 1 true /
 0 false, the data behind HF ``truthful_qa`` "multiple_choice" and lm-eval's
 ``truthfulqa_mc1``/``mc2``), in file order; ``category`` (38 of them) and ``metadata["type"]``
-come from ``data/v1/TruthfulQA.csv``, matched by question text.
+come from ``data/v1/TruthfulQA.csv``, matched by question text. Without a data directory the
+same data comes from the Hugging Face hub: ``truthfulqa/truthful_qa`` config
+``multiple_choice`` (the answer sets as ``{choices, labels}``) and config ``generation`` (for
+the category and type), split ``validation``.
 
 The prompt is the paper's and lm-eval's: the fixed six-question "QA primer", then
 ``Q: {question}\\nA:``; each answer is scored by log-likelihood as ``" {answer}"``.
@@ -23,12 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calipers.datasets import benchmark_file
+from calipers.datasets import DATA_SOURCE_KEY, benchmark_file
 from calipers.errors import DataError
 from calipers.scorers import build_scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.benchmarks._hub_rows import hub_rows, use_hub
 from calipers.types import GenerateParams, Sample
 
 __all__ = ["QA_PRIMER", "read_truthfulqa", "register", "truthfulqa_task"]
@@ -67,7 +71,7 @@ def _categories(data_dir: Path | str | None) -> dict[str, tuple[str, str]]:
         return {r["Question"].strip(): (r["Category"], r["Type"]) for r in csv.DictReader(f)}
 
 
-def _targets(item: Any, key: str, i: int, path: Path) -> tuple[tuple[str, ...], list[int]]:
+def _targets(item: Any, key: str, i: int, path: str) -> tuple[tuple[str, ...], list[int]]:
     t = item.get(key) if isinstance(item, dict) else None
     if not (isinstance(t, dict) and t and all(v in (0, 1) for v in t.values())
             and 1 in t.values()):
@@ -76,9 +80,8 @@ def _targets(item: Any, key: str, i: int, path: Path) -> tuple[tuple[str, ...], 
     return tuple(t), [int(v) for v in t.values()]
 
 
-def read_truthfulqa(which: str, data_dir: Path | str | None) -> list[Sample]:
-    """The 817 items with the ``mc1`` or ``mc2`` answer set; target = the first true answer,
-    ``fields["labels"]`` = 1/0 per answer."""
+def _local_items(data_dir: Path | str | None) -> tuple[list[Any], dict[str, tuple[str, str]],
+                                                       str]:
     path = benchmark_file("truthfulqa", "data/v1/mc_task.json", data_dir, how_to_get=_HOW)
     try:
         items = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_pairs)
@@ -86,19 +89,50 @@ def read_truthfulqa(which: str, data_dir: Path | str | None) -> list[Sample]:
         raise DataError(f"truthfulqa: {path} is not valid: {e}.", hint=_HOW) from None
     if not isinstance(items, list):
         raise DataError(f"truthfulqa: {path}: expected a JSON array.", hint=_HOW)
-    categories = _categories(data_dir)
+    return items, _categories(data_dir), str(path)
+
+
+def _as_mapping(targets: Any) -> Any:
+    """A hub ``{choices: [...], labels: [...]}`` answer set as the file's answer -> label."""
+    if isinstance(targets, dict) and set(targets) == {"choices", "labels"}:
+        choices, labels = targets["choices"], targets["labels"]
+        if len(set(choices)) == len(choices) == len(labels):
+            return dict(zip(choices, labels, strict=True))
+    return None
+
+
+def _hub_items() -> tuple[list[Any], dict[str, tuple[str, str]], str, dict[str, str]]:
+    mc = hub_rows("truthfulqa", "truthfulqa/truthful_qa", "multiple_choice", "validation", _HOW)
+    gen = hub_rows("truthfulqa", "truthfulqa/truthful_qa", "generation", "validation", _HOW)
+    items = [{"question": r.get("question"),
+              **{k: _as_mapping(r.get(k)) for k in ("mc1_targets", "mc2_targets")}} for r in mc]
+    categories = {str(r.get("question", "")).strip(): (str(r.get("category")), str(r.get("type")))
+                  for r in gen}
+    meta = {DATA_SOURCE_KEY: f"{mc.source.uri}; {gen.source.uri}"}
+    return items, categories, "truthfulqa/truthful_qa multiple_choice/validation", meta
+
+
+def read_truthfulqa(which: str, data_dir: Path | str | None) -> list[Sample]:
+    """The 817 items with the ``mc1`` or ``mc2`` answer set; target = the first true answer,
+    ``fields["labels"]`` = 1/0 per answer."""
+    meta: dict[str, str] = {}
+    if use_hub(data_dir):
+        items, categories, where, meta = _hub_items()
+        also = "the generation config"
+    else:
+        items, categories, where = _local_items(data_dir)
+        also = "data/v1/TruthfulQA.csv (are both files the v1 version?)"
     out = []
     for i, item in enumerate(items):
-        choices, labels = _targets(item, f"{which}_targets", i, path)
+        choices, labels = _targets(item, f"{which}_targets", i, where)
         question = item.get("question")
         if not isinstance(question, str) or question.strip() not in categories:
-            raise DataError(f"truthfulqa: item {i} of {path} has no question found in "
-                            "data/v1/TruthfulQA.csv (are both files the v1 version?).",
+            raise DataError(f"truthfulqa: item {i} of {where} has no question found in {also}.",
                             hint=_HOW)
         category, kind = categories[question.strip()]
         out.append(Sample(id=str(i), input=question, target=labels.index(1), choices=choices,
                           category=category, fields={"labels": labels},
-                          metadata={"type": kind}))
+                          metadata={"type": kind, **meta}))
     return out
 
 
