@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,24 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
     return Seeded(path, alpha, beta, xss, other)
 
 
+class Tags(HTMLParser):
+    """Start tags and their attributes, as a browser's tokenizer sees them."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def names(self) -> set[str]:
+        return {t for t, _ in self.tags}
+
+    def attr(self, tag: str, name: str) -> list[str]:
+        return [str(a[name]) for t, a in self.tags if t == tag and name in a]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -141,9 +160,12 @@ class ServerThread:
 
 @pytest.fixture(scope="module")
 def served(seeded: Seeded) -> Iterator[ServerThread]:
+    """The dashboard over the seeded runs plus six hours of gateway traffic with drift in the
+    last hour (tests/web/traffic.py)."""
     from calipers.web import create_app
-    from tests.web.sections import drift_monitor
+    from tests.web.traffic import add_monitor_traffic
 
-    server = ServerThread(create_app(seeded.url, sections={"monitor": drift_monitor})).start()
+    add_monitor_traffic(seeded.url)
+    server = ServerThread(create_app(seeded.url)).start()
     yield server
     server.stop()

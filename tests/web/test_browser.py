@@ -1,7 +1,8 @@
 """The dashboard in headless Chromium (Debian's /usr/bin/chromium through Playwright; no
 browser is downloaded): pages load without console errors, charts render with the expected
-marks, a drift injected into the monitored windows shows as alert markers, and a model's
-script-and-image answer is shown as text and never runs."""
+marks, a drift injected into the last hour of logged traffic shows as a banner and alert
+markers (and calm windows show none), and a model's script-and-image answer is shown as text
+and never runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from calipers.web._charts import PLOT_LEFT, PLOT_RIGHT, WIDTH
 from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded, ServerThread
+from tests.web.traffic import CALM, DRIFT
 
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="pip install playwright (no browser download needed)")
@@ -99,16 +102,39 @@ def test_compare_and_leaderboard_charts(page: Page, seeded: Seeded) -> None:
     assert len(page.marks("section.board svg.forest circle.pt")) == 3
 
 
-def test_drift_injected_shows_alert_markers(page: Page) -> None:
-    page.open("/monitor")
-    assert page.marks("svg.timeseries")[0]["h"] > 100
-    assert len(page.marks("svg.timeseries circle.pt")) == 8
-    assert page.marks("g.alert-marker") == []
-    pg = page.open("/monitor?inject=5")
+def test_monitor_page_with_drift_draws_charts_banner_and_markers(page: Page) -> None:
+    pg = page.open(f"/monitor?{DRIFT}")
+    charts = page.marks("figure.chart svg.timeseries")
+    assert len(charts) == 5 and all(c["w"] > 300 and c["h"] > 100 for c in charts)
+    # two arms (baseline, candidate) x three windows, per chart
+    assert len(page.marks("figure.chart svg.timeseries circle.pt")) == 5 * 2 * 3
+    assert all(b["w"] > 0 for b in page.marks("figure.chart svg.timeseries polygon.band"))
+    banner = pg.locator(".drift-alert")
+    assert banner.count() == 1 and banner.is_visible()
+    assert "prompt_length" in banner.inner_text()
     markers = page.marks("g.alert-marker line")
-    assert len(markers) == 3 and all(m["h"] > 50 for m in markers)
-    assert pg.locator("p.alert").count() == 3
-    assert pg.locator("g.alert-marker text").first.text_content().startswith("drift: latency")
+    assert len(markers) == 5 and all(m["h"] > 50 for m in markers)
+    # the marker sits in the middle of the last of three windows: 5/6 across the plot
+    chart, line = charts[0], markers[0]
+    frac = (line["x"] - chart["x"]) / chart["w"] * WIDTH
+    assert frac == pytest.approx(PLOT_LEFT + 5 / 6 * (PLOT_RIGHT - PLOT_LEFT), abs=3)
+    assert pg.evaluate("typeof window.__xss") == "undefined"
+    assert pg.locator("td.prompt").filter(has_text="<script>").count() == 3
+
+
+def test_monitor_page_without_drift_shows_no_alert(page: Page) -> None:
+    pg = page.open(f"/monitor?{CALM}")
+    assert len(page.marks("figure.chart svg.timeseries")) == 5
+    assert page.marks("figure.chart svg.timeseries circle.pt")
+    assert pg.locator(".drift-alert").count() == 0 and page.marks("g.alert-marker") == []
+    assert pg.locator(".no-drift").is_visible()
+
+
+def test_ab_page_shows_the_decision(page: Page) -> None:
+    pg = page.open("/ab")
+    badge = pg.locator("p.decision")
+    assert badge.count() == 1 and badge.is_visible() and badge.bounding_box()["width"] > 50
+    assert pg.locator("table.guardrails tr.guardrail").count() == 5
 
 
 def test_model_output_never_runs(page: Page, seeded: Seeded) -> None:
@@ -130,4 +156,4 @@ def test_navigation_reaches_every_section(page: Page) -> None:
         pg.locator("nav.top").get_by_role("link", name=label, exact=True).click()
         pg.wait_for_url(page.base + path)
         assert pg.locator("nav.top a.active").inner_text() == label
-    assert "Not available yet" in page.open("/ab").content()
+    assert "Not available yet" not in page.open("/ab").content()

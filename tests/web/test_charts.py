@@ -18,6 +18,7 @@ from calipers.web._charts import (
     PLOT_TOP,
     Marker,
     PlotRow,
+    Rule,
     Series,
     TimePoint,
     forest_svg,
@@ -178,3 +179,18 @@ def test_close_markers_get_labels_on_separate_rows_or_only_a_tooltip() -> None:
     rows = [float(t.get("y", "0")) for t in texts]
     assert len(texts) == 3 and len(set(rows)) == 3  # three label rows, then tooltips only
     assert all(y < PLOT_TOP for y in rows)  # above the plot, never over the data
+
+
+def test_rules_sit_at_their_value_and_x_label_names_the_axis() -> None:
+    from calipers.reports._axis import Axis
+
+    axis = Axis(-1.0, 1.0, (-1.0, 0.0, 1.0), "raw", "")
+    svg = time_series_svg([Series("d", [TimePoint(n, est(0.2)) for n in (1, 2, 3)])],
+                          title="t", y_axis=axis, x_label="observations",
+                          rules=[Rule(0.0, "no difference"), Rule(5.0, "off the axis")])
+    root = parse(svg)
+    lines = [e for e in root.iter() if e.get("class") == "rule-line"]
+    assert len(lines) == 1  # the rule outside the axis is not drawn
+    assert float(lines[0].get("y1", "nan")) == pytest.approx(px_y(0.5), abs=0.06)
+    assert "no difference" in svg and "off the axis" not in svg
+    assert ">observations</text>" in svg and ">x</text>" not in svg

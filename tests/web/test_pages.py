@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from html.parser import HTMLParser
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,9 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from calipers.cli import cli
-from calipers.store import Store, TrafficRecord
+from calipers.store import Store
 from calipers.web import CSP, SectionPage, create_app
+from calipers.web._sections import param_values
 from tests.web.conftest import (
     ALPHA_RIGHT,
     BETA_RIGHT,
@@ -25,27 +25,9 @@ from tests.web.conftest import (
     XSS_ERRORS,
     N,
     Seeded,
+    Tags,
     pct,
 )
-from tests.web.sections import drift_monitor
-
-
-class Tags(HTMLParser):
-    """Start tags and their attributes, as a browser's tokenizer sees them."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.feed(html)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def names(self) -> set[str]:
-        return {t for t, _ in self.tags}
-
-    def attr(self, tag: str, name: str) -> list[str]:
-        return [str(a[name]) for t, a in self.tags if t == tag and name in a]
 
 
 @pytest.fixture(scope="module")
@@ -246,31 +228,21 @@ def test_healthz(client: TestClient, seeded: Seeded) -> None:
     assert body["status"] == "ok" and str(seeded.path) in body["store"]
 
 
-def test_ab_and_monitor_say_not_available_and_whether_traffic_is_logged(tmp_path: Path) -> None:
-    path = str(tmp_path / "s.db")
-    with TestClient(create_app(path)) as c:
-        for key in ("ab", "monitor"):
-            r = c.get(f"/{key}")
-            assert r.status_code == 200 and "Not available yet" in r.text
-            assert "No traffic logged" in r.text
-            j = c.get(f"/api/{key}")
-            assert j.status_code == 501 and j.json()["available"] is False
-        with Store.open(path) as store:
-            store.add_traffic([TrafficRecord(pair_id="p1", role="baseline", served=True,
-                                             mode="shadow", endpoint="chat/completions",
-                                             upstream="http://b", request={})])
-        r = c.get("/ab")
-        assert "has logged traffic" in r.text and "No traffic logged" not in r.text
+def test_a_section_builder_can_be_replaced(tmp_path: Path) -> None:
+    seen: list[list[str]] = []
 
+    def page(store: Store, params: Mapping[str, str]) -> SectionPage:
+        seen.append(param_values(params, "price"))
+        return SectionPage("section_generic.html.j2", {
+            "alerts": ["<b>drift</b>"], "notes": [], "charts": [], "tables": []},
+            {"ok": float("nan")}, 200, 418)
 
-def test_a_plugged_section_renders_its_chart_and_alerts(seeded: Seeded) -> None:
-    with TestClient(create_app(seeded.url, sections={"monitor": drift_monitor})) as c:
-        calm = c.get("/monitor").text
-        drift = c.get("/monitor?inject=5").text
-        assert calm.count('class="alert-marker"') == 0
-        assert drift.count('class="alert-marker"') == 3  # windows 5, 6, 7 drifted
-        assert 'role="alert"' in drift and "drift: latency" in drift
-        assert c.get("/api/monitor?inject=5").json()["alerts"][0].startswith("drift")
+    with TestClient(create_app(str(tmp_path / "s.db"), sections={"monitor": page})) as c:
+        r = c.get("/monitor?price=a&price=b")
+        assert r.status_code == 200 and "&lt;b&gt;drift&lt;/b&gt;" in r.text
+        j = c.get("/api/monitor")
+        assert j.status_code == 418 and j.json() == {"ok": None}
+    assert seen == [["a", "b"], []]
 
 
 def test_unknown_section_is_refused() -> None:

@@ -40,14 +40,9 @@ def parse_time(value: str, *, now: datetime | None = None) -> datetime:
 
 
 def _prices(values: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    from calipers.monitor._when import parse_prices
+    from calipers.monitor._when import arm_prices
 
-    prices = parse_prices(values)
-    both = prices.pop("*", None)
-    out = {arm: {"input": both[0], "output": both[1]} for arm in ("baseline", "candidate")
-           } if both else {}
-    out.update({arm: {"input": a, "output": b} for arm, (a, b) in prices.items()})
-    return out
+    return arm_prices(values)
 
 
 def _tolerances(values: tuple[str, ...]) -> dict[str, float]:
@@ -71,6 +66,9 @@ def _config(opts: dict[str, Any]) -> Any:
             mode=opts["mode"], since=parse_time(opts["since"]) if opts["since"] else None,
             until=parse_time(opts["until"]) if opts["until"] else None,
             scorers=tuple(opts["scorers"]), judge_model=opts["judge_model"],
+            # --no-score without a judge model: the specs are read as stored keys
+            keys=tuple(opts["scorers"]) if opts["no_score"] and not opts["judge_model"]
+            else None,
             sample=opts["sample"], seed=opts["seed"], alpha=opts["alpha"],
             min_improvement=opts["min_improvement"], max_n=opts["max_n"],
             prices=_prices(opts["prices"]), tolerances=_tolerances(opts["guardrails"]),

@@ -47,7 +47,7 @@ def _check_port(host: str, port: int) -> None:
 @click.pass_obj
 def ui_cmd(obj: Context, /, host: str, port: int, open_browser: bool,
            allow_remote: bool) -> None:
-    """Serve the web dashboard: runs, samples, reports, comparisons, the leaderboard.
+    """Serve the web dashboard: runs, reports, comparisons, leaderboard, A/B status, monitoring.
 
     Pages are rendered on the server and work offline (no scripts, no CDN); the same data is
     under /api as JSON. Stop with Ctrl-C.

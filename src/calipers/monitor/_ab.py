@@ -81,6 +81,9 @@ class ABConfig(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
     scorers: tuple[str, ...] = ()
+    keys: tuple[str, ...] | None = None
+    """Stored score keys to analyse (first = primary) instead of the keys of ``scorers``: any
+    stored key reads back (rubric files, hashed arguments) and nothing needs building."""
     judge_model: str | None = None
     sample: int | None = Field(default=None, ge=1)
     seed: int = 0
@@ -297,8 +300,8 @@ def analyze_ab(store: Store, cfg: ABConfig,
     built = {g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st_g)
              for g in GUARDRAILS}
     rails = [_result(g, b, g, False, tolerances[g], True) for g, b in built.items()]
-    keys = [parse_scorer(s, judge_model=cfg.judge_model).key for s in cfg.scorers] \
-        if cfg.scorers else []
+    keys = list(cfg.keys) if cfg.keys is not None else [
+        parse_scorer(s, judge_model=cfg.judge_model).key for s in cfg.scorers]
     scored = [(key, build_score_metric(key, exchanges, _scores(store, key, exchanges), st))
               for key in keys]
     results = [_result(key, b, key, True, None, False) for key, b in scored]

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from calipers.errors import ConfigError
 
 __all__ = [
-    "floor_time", "is_relative", "parse_duration", "parse_prices", "parse_range", "parse_when",
-    "window_edges",
+    "arm_prices", "floor_time", "is_relative", "parse_duration", "parse_prices", "parse_range",
+    "parse_when", "window_edges",
 ]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -109,4 +109,15 @@ def parse_prices(values: Sequence[str]) -> dict[str, tuple[float, float]]:
         if not (math.isfinite(a) and math.isfinite(b)) or a < 0 or b < 0:
             raise ConfigError(f"Bad --price {v!r}: prices must be finite and not negative.")
         out[arm] = (a, b)
+    return out
+
+
+def arm_prices(values: Sequence[str]) -> dict[str, dict[str, float]]:
+    """``--price`` values as ``{arm: {"input": ..., "output": ...}}`` for both arms named
+    (a price without an arm is given to both; one with an arm overrides it)."""
+    prices = parse_prices(values)
+    both = prices.pop("*", None)
+    out = {arm: {"input": both[0], "output": both[1]} for arm in ("baseline", "candidate")
+           } if both else {}
+    out.update({arm: {"input": a, "output": b} for arm, (a, b) in prices.items()})
     return out

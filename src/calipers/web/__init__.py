@@ -1,8 +1,8 @@
 """``calipers ui``: a server-rendered dashboard over the store (layer 4, thin).
 
-Runs and their samples, the full HTML report, paired comparisons, the leaderboard, and slots
-for the A/B status and monitoring; JSON twins of the pages under ``/api``. Needs FastAPI
-(``pip install 'calipers[ui]'``). Charts are inline SVG (:mod:`calipers.web._charts`),
+Runs and their samples, the full HTML report, paired comparisons, the leaderboard, the A/B
+status and monitoring of the gateway's traffic; JSON twins of the pages under ``/api``.
+Needs FastAPI (``pip install 'calipers[ui]'``). Charts are inline SVG (:mod:`calipers.web._charts`),
 usable without FastAPI. See ``docs/ui.md``.
 
     from calipers.web import create_app

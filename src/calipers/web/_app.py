@@ -24,7 +24,7 @@ from calipers.web._api import router as api_router
 from calipers.web._pages import router as page_router
 from calipers.web._pages import store_of
 from calipers.web._render import json_response, page
-from calipers.web._sections import Section, SectionBuilder, resolve_sections, traffic_status
+from calipers.web._sections import Section, SectionBuilder, resolve_sections
 
 __all__ = ["CSP", "create_app"]
 
@@ -89,23 +89,16 @@ async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Re
 
 
 def _add_section(app: FastAPI, section: Section) -> None:
+    build = section.build
+    assert build is not None  # resolve_sections gives every section a builder
+
     def html(request: Request) -> Response:
-        store = store_of(request)
-        if section.build is None:
-            return page(request, "section.html.j2", section=section,
-                        traffic=traffic_status(store))
-        built = section.build(store, dict(request.query_params))
-        return page(request, built.template, section=section, **built.context)
+        built = build(store_of(request), request.query_params)
+        return page(request, built.template, built.status, section=section, **built.context)
 
     def api(request: Request) -> Response:
-        store = store_of(request)
-        if section.build is None:
-            return json_response({"available": False, "section": section.key,
-                                  "traffic": traffic_status(store),
-                                  "message": f"The {section.title} view is not available yet."},
-                                 501)
-        built = section.build(store, dict(request.query_params))
-        return json_response(built.data)
+        built = build(store_of(request), request.query_params)
+        return json_response(built.data, built.api_status or built.status)
 
     app.add_api_route(f"/{section.key}", html, methods=["GET"], include_in_schema=False)
     app.add_api_route(f"/api/{section.key}", api, methods=["GET"])
@@ -114,8 +107,8 @@ def _add_section(app: FastAPI, section: Section) -> None:
 def create_app(store: Store | str | None = None, *,
                sections: Mapping[str, SectionBuilder] | None = None) -> FastAPI:
     """The dashboard over ``store``: a :class:`Store` (left open), or a URL (``None``: the
-    default SQLite file) opened on first use and closed on shutdown. ``sections`` plugs page
-    builders into the A/B and Monitor slots (see :mod:`calipers.web._sections`)."""
+    default SQLite file) opened on first use and closed on shutdown. ``sections`` replaces the
+    page builders of the A/B and Monitor sections (see :mod:`calipers.web._sections`)."""
     ref = _StoreRef(store)
     resolved = resolve_sections(sections)
 

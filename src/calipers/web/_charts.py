@@ -28,8 +28,10 @@ __all__ = [
     "PLOT_LEFT",
     "PLOT_RIGHT",
     "PLOT_TOP",
+    "WIDTH",
     "Marker",
     "PlotRow",
+    "Rule",
     "Series",
     "TimePoint",
     "forest_svg",
@@ -93,6 +95,14 @@ class Marker:
     t: When
     label: str
     css: str = "alert-marker"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A horizontal reference line at ``y`` (e.g. 0, "no difference") with a ``label``."""
+
+    y: float
+    label: str
 
 
 def _seconds(t: When) -> float:
@@ -169,7 +179,7 @@ def _x_ticks(scale: _XScale) -> list[tuple[float, str]]:
     return ticks
 
 
-def _axes(scale: _XScale, axis: Axis) -> list[str]:
+def _axes(scale: _XScale, axis: Axis, x_label: str | None = None) -> list[str]:
     out = []
     for v in axis.ticks:
         y = _f(y_of(v, axis))
@@ -182,7 +192,7 @@ def _axes(scale: _XScale, axis: Axis) -> list[str]:
                 f'y2="{PLOT_BOTTOM + 5}"/>',
                 f'<text class="tick" x="{x}" y="{PLOT_BOTTOM + 18}" text-anchor="middle">'
                 f"{escape(label)}</text>"]
-    caption = "time (UTC)" if scale.is_time else "x"
+    caption = x_label or ("time (UTC)" if scale.is_time else "x")
     out += [f'<line class="axis" x1="{PLOT_LEFT}" y1="{PLOT_BOTTOM}" x2="{PLOT_RIGHT}" '
             f'y2="{PLOT_BOTTOM}"/>',
             f'<text class="sub" x="{PLOT_RIGHT}" y="{PLOT_BOTTOM + 34}" text-anchor="end">'
@@ -278,6 +288,20 @@ def _markers(markers: Sequence[Marker], scale: _XScale) -> list[str]:
     return out
 
 
+def _rules(rules: Sequence[Rule], axis: Axis) -> list[str]:
+    out = []
+    for r in rules:
+        if not axis.lo <= r.y <= axis.hi:
+            continue
+        y = y_of(r.y, axis)
+        out += [f'<g class="rule"><title>{escape(r.label)}</title>',
+                f'<line class="rule-line" x1="{PLOT_LEFT}" y1="{_f(y)}" x2="{PLOT_RIGHT}" '
+                f'y2="{_f(y)}"/>',
+                f'<text class="sub" x="{PLOT_RIGHT - 4}" y="{_f(y - 4)}" text-anchor="end">'
+                f"{escape(r.label)}</text></g>"]
+    return out
+
+
 def _legend(series: Sequence[Series], top: float) -> list[str]:
     out = []
     col_w = (PLOT_RIGHT - PLOT_LEFT) / LEGEND_COLS
@@ -294,11 +318,13 @@ def _legend(series: Sequence[Series], top: float) -> list[str]:
 def time_series_svg(
     series: Sequence[Series], *, title: str, markers: Sequence[Marker] = (),
     y_axis: Axis | None = None, x_range: tuple[When, When] | None = None,
+    rules: Sequence[Rule] = (), x_label: str | None = None,
 ) -> Markup:
     """Each series as points joined by a line over its interval band; x is time (datetimes,
     labelled in UTC, or plain numbers), y the estimates on ``y_axis`` (default: the honest
     score axis of every estimate, 0–100% for proportions). Empty estimates are gaps. The x
-    range covers every point and marker unless ``x_range`` is given."""
+    range covers every point and marker unless ``x_range`` is given. ``rules`` are horizontal
+    reference lines (drawn when inside the y axis); ``x_label`` names the x axis."""
     scale = _x_scale(series, markers, x_range)
     ests = [p.est for s in series for p in s.points if _present(p)]
     axis = y_axis or score_axis(ests)
@@ -306,7 +332,8 @@ def time_series_svg(
     height = PLOT_BOTTOM + AXIS_H + rows * LEGEND_ROW
     parts = [f'<svg class="plot timeseries" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
              f'role="img" aria-label="{escape(title)}">',
-             f"<title>{escape(title)}</title>", *_axes(scale, axis)]
+             f"<title>{escape(title)}</title>", *_axes(scale, axis, x_label),
+             *_rules(rules, axis)]
     if not ests:
         parts.append(f'<text class="na" x="{(PLOT_LEFT + PLOT_RIGHT) / 2:g}" '
                      f'y="{(PLOT_TOP + PLOT_BOTTOM) / 2:g}" text-anchor="middle">no data</text>')

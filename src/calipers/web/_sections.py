@@ -1,18 +1,11 @@
-"""Dashboard sections that other packages fill in: the A/B status and monitoring.
+"""Dashboard sections computed from the gateway's traffic: the A/B status and monitoring.
 
 A section is a navigation entry with a page at ``/<key>`` and its JSON at ``/api/<key>``.
-Until a builder is plugged in, the page says honestly that the view is not available yet and
-whether the store holds any gateway traffic at all. A builder reads the store and returns a
-:class:`SectionPage`: a template of this package (which extends ``section.html.j2``), its
-context, and the same content as JSON::
-
-    def ab_page(store: Store, params: Mapping[str, str]) -> SectionPage:
-        result = analyse_ab(store, ...)
-        return SectionPage("ab.html.j2", {"result": result}, result.to_dict())
-
-    app = create_app(store, sections={"ab": ab_page})
-
-or, once the page ships with calipers, by naming it in :data:`BUILTIN_BUILDERS`.
+A builder reads the store and the query parameters (a multi-dict: repeated parameters through
+:func:`param_values`) and returns a :class:`SectionPage`: a template of this package (which
+extends ``section.html.j2``), its context, and the same content as JSON. Calipers ships one
+per section (:data:`BUILTIN_BUILDERS`: ``calipers.web._ab_page``, ``calipers.web._monitor_page``);
+``create_app(store, sections={"monitor": my_page})`` replaces one.
 """
 
 from __future__ import annotations
@@ -30,8 +23,8 @@ __all__ = [
     "Section",
     "SectionBuilder",
     "SectionPage",
+    "param_values",
     "resolve_sections",
-    "traffic_status",
 ]
 
 
@@ -39,11 +32,14 @@ __all__ = [
 class SectionPage:
     """What a section builder returns. ``template`` is a template of ``calipers.web`` (it
     should extend ``section.html.j2``); ``context`` its variables; ``data`` the JSON served at
-    ``/api/<key>`` (plain JSON values; NaN is sent as null)."""
+    ``/api/<key>`` (plain JSON values; NaN is sent as null). ``status`` is the page's HTTP
+    status, ``api_status`` the JSON's (default: the same)."""
 
     template: str
     context: dict[str, Any] = field(default_factory=dict)
     data: Any = None
+    status: int = 200
+    api_status: int | None = None
 
 
 SectionBuilder = Callable[[Store, Mapping[str, str]], SectionPage]
@@ -53,9 +49,9 @@ SectionBuilder = Callable[[Store, Mapping[str, str]], SectionPage]
 class Section:
     key: str
     title: str
-    what: str  # one sentence: what the page will show
+    what: str  # one sentence: what the page shows
     command: str  # the CLI command that computes the same
-    build: SectionBuilder | None = None
+    build: SectionBuilder | None = None  # set by resolve_sections
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -66,8 +62,28 @@ SECTIONS: tuple[Section, ...] = (
             "drift alarms per window and newly appearing kinds of requests", "calipers monitor"),
 )
 
-BUILTIN_BUILDERS: dict[str, SectionBuilder] = {}
-"""Builders shipped with calipers, by section key (filled in as the pages land)."""
+def param_values(params: Mapping[str, str], key: str) -> list[str]:
+    """Every value of a query parameter (``?price=a&price=b``); a plain mapping has one."""
+    getlist = getattr(params, "getlist", None)
+    if getlist is not None:
+        return [str(v) for v in getlist(key)]
+    return [params[key]] if key in params else []
+
+
+def _ab(store: Store, params: Mapping[str, str]) -> SectionPage:
+    from calipers.web._ab_page import ab_page  # imported on first use: calipers.monitor
+
+    return ab_page(store, params)
+
+
+def _monitor(store: Store, params: Mapping[str, str]) -> SectionPage:
+    from calipers.web._monitor_page import monitor_page
+
+    return monitor_page(store, params)
+
+
+BUILTIN_BUILDERS: dict[str, SectionBuilder] = {"ab": _ab, "monitor": _monitor}
+"""Builders shipped with calipers, by section key."""
 
 
 def resolve_sections(extra: Mapping[str, SectionBuilder] | None) -> tuple[Section, ...]:
@@ -81,8 +97,3 @@ def resolve_sections(extra: Mapping[str, SectionBuilder] | None) -> tuple[Sectio
     return tuple(Section(s.key, s.title, s.what, s.command, builders.get(s.key))
                  for s in SECTIONS)
 
-
-def traffic_status(store: Store) -> dict[str, Any]:
-    """Whether the gateway logged anything: ``{"logged": bool, "first": ts | None}``."""
-    first = store.get_traffic(limit=1)
-    return {"logged": bool(first), "first": first[0].ts if first else None}
