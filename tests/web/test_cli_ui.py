@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from calipers.cli import cli
-from calipers.cli._ui import is_loopback
+from calipers.cli._net import is_loopback
 
 
 @pytest.fixture

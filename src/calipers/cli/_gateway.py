@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import click
 import yaml
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.cli._net import check_port
 from calipers.errors import ConfigError
 
 __all__ = ["gateway_cmd"]
@@ -44,15 +44,6 @@ def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
         except ValueError:
             out[name] = value
     return out
-
-
-def _check_port(host: str, port: int) -> None:
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as e:
-        raise ConfigError(f"Cannot listen on {host}:{port}: {e.strerror or e}.",
-                          hint="Choose another --port or --host.") from None
 
 
 @cli.command("gateway")
@@ -102,7 +93,7 @@ def gateway_cmd(obj: Context, /, config_file: Path | None, **flags: Any) -> None
     from calipers.store import Store
 
     config = load_config(**settings)
-    _check_port(flags["host"], flags["port"])
+    check_port(flags["host"], flags["port"])
     with Store.open(obj.store_url) as store:
         obj.err.print(_banner(config, flags["host"], flags["port"], store.url), markup=False)
         serve(config, store, host=flags["host"], port=flags["port"],

