@@ -164,7 +164,8 @@ def monitor(store: Store, config: MonitorConfig | None = None, *,
     detect, detector = language_detector()
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
-    drift = _drift(ref_ex, groups, edges, first, c, scores, detect, embedder, rng, notes)
+    drift = _drift(ref_ex, (ref_a, ref_b), groups, edges, first, c, scores, detect, embedder,
+                   rng, notes)
     later = [g for g in groups[first:] if g]
     recent = [e for g in (later if c.novelty == "all" else later[-1:]) for e in g]
     texts, suite_notes = suite_texts(c.suites)
@@ -176,7 +177,8 @@ def monitor(store: Store, config: MonitorConfig | None = None, *,
                          drift, novelty, settings, notes)
 
 
-def _drift(ref_ex: list[Exchange], groups: list[list[Exchange]],
+def _drift(ref_ex: list[Exchange], ref_span: tuple[datetime, datetime],
+           groups: list[list[Exchange]],
            edges: Sequence[tuple[datetime, datetime]], first: int, c: MonitorConfig,
            scores: ScoreIndex, detect: Any, embedder: Embedder, rng: np.random.Generator,
            notes: list[str]) -> list[WindowDrift]:
@@ -187,13 +189,19 @@ def _drift(ref_ex: list[Exchange], groups: list[list[Exchange]],
                            n_permutations=c.n_permutations)
     ref = extract_features(ref_ex, scores, detect)
     todo = range(len(groups) - 1, len(groups)) if c.latest_only else range(first, len(groups))
-    out = []
+    out, inside = [], 0
     for i in todo:
         if not groups[i]:
+            continue
+        if edges[i][0] < ref_span[1] and edges[i][1] > ref_span[0]:
+            inside += 1  # its requests are (part of) the reference: no test against itself
             continue
         rows = drift_tests(ref, extract_features(groups[i], scores, detect),
                            embedder=embedder, rng=rng, options=options)
         out.append(WindowDrift(edges[i][0], edges[i][1], tuple(rows)))
+    if inside:
+        notes.append(f"{inside} window(s) overlapping the reference period not tested for "
+                     "drift (they are part of the reference)")
     return out
 
 
