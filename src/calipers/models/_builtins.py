@@ -20,6 +20,12 @@ def _openai(rest: str, options: ModelOptions) -> ModelProvider:
     return openai_from_spec(rest, options)
 
 
+def _hf(rest: str, options: ModelOptions) -> ModelProvider:
+    from calipers.models._hf import hf_from_spec
+
+    return hf_from_spec(rest, options)
+
+
 def _fake(rest: str, options: ModelOptions) -> ModelProvider:
     from calipers.models._fake import fake_from_spec
 
@@ -34,6 +40,13 @@ def register() -> None:
     register_provider(
         "openai", _openai, usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
         description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, TGI, APIs.",
+    )
+    register_provider(
+        "hf", _hf,
+        usage="hf:@smollm2 | hf:PATH.gguf | hf:CHECKPOINT_DIR | hf:ORG/NAME "
+        "[,gguf_file=F,revision=R,dtype=float32,batch=16,cache=off]",
+        description="Hugging Face transformers (extra calipers[hf]): GGUF dequantised or "
+        "checkpoints; batched log-likelihood, generation, token statistics.",
     )
     register_provider(
         "fake", _fake, usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
