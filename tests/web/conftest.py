@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -22,6 +19,7 @@ from calipers.models import FakeModel
 from calipers.runner import RunConfig, arun
 from calipers.store import Store
 from calipers.types import ModelRequest
+from tests._servers import ServerThread
 
 N = 30
 CATS = ("a", "b", "c")
@@ -120,44 +118,6 @@ class Tags(HTMLParser):
         return [str(a[name]) for t, a in self.tags if t == tag and name in a]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerThread:
-    """An ASGI app under uvicorn on a free loopback port, in a daemon thread (as in
-    tests/gateway/conftest.py)."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        self.port = free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                access_log=False, lifespan="on", timeout_graceful_shutdown=5)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        assert not self.thread.is_alive(), "the server did not shut down"
-
-
 @pytest.fixture(scope="module")
 def served(seeded: Seeded) -> Iterator[ServerThread]:
     """The dashboard over the seeded runs plus six hours of gateway traffic with drift in the
@@ -166,6 +126,6 @@ def served(seeded: Seeded) -> Iterator[ServerThread]:
     from tests.web.traffic import add_monitor_traffic
 
     add_monitor_traffic(seeded.url)
-    server = ServerThread(create_app(seeded.url)).start()
+    server = ServerThread(create_app(seeded.url), graceful_s=5).start()
     yield server
     server.stop()

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from calipers.cli import cli
 from calipers.cli._net import is_loopback
+from tests._servers import free_port
 
 
 @pytest.fixture
@@ -30,12 +31,6 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     yield seen
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.parametrize(("host", "ok"), [
