@@ -37,7 +37,7 @@ import torch  # noqa: E402
 
 from calipers.models._hf import HfModel  # noqa: E402
 from calipers.models._hf_load import parse_spec  # noqa: E402
-from calipers.models._hf_loglik import pack_rows  # noqa: E402
+from calipers.models._hf_loglik import Encoded, build_tree  # noqa: E402
 
 CORPUS = [
     "Question: What is the capital of France?\nAnswer: Paris",
@@ -164,13 +164,114 @@ async def _gather_settled(model: HfModel, reqs: list[LoglikelihoodRequest]) -> l
                                      return_exceptions=True))
 
 
-@pytest.mark.parametrize(("sizes", "rows"), [
-    ([5, 3, 2, 4], [[0], [3], [1, 2]]),  # capacity 5: 5 | 4 | 3+2
-    ([1, 1, 1, 3], [[3], [0, 1, 2]]),
-    ([], []),
-])
-def test_pack_rows_first_fit_decreasing(sizes: list[int], rows: list[list[int]]) -> None:
-    assert pack_rows(sizes) == rows
+def test_tree_shares_token_prefixes_and_drops_last_tokens() -> None:
+    # Context 10 11 12; continuations 20 21 22 | 20 21 30 | 40 | (empty).
+    tree = build_tree(Encoded([10, 11, 12], [[20, 21, 22], [20, 21, 30], [40], []]))
+    # Nodes: the context chain, then 20 and 21 once (shared); 22, 30 and 40 are last tokens.
+    assert tree.tokens == [10, 11, 12, 20, 21]
+    assert tree.parent == [-1, 0, 1, 2, 3]
+    assert tree.depth == [0, 1, 2, 3, 4]
+    assert tree.reads == [[(2, 20), (3, 21), (4, 22)], [(2, 20), (3, 21), (4, 30)],
+                          [(2, 40)], []]
+    branch = build_tree(Encoded([5], [[6, 7], [8, 9]]))
+    assert branch.tokens == [5, 6, 8] and branch.parent == [-1, 0, 0]
+    assert branch.depth == [0, 1, 1]  # both options start right after the context
+    import numpy as np
+
+    assert branch.ancestors(np).tolist() == [[True, False, False], [True, True, False],
+                                             [True, False, True]]  # siblings never meet
+
+
+def test_packed_pass_is_used_and_equals_the_one_tree_at_a_time_fallback(
+        tiny_dir: Path, reference: Any) -> None:
+    from calipers.models import _hf_loglik
+
+    model = _tiny(tiny_dir)
+    before = _hf_loglik._calls[0]
+    together = asyncio.run(_all(model, REQUESTS))
+    assert model._packed and _hf_loglik._calls[0] > before  # the block attention ran
+    fallback = _tiny(tiny_dir)
+    fallback._packed = False  # what a model outside transformers' attention registry gets
+    alone = asyncio.run(_all(fallback, REQUESTS))
+    for a, b in zip(together, alone, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+        assert a.is_greedy == b.is_greedy
+    # Evaluated: the context, plus each distinct proper prefix of an option's tokens.
+    _ref, tok = reference
+    req = REQUESTS[4]
+    ctx = tok.encode(req.context)
+    conts = [tok.encode(req.context + c)[len(ctx):] for c in req.continuations]
+    prefixes = {tuple(c[:k]) for c in conts for k in range(1, len(c))}
+    assert together[4].tokens_evaluated == len(ctx) + len(prefixes)
+    assert together[4].input_tokens == len(ctx) + sum(map(len, conts))
+
+
+SHOT = "Question: What is the capital of France?\nAnswer: Paris\n\n"
+SHARED = [  # few-shot-like: each context starts with tokens an earlier one already has
+    LoglikelihoodRequest(context=SHOT + "Question: The sky is", continuations=(" blue", " green")),
+    LoglikelihoodRequest(context=SHOT + "Question: Hello", continuations=(" world", "!")),
+    # Shares SHOT + "Question: Hello" with the one before, whose own tokens begin after SHOT:
+    # its borrowed prefix spans two requests' nodes.
+    LoglikelihoodRequest(context=SHOT + "Question: Hello world, a tiny",
+                         continuations=(" tokenizer", " test")),
+    LoglikelihoodRequest(context=SHOT + "Question: Hello", continuations=(" world", " yes")),
+    LoglikelihoodRequest(context="The sky is blue", continuations=(" and green",)),
+]
+
+
+def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path,
+                                                            reference: Any) -> None:
+    ref, tok = reference
+    model = _tiny(tiny_dir)
+    results = asyncio.run(_all(model, SHARED))
+    assert model.forward_passes == 1
+    for req, res in zip(SHARED, results, strict=True):
+        for cont, lp, greedy in zip(req.continuations, res.logprobs, res.is_greedy,
+                                    strict=True):
+            want, want_greedy = naive_logprob(ref, tok, req.context, cont)
+            assert lp == pytest.approx(want, abs=1e-4), (req.context, cont)
+            assert greedy == want_greedy
+    # What each request evaluated: its context after the longest prefix it shares with an
+    # earlier request (all but the last context token at most), plus its option prefixes.
+    contexts = [tok.encode(r.context) for r in SHARED]
+    borrowed = []
+    for i, (req, res) in enumerate(zip(SHARED, results, strict=True)):
+        ctx = contexts[i]
+        shared = 0
+        for other in contexts[:i]:
+            n = next((k for k, (a, b) in enumerate(zip(ctx, other, strict=False)) if a != b),
+                     min(len(ctx), len(other)))
+            shared = max(shared, min(n, len(ctx) - 1))
+        conts = [tok.encode(req.context + c)[len(ctx):] for c in req.continuations]
+        prefixes = {tuple(c[:k]) for c in conts for k in range(1, len(c))}
+        assert res.tokens_evaluated == len(ctx) - shared + len(prefixes), i
+        borrowed.append(shared)
+    shot = len(tok.encode(SHOT))
+    assert borrowed[1] >= shot and borrowed[2] >= len(contexts[1]) > shot  # two requests' nodes
+    assert borrowed[3] == len(contexts[3]) - 1 and borrowed[4] == 0
+
+
+def test_onednn_packed_linears_give_the_same_logits(tiny_dir: Path, reference: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from calipers.models import _hf_kernels
+    from calipers.models._hf_kernels import pack_linears
+
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    ref, tok = reference
+    from transformers import AutoModelForCausalLM
+
+    packed = AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32).eval()
+    monkeypatch.setattr(_hf_kernels, "MAX_BYTES", 1000)  # too big to copy: left alone
+    assert pack_linears(torch, packed) == 0
+    monkeypatch.undo()
+    n_linear = sum(type(m) is torch.nn.Linear for m in packed.modules())
+    assert pack_linears(torch, packed) == n_linear == 2 * 7 + 1  # 2 layers x 7, and the head
+    assert not any(type(m) is torch.nn.Linear for m in packed.modules())
+    ids = torch.tensor([tok.encode(CORPUS[1])])
+    with torch.no_grad():
+        want, got = ref(ids).logits, packed(ids).logits
+    assert torch.allclose(got, want, atol=1e-5)
 
 
 def test_generate_is_the_greedy_argmax(tiny_dir: Path, reference: Any) -> None:
@@ -221,16 +322,18 @@ def test_identity_of_a_checkpoint_directory(tiny_dir: Path) -> None:
     assert ident.key() != _tiny(tiny_dir).identity().key()  # dtype changes the numbers
 
 
-@pytest.mark.parametrize("rest", ["x,colour=red", "x,batch=0", "x,dtype=int8", "x,gguf_file"])
+@pytest.mark.parametrize("rest", ["x,colour=red", "x,batch=0", "x,dtype=int8", "x,gguf_file",
+                                  "x,kernels=fast"])
 def test_bad_spec_options(rest: str) -> None:
     with pytest.raises(ConfigError):
         parse_spec(rest)
 
 
 def test_spec_options_parse() -> None:
-    spec = parse_spec("org/name,gguf_file=m.gguf,batch=8,cache=off,dtype=float16")
-    assert (spec.source, spec.gguf_file, spec.batch, spec.cache, spec.dtype) == (
-        "org/name", "m.gguf", 8, False, "float16")
+    spec = parse_spec("org/name,gguf_file=m.gguf,batch=8,cache=off,dtype=float16,kernels=torch")
+    assert (spec.source, spec.gguf_file, spec.batch, spec.cache, spec.dtype, spec.kernels) == (
+        "org/name", "m.gguf", 8, False, "float16", "torch")
+    assert parse_spec("x").kernels == "onednn"
 
 
 def test_uncached_hub_id_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,

@@ -19,7 +19,7 @@ from calipers.types import (
     TokenStatsResult,
 )
 
-__all__ = ["ModelOptions", "ModelProvider", "merge_results"]
+__all__ = ["ModelOptions", "ModelProvider", "common_prefix", "merge_results"]
 
 
 class ModelOptions(BaseModel):
@@ -117,3 +117,13 @@ def merge_results(results: Sequence[LoglikelihoodResult]) -> LoglikelihoodResult
         else sum(v for v in latencies if v is not None),
         cached=bool(results) and all(r.cached for r in results),
     )
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

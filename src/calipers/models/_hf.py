@@ -4,12 +4,15 @@
 ``hf:CHECKPOINT_DIR`` or ``hf:ORG/NAME`` (from the Hugging Face cache; downloaded only without
 ``HF_HUB_OFFLINE``), with options after commas: ``gguf_file=NAME``, ``revision=REV``,
 ``dtype=float32|bfloat16|float16`` (default float32), ``batch=N`` (requests per forward pass,
-default 16), ``cache=off`` (do not keep a converted GGUF). Needs the optional extra
+default 16), ``cache=off`` (do not keep a converted GGUF), ``kernels=torch`` (plain
+``torch.nn.Linear`` instead of oneDNN-packed float32 weights, see ``_hf_kernels``). Needs the
+optional extra
 ``calipers[hf]`` (torch, transformers, gguf, accelerate), imported on first use.
 
 Log-likelihood requests that arrive together (the runner keeps ``2 * batch`` in flight) are
 gathered into one forward pass of up to ``batch`` requests; see ``_hf_loglik`` for how each
-context is computed once and the output head only where a continuation token is predicted.
+shared token is computed once and the output head only where a continuation token is
+predicted.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from calipers.errors import ModelCallError, NotSupportedError
 from calipers.models._base import ModelOptions, ModelProvider
+from calipers.models._hf_kernels import pack_linears
 from calipers.models._hf_load import (
     HfSpec,
     LocalModel,
@@ -32,7 +36,13 @@ from calipers.models._hf_load import (
     resolve_local,
     source_identity,
 )
-from calipers.models._hf_loglik import Encoded, encode_request, head_logits, score_packed
+from calipers.models._hf_loglik import (
+    Encoded,
+    encode_request,
+    head_logits,
+    score_packed,
+    use_block_attention,
+)
 from calipers.types import (
     ChatMessage,
     LoglikelihoodRequest,
@@ -110,6 +120,7 @@ class HfModel(ModelProvider):
         self._identity: ModelIdentity | None = None
         self._tokenizer: Any = None
         self._model: Any = None
+        self._packed = True  # trees of a batch in one sequence (see _hf_loglik)
         self._prefix: tuple[int, str] | None = None  # prefix token id and its text
         self._lock = threading.Lock()
         self._batcher = _Batcher(self._loglikelihood_batch, spec.batch)
@@ -139,6 +150,9 @@ class HfModel(ModelProvider):
                 torch.set_num_threads(self.options.n_threads)
             tokenizer = self._ensure_tokenizer()
             self._model = load_model(self.spec, self.local(), tokenizer)
+            if self.spec.kernels == "onednn":
+                pack_linears(torch, self._model)
+            self._packed = use_block_attention(self._model)
             self.loads += 1
         return torch, self._tokenizer, self._model
 
@@ -210,7 +224,8 @@ class HfModel(ModelProvider):
                 else:
                     todo.append((i, enc))
             try:
-                scored = score_packed(torch, model, [e for _i, e in todo])
+                scored, self._packed = score_packed(torch, model, [e for _i, e in todo],
+                                                    packed=self._packed)
             except RuntimeError as e:
                 raise ModelCallError(f"transformers could not evaluate the batch ({e}).") from None
             self.forward_passes += 1
@@ -218,7 +233,7 @@ class HfModel(ModelProvider):
             results[i] = LoglikelihoodResult(
                 logprobs=tuple(s.logprobs), is_greedy=tuple(s.greedy),
                 n_tokens=tuple(len(c) for c in enc.continuations),
-                tokens_evaluated=enc.size, input_tokens=enc.size,
+                tokens_evaluated=s.evaluated, input_tokens=enc.size,
             )
         return results
 

@@ -58,10 +58,11 @@ class HfSpec(BaseModel):
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     batch: int = Field(16, ge=1, le=1024)
     cache: bool = True
+    kernels: Literal["onednn", "torch"] = "onednn"
 
 
 def parse_spec(rest: str) -> HfSpec:
-    """``SOURCE,gguf_file=F,revision=R,dtype=float32,batch=16,cache=off``."""
+    """``SOURCE,gguf_file=F,revision=R,dtype=float32,batch=16,cache=off,kernels=torch``."""
     source, *opts = rest.split(",")
     values: dict[str, Any] = {"source": source.strip()}
     for opt in opts:
@@ -71,7 +72,7 @@ def parse_spec(rest: str) -> HfSpec:
             raise ConfigError(
                 f"Unknown hf model option {opt!r}.",
                 hint="Options: gguf_file=NAME, revision=REV, dtype=float32|bfloat16|float16, "
-                "batch=N, cache=off; e.g. hf:@smollm2,batch=16.",
+                "batch=N, cache=off, kernels=onednn|torch; e.g. hf:@smollm2,batch=16.",
             )
         values[key] = value.strip().lower() not in _OFF if key == "cache" else value.strip()
     try:

@@ -1,4 +1,4 @@
-"""Batched log-likelihood scoring on a transformers causal LM: each context once, the output
+"""Batched log-likelihood scoring on a transformers causal LM: each shared token once, the output
 head only where a continuation token is predicted.
 
 Tokenization follows lm-evaluation-harness 0.4 (``HFLM.tok_encode`` / ``_encode_pair``):
@@ -7,17 +7,24 @@ whole and the continuation tokens are those after the context's own; the tokeniz
 special tokens (BOS where its post-processor does) unless the text already starts with the BOS
 text; an empty context is scored after the prefix token (BOS, else EOS).
 
-Packing: a request becomes one block of tokens ``context, option 1, option 2, ...``; option
-tokens take the positions that follow the context (each option starts at ``len(context)``).
-A block-sparse attention mask lets a context token see the earlier context tokens and an
-option token see the whole context and its own earlier tokens, never another option. Blocks of
-several requests share a row of the batch (first-fit decreasing, rows as long as the longest
-block), so there is little padding; padding tokens see only themselves. One forward pass of the
-base model gives the hidden states; the output head (``hidden @ W_vocab``, the costliest matrix
-product per token for small models) and the log-softmax over the full vocabulary run only at
-the rows that predict an option token: the context's last token and every option token but the
-last. The result equals a full forward pass of ``context + option`` for each option up to float
-rounding (the tests check 1e-4 nats).
+Each request becomes a token tree (``build_tree``): the context, then the continuations as a
+trie, so a token prefix that several continuations share (the context, and often their first
+words) is evaluated once. A continuation's last token predicts nothing and is left out. Each
+node takes the position of its depth, and attends to itself and its ancestors only, which is
+exactly what it sees in a full forward pass of ``context + continuation``.
+
+Packing: the trees of a batch are laid end to end in one sequence, with no padding. Every
+linear layer runs on that one sequence; attention runs tree by tree (``_block_attention``, an
+attention function registered with transformers and given each tree's span and ancestor mask),
+so no token attends across requests and no work is spent on a dense mask over the whole batch.
+A model whose attention modules do not go through transformers' attention registry is detected
+on its first batch and scored one tree at a time with a 4-D mask instead (same values, slower).
+
+The output head (``hidden @ W_vocab``, for small models the costliest matrix product per token)
+and the log-sum-exp over the full vocabulary run only at the nodes that predict a continuation
+token, once per node however many continuations pass through it, in chunks that stay in cache.
+The result equals a full forward pass of ``context + continuation`` for each continuation up to
+float rounding (the tests check 1e-4 nats).
 """
 
 from __future__ import annotations
@@ -26,9 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Encoded", "Scored", "encode_request", "head_logits", "pack_rows", "score_packed"]
+from calipers.models._base import common_prefix
 
-HEAD_CHUNK = 1024  # rows of the output head computed at once (each row: the whole vocabulary)
+__all__ = ["Encoded", "Scored", "Tree", "build_tree", "encode_request", "head_logits",
+           "score_packed"]
+
+HEAD_CHUNK = 128  # rows of the output head at once: 128 x 49,152 float32 logits fit in L3
+ATTENTION = "calipers_blocks"  # the name registered with transformers' attention registry
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,28 @@ class Encoded:
 class Scored:
     logprobs: list[float]
     greedy: list[bool]
+    evaluated: int  # tokens through the model for this request (its tree's nodes)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A request's tokens as a tree: ``parent[i] < i`` (-1 for the root), ``depth`` the
+    position, and per continuation the ``(node, next token)`` pairs it is scored on."""
+
+    tokens: list[int]
+    parent: list[int]
+    depth: list[int]
+    reads: list[list[tuple[int, int]]]
+
+    def ancestors(self, np: Any) -> Any:
+        """Boolean ``(n, n)`` matrix: row ``i`` is true at ``i`` and its ancestors."""
+        n = len(self.tokens)
+        out = np.zeros((n, n), dtype=bool)
+        for i, p in enumerate(self.parent):
+            if p >= 0:
+                out[i, : p + 1] = out[p, : p + 1]
+            out[i, i] = True
+        return out
 
 
 def encode_request(
@@ -67,85 +100,28 @@ def encode_request(
     return Encoded(ctx, [tok_encode(context + c)[len(ctx) :] for c in continuations])
 
 
-def pack_rows(sizes: Sequence[int]) -> list[list[int]]:
-    """Indices of the blocks in each row: first-fit decreasing into rows as long as the
-    largest block."""
-    capacity = max(sizes, default=0)
-    rows: list[list[int]] = []
-    free: list[int] = []
-    for i in sorted(range(len(sizes)), key=lambda j: -sizes[j]):
-        for r, room in enumerate(free):
-            if sizes[i] <= room:
-                rows[r].append(i)
-                free[r] -= sizes[i]
-                break
-        else:
-            rows.append([i])
-            free.append(capacity - sizes[i])
-    return rows
-
-
-@dataclass
-class _Layout:
-    """Flat per-row lists for the batch, plus what to read back: for every scored token, the
-    flat index of the hidden state that predicts it, the token, and its option number."""
-
-    tokens: list[list[int]]
-    positions: list[list[int]]
-    segment: list[list[int]]  # block part: context or one option, unique in the row
-    parent: list[list[int]]  # the segment of the block's context
-    rows: list[int]
-    targets: list[int]
-    option: list[int]
-
-
-def _layout(encoded: Sequence[Encoded], rows: list[list[int]], width: int) -> _Layout:
-    lay = _Layout([], [], [], [], [], [], [])
-    n_option = 0
-    for r, members in enumerate(rows):
-        toks: list[int] = []
-        pos: list[int] = []
-        seg: list[int] = []
-        par: list[int] = []
-        for i in members:
-            enc, ctx_seg, base = encoded[i], len(toks), r * width
-            n_ctx = len(enc.context)
-            toks += enc.context
-            pos += range(n_ctx)
-            seg += [ctx_seg] * n_ctx
-            par += [ctx_seg] * n_ctx
-            for cont in enc.continuations:
-                if not cont:  # scores 0.0 (log 1) without computing anything
-                    continue
-                start = len(toks)
-                toks += cont
-                pos += range(n_ctx, n_ctx + len(cont))
-                seg += [start] * len(cont)
-                par += [ctx_seg] * len(cont)
-                # The context's last token predicts the first option token, and so on.
-                lay.rows += [base + ctx_seg + n_ctx - 1, *range(base + start,
-                                                                 base + start + len(cont) - 1)]
-                lay.targets += cont
-                lay.option += [n_option] * len(cont)
-                n_option += 1
-        pad = width - len(toks)
-        lay.tokens.append(toks + [0] * pad)
-        lay.positions.append(pos + [0] * pad)
-        lay.segment.append(seg + [-1 - j for j in range(pad)])  # pads: their own segment
-        lay.parent.append(par + [-1 - j for j in range(pad)])
-    return lay
-
-
-def _mask(torch: Any, lay: _Layout, dtype: Any) -> Any:
-    """Additive 4-D mask ``(rows, 1, width, width)``: 0 where a query may attend a key."""
-    seg = torch.tensor(lay.segment)
-    par = torch.tensor(lay.parent)
-    width = seg.shape[1]
-    causal = torch.ones(width, width, dtype=torch.bool).tril()
-    same = (seg[:, None, :] == seg[:, :, None]) | (seg[:, None, :] == par[:, :, None])
-    allowed = (same & causal)[:, None]
-    zero = torch.zeros((), dtype=dtype)
-    return torch.where(allowed, zero, torch.tensor(torch.finfo(dtype).min, dtype=dtype))
+def build_tree(enc: Encoded) -> Tree:
+    """The context as a chain, then each continuation's tokens but its last as a trie below
+    the context's last token (module docstring)."""
+    n = len(enc.context)
+    tokens, parent, depth = list(enc.context), list(range(-1, n - 1)), list(range(n))
+    child: dict[tuple[int, int], int] = {}
+    reads: list[list[tuple[int, int]]] = []
+    for cont in enc.continuations:
+        node, read = n - 1, []
+        for k, tok in enumerate(cont):
+            read.append((node, tok))
+            if k == len(cont) - 1:
+                break  # the last token predicts nothing: never evaluated
+            nxt = child.get((node, tok))
+            if nxt is None:
+                nxt = child[node, tok] = len(tokens)
+                tokens.append(tok)
+                parent.append(node)
+                depth.append(depth[node] + 1)
+            node = nxt
+        reads.append(read)
+    return Tree(tokens, parent, depth, reads)
 
 
 def head_logits(model: Any, hidden: Any) -> Any:
@@ -162,48 +138,193 @@ def head_logits(model: Any, hidden: Any) -> Any:
     return logits
 
 
-def score_packed(torch: Any, model: Any, encoded: Sequence[Encoded]) -> list[Scored]:
-    """Log-likelihood and greedy flag of every continuation of every request, in one forward
-    pass of the base model."""
-    out = [Scored([0.0] * len(e.continuations), [True] * len(e.continuations)) for e in encoded]
-    sizes = [e.size for e in encoded]
-    rows = pack_rows(sizes)
-    width = max(sizes, default=0)
-    lay = _layout(encoded, rows, width)
-    if not lay.targets:  # only empty continuations
-        return out
-    dtype = next(model.parameters()).dtype
-    with torch.inference_mode():
+# -- attention, tree by tree ---------------------------------------------------------------------
+
+_calls = [0]  # incremented by _block_attention: shows the model used it
+
+
+def _block_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
+                     scaling: float | None = None, dropout: float = 0.0,
+                     calipers_blocks: Sequence[tuple[int, int, Any, Any]] | None = None,
+                     **kwargs: Any) -> tuple[Any, None]:
+    """transformers attention function: without ``calipers_blocks`` it is plain SDPA (so
+    generation is unchanged); with them, SDPA over each ``(start, end, keys, mask)`` span of
+    the packed sequence: its queries attend to the span itself, or to the flat positions
+    ``keys`` (a borrowed prefix, then the span), as far as the tree's ancestor mask allows."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if calipers_blocks is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask,
+                                      scaling=scaling, dropout=dropout, **kwargs)
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    _calls[0] += 1
+    groups = query.shape[1] // key.shape[1]
+    if groups > 1:
+        key = key.repeat_interleave(groups, dim=1)
+        value = value.repeat_interleave(groups, dim=1)
+    out = torch.cat([
+        scaled_dot_product_attention(
+            query[:, :, s:e],
+            key[:, :, s:e] if keys is None else key.index_select(2, keys),
+            value[:, :, s:e] if keys is None else value.index_select(2, keys),
+            attn_mask=mask, scale=scaling)
+        for s, e, keys, mask in calipers_blocks
+    ], dim=2)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def use_block_attention(model: Any) -> bool:
+    """Register ``_block_attention`` with transformers and switch ``model`` to it; False
+    when this transformers or model does not allow it (scoring then goes tree by tree)."""
+    try:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+        AttentionInterface.register(ATTENTION, _block_attention)
+        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, sdpa_mask)
+        model.set_attn_implementation(ATTENTION)
+    except (ImportError, AttributeError, ValueError, TypeError, KeyError):
+        return False
+    return True
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Layout:
+    """The batch as one sequence: each request's own nodes end to end. With ``share``, a
+    request whose context starts with tokens an earlier request of the batch already has
+    borrows them (``borrowed`` nodes, at ``prefix`` flat positions) instead of repeating them:
+    the few-shot examples or instruction that every item of a subject shares, computed once."""
+
+    tokens: list[int]
+    depth: list[int]
+    start: list[int]  # flat index of each request's first own node
+    borrowed: list[int]
+    prefix: list[list[int]]
+
+    def flat(self, request: int, node: int) -> int:
+        return self.start[request] + node - self.borrowed[request]
+
+
+def _layout(trees: Sequence[Tree], contexts: Sequence[list[int]], share: bool) -> _Layout:
+    lay = _Layout([], [], [], [], [])
+    chain: list[list[int]] = []  # flat positions of each request's context tokens
+    for i, (t, ctx) in enumerate(zip(trees, contexts, strict=True)):
+        best, source = 0, -1
+        for j in range(i) if share else ():
+            n = common_prefix(ctx, contexts[j])
+            if n > best:
+                best, source = n, j
+        p = min(best, len(ctx) - 1)  # the context's last token stays its own
+        lay.prefix.append(chain[source][:p] if p > 0 else [])
+        lay.borrowed.append(max(p, 0))
+        lay.start.append(len(lay.tokens))
+        chain.append(lay.prefix[-1] + list(range(len(lay.tokens), len(lay.tokens) + len(ctx) - p)))
+        lay.tokens += t.tokens[p:]
+        lay.depth += t.depth[p:]
+    return lay
+
+
+def _hidden_packed(torch: Any, np: Any, model: Any, trees: Sequence[Tree],
+                   lay: _Layout) -> Any | None:
+    """Hidden states of every own node of the layout; None when the model's attention did not
+    go through ``_block_attention``."""
+    blocks = []
+    for i, t in enumerate(trees):
+        p, s = lay.borrowed[i], lay.start[i]
+        e = s + len(t.tokens) - p
+        own = t.ancestors(np)[p:, p:]
+        if p:  # every own node sees the whole borrowed prefix (its ancestors)
+            mask = np.concatenate([np.ones((len(own), p), dtype=bool), own], axis=1)
+            keys = torch.tensor(lay.prefix[i] + list(range(s, e)))
+        else:
+            mask, keys = own, None
+        blocks.append((s, e, keys, torch.from_numpy(mask)))
+    before = _calls[0]
+    try:
         hidden = model.base_model(
-            input_ids=torch.tensor(lay.tokens), position_ids=torch.tensor(lay.positions),
-            attention_mask=_mask(torch, lay, dtype), use_cache=False,
+            input_ids=torch.tensor([lay.tokens]), position_ids=torch.tensor([lay.depth]),
+            attention_mask=torch.ones((1, 1, 1, 1), dtype=torch.bool),  # 4-D: used as is
+            calipers_blocks=blocks, use_cache=False,
         ).last_hidden_state
-        flat = hidden.reshape(-1, hidden.shape[-1])
-        targets = torch.tensor(lay.targets)
-        logprob = torch.empty(len(lay.targets), dtype=torch.float64)
-        hit = torch.empty(len(lay.targets), dtype=torch.bool)
-        for lo in range(0, len(lay.rows), HEAD_CHUNK):
-            sel = torch.tensor(lay.rows[lo : lo + HEAD_CHUNK])
-            logits = head_logits(model, flat[sel]).float()
-            tgt = targets[lo : lo + HEAD_CHUNK]
-            lsm = torch.log_softmax(logits, dim=-1)
-            logprob[lo : lo + len(sel)] = lsm.gather(1, tgt[:, None])[:, 0].double()
-            hit[lo : lo + len(sel)] = logits.argmax(dim=-1) == tgt
-        option = torch.tensor(lay.option)
-        n_options = int(option.max()) + 1
-        sums = torch.zeros(n_options, dtype=torch.float64).index_add_(0, option, logprob)
-        misses = torch.zeros(n_options, dtype=torch.long).index_add_(0, option, (~hit).long())
-    _unpack(encoded, rows, sums.tolist(), (misses == 0).tolist(), out)
-    return out
+    except TypeError:  # a forward() that takes no extra keyword arguments
+        return None
+    return hidden[0] if _calls[0] > before else None
 
 
-def _unpack(encoded: Sequence[Encoded], rows: list[list[int]], sums: list[float],
-            greedy: list[bool], out: list[Scored]) -> None:
-    """Option numbers run in layout order (row by row); empty options were never numbered."""
-    k = 0
-    for members in rows:
-        for i in members:
-            for j, cont in enumerate(encoded[i].continuations):
-                if cont:
-                    out[i].logprobs[j], out[i].greedy[j] = sums[k], greedy[k]
-                    k += 1
+def _hidden_one_by_one(torch: Any, np: Any, model: Any, trees: Sequence[Tree]) -> Any:
+    """The fallback: one forward pass per tree with its ancestor mask as an additive 4-D mask."""
+    dtype = next(model.parameters()).dtype
+    out = []
+    for t in trees:
+        allowed = torch.from_numpy(t.ancestors(np))[None, None]
+        mask = torch.where(allowed, torch.zeros((), dtype=dtype),
+                           torch.tensor(torch.finfo(dtype).min, dtype=dtype))
+        out.append(model.base_model(
+            input_ids=torch.tensor([t.tokens]), position_ids=torch.tensor([t.depth]),
+            attention_mask=mask, use_cache=False).last_hidden_state[0])
+    return torch.cat(out)
+
+
+def score_packed(torch: Any, model: Any, encoded: Sequence[Encoded],
+                 packed: bool = True) -> tuple[list[Scored], bool]:
+    """Log-likelihood and greedy flag of every continuation of every request, in one forward
+    pass of the base model; also whether the packed pass worked (pass it back next time)."""
+    import numpy as np
+
+    trees = [build_tree(e) for e in encoded]
+    contexts = [e.context for e in encoded]
+    lay = _layout(trees, contexts, share=packed)
+    logprob = np.zeros(sum(len(r) for t in trees for r in t.reads))
+    hit = np.ones(len(logprob), dtype=bool)
+    if len(logprob):
+        with torch.inference_mode():
+            hidden = _hidden_packed(torch, np, model, trees, lay) if packed else None
+            if hidden is None:
+                packed, lay = False, _layout(trees, contexts, share=False)
+                hidden = _hidden_one_by_one(torch, np, model, trees)
+            _read_head(torch, np, model, hidden, trees, lay, logprob, hit)
+    out, k = [], 0
+    for i, t in enumerate(trees):
+        sums, greedy = [], []
+        for read in t.reads:
+            sums.append(float(logprob[k : k + len(read)].sum()))
+            greedy.append(bool(hit[k : k + len(read)].all()))
+            k += len(read)
+        out.append(Scored(sums, greedy, len(t.tokens) - lay.borrowed[i]))
+    return out, packed
+
+
+def _read_head(torch: Any, np: Any, model: Any, hidden: Any, trees: Sequence[Tree],
+               lay: _Layout, logprob: Any, hit: Any) -> None:
+    """Fill ``logprob``/``hit`` (every read of every tree, in order): the output head once per
+    distinct predicting node, ``HEAD_CHUNK`` rows at a time."""
+    row_of: dict[int, int] = {}
+    pair_row: list[int] = []
+    pair_tok: list[int] = []
+    for i, t in enumerate(trees):
+        for read in t.reads:
+            for node, tok in read:
+                pair_row.append(row_of.setdefault(lay.flat(i, node), len(row_of)))
+                pair_tok.append(tok)
+    nodes = torch.tensor(list(row_of))
+    rows = torch.tensor(pair_row)
+    order = torch.argsort(rows, stable=True)
+    sorted_rows, sorted_tok = rows[order], torch.tensor(pair_tok)[order]
+    lp = torch.empty(len(pair_row), dtype=torch.float64)
+    ok = torch.empty(len(pair_row), dtype=torch.bool)
+    for lo in range(0, len(nodes), HEAD_CHUNK):
+        hi = min(lo + HEAD_CHUNK, len(nodes))
+        logits = head_logits(model, hidden[nodes[lo:hi]]).float()
+        lse = torch.logsumexp(logits, dim=-1)
+        best = logits.argmax(dim=-1)
+        a = int(torch.searchsorted(sorted_rows, lo))
+        b = int(torch.searchsorted(sorted_rows, hi))
+        r, tk = sorted_rows[a:b] - lo, sorted_tok[a:b]
+        lp[a:b] = (logits[r, tk] - lse[r]).double()
+        ok[a:b] = best[r] == tk
+    logprob[order.numpy()] = lp.numpy()
+    hit[order.numpy()] = ok.numpy()

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import ConfigError, ModelCallError, ModelLoadError, NotSupportedError
-from calipers.models._base import ModelOptions, ModelProvider
+from calipers.models._base import ModelOptions, ModelProvider, common_prefix
 from calipers.models._gguf import (
     ChatTemplate,
     GgufInfo,
@@ -244,7 +244,7 @@ class LlamaCppModel(ModelProvider):
         """Let ``Llama.generate`` reuse only KV entries that a fresh run computes the same way,
         and never evaluate the prompt's end as a 1-token batch (see ``_decode``), so a greedy
         answer does not depend on which requests ran before it. Returns the reused length."""
-        keep = _common_prefix(llama.input_ids[: self._trusted].tolist(), tokens)
+        keep = common_prefix(llama.input_ids[: self._trusted].tolist(), tokens)
         keep = max(0, min(keep, len(tokens) - 2))
         if keep and (len(tokens) - keep) % N_BATCH == 1:
             keep -= 1
@@ -338,7 +338,7 @@ class LlamaCppModel(ModelProvider):
     def _prefill(self, llama: Any, prefix: list[int]) -> int:
         """Put ``prefix`` in the KV cache, reusing what earlier calls left there; returns the
         number of tokens evaluated."""
-        cached = _common_prefix(llama.input_ids[: self._trusted].tolist(), prefix)
+        cached = common_prefix(llama.input_ids[: self._trusted].tolist(), prefix)
         if cached >= len(prefix):
             llama._ctx.kv_cache_seq_rm(-1, len(prefix), -1)
             llama.n_tokens = self._trusted = len(prefix)
@@ -429,12 +429,3 @@ def _chunks(tokens: list[int]) -> list[list[int]]:
     if len(chunks) > 1 and len(chunks[-1]) == 1:
         chunks[-1].insert(0, chunks[-2].pop())
     return chunks
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
