@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-N = 150
+N = 300  # at 0.03 s an item: 9 s of runway for the interrupt, even on a busy machine
 
 
 def _task(tmp_path: Path) -> Path:
@@ -41,7 +41,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
 
 def _start_and_interrupt(tmp_path: Path, calipers_home: Path, sig: int) -> tuple[str, int]:
     env = {**os.environ, "CALIPERS_HOME": str(calipers_home)}
-    proc = _cli("run", "-m", "fake:echo,delay=0.02", "-t", str(_task(tmp_path)),
+    proc = _cli("run", "-m", "fake:echo,delay=0.03", "-t", str(_task(tmp_path)),
                 "--concurrency", "1", "--no-cache", env=env)
     db = calipers_home / "calipers.db"
     deadline = time.monotonic() + 60
