@@ -61,7 +61,7 @@ class Encoded:
 class Scored:
     logprobs: list[float]
     greedy: list[bool]
-    evaluated: int  # tokens through the model for this request (its tree's nodes)
+    evaluated: int  # tokens through the model for this request (its own tree nodes)
 
 
 @dataclass(frozen=True)
@@ -218,9 +218,9 @@ def _layout(trees: Sequence[Tree], contexts: Sequence[list[int]], share: bool) -
             n = common_prefix(ctx, contexts[j])
             if n > best:
                 best, source = n, j
-        p = min(best, len(ctx) - 1)  # the context's last token stays its own
+        p = min(best, len(ctx) - 1)  # >= 0 (a context has a token); its last one stays own
         lay.prefix.append(chain[source][:p] if p > 0 else [])
-        lay.borrowed.append(max(p, 0))
+        lay.borrowed.append(p)
         lay.start.append(len(lay.tokens))
         chain.append(lay.prefix[-1] + list(range(len(lay.tokens), len(lay.tokens) + len(ctx) - p)))
         lay.tokens += t.tokens[p:]
