@@ -38,13 +38,12 @@ import dataclasses
 import json
 import random
 import tempfile
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import _lm_eval_side as lme
+from _measure import measured
 from rich.console import Console
 from rich.table import Table
 
@@ -62,33 +61,6 @@ TASKS = {  # name -> (formulation, default size)
 }
 BACKENDS = {"hf": "hf:@smollm2,batch={batch}", "llamacpp": "smollm2"}
 QUICK = 20
-
-
-# -- measuring ----------------------------------------------------------------------------------
-
-def _cpu_jiffies() -> tuple[int, int]:
-    """(busy, total) CPU jiffies of the whole machine since boot."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
-
-
-@contextmanager
-def measured(out: dict[str, Any]) -> Iterator[None]:
-    """Wall seconds, load average and other processes' share of CPU during the block."""
-    tick = os.sysconf("SC_CLK_TCK")
-    busy0, total0 = _cpu_jiffies()
-    own0 = sum(os.times()[:4])
-    load0 = os.getloadavg()[0]
-    start = time.perf_counter()
-    yield
-    out["seconds"] = time.perf_counter() - start
-    busy1, total1 = _cpu_jiffies()
-    own = sum(os.times()[:4]) - own0
-    out["cpu_seconds"] = own  # this process's CPU time: less sensitive to other load
-    others = max(0.0, (busy1 - busy0) / tick - own)
-    out["others_cpu_share"] = others / max(1e-9, (total1 - total0) / tick)
-    out["loadavg_before"], out["loadavg_after"] = load0, os.getloadavg()[0]
 
 
 # -- items --------------------------------------------------------------------------------------
@@ -269,27 +241,24 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
         providers[b], loads[f"calipers {b}"] = load_calipers(specs[b], args.threads)
     planned = {name: plan_items(name, n, args, next(iter(providers.values())))
                for name, n in sizes.items() if n > 0}
-    lm = tm = None
+    lm = None
     if not args.skip_lm_eval:
         lm_tasks = {name: lme.write_task(workdir, name, items)
                     for name, (_c, items) in planned.items()}
-        loads["lm-eval hf (HFLM)"], loads["lm-eval TaskManager"] = {}, {}
-        with measured(loads["lm-eval hf (HFLM)"]):
-            lm = lme.load_lm(bundled_smollm2(), args.batch)
-        with measured(loads["lm-eval TaskManager"]):
-            tm = lme.task_manager(workdir)
+        lm = lme.LmEvalProcess(bundled_smollm2(), args.batch, workdir)
+        loads |= lm.loads
     rows = []
-    with Store.open(f"sqlite:///{workdir / 'calipers.db'}") as store:
-        for name, (config, items) in planned.items():
-            result = None
-            if lm is not None:
-                timing: dict[str, Any] = {}
-                with measured(timing):
-                    result = lme.run_task(lm, tm, lm_tasks[name], items)
-                result = dataclasses.replace(result, timing=timing)
-            ours = {b: run_calipers(p, specs[b], config, store) for b, p in providers.items()}
-            rows.append(summarize(name, items, result, ours))
-            print_table(rows[-1:], {}, args.busy)
+    try:
+        with Store.open(f"sqlite:///{workdir / 'calipers.db'}") as store:
+            for name, (config, items) in planned.items():
+                result = lm.run(lm_tasks[name], items) if lm is not None else None
+                ours = {b: run_calipers(p, specs[b], config, store)
+                        for b, p in providers.items()}
+                rows.append(summarize(name, items, result, ours))
+                print_table(rows[-1:], {}, args.busy)
+    finally:
+        if lm is not None:
+            lm.close()
     print_table(rows, loads, args.busy)
     return {"rows": rows, "loads": loads, "sizes": sizes, "seed": args.seed,
             "batch": args.batch, "versions": _versions(), "cpus": os.cpu_count(),

@@ -151,6 +151,39 @@ def test_batched_equals_one_at_a_time(tiny_dir: Path) -> None:
         assert a.n_tokens == b.n_tokens
 
 
+def test_all_torch_work_runs_on_one_thread(tiny_dir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # GNU OpenMP keeps a thread team per calling thread; calls from a pool of threads would
+    # leave more OpenMP threads than cores (see calipers.models._hf).
+    import threading
+
+    from calipers.models import _hf
+
+    seen: set[str] = set()
+    for name in ("_ensure_loaded", "_loglikelihood_batch", "_generate", "_token_stats"):
+        orig = getattr(HfModel, name)
+
+        def spy(self: HfModel, *a: Any, _orig: Any = orig, **k: Any) -> Any:
+            seen.add(threading.current_thread().name)
+            return _orig(self, *a, **k)
+
+        monkeypatch.setattr(HfModel, name, spy)
+
+    model = _tiny(tiny_dir, batch="2")
+    model.load()
+
+    async def many() -> None:
+        await asyncio.gather(
+            *(model.loglikelihood(r) for r in REQUESTS * 3),
+            model.generate(ModelRequest(prompt="Hello", params=GenerateParams(max_tokens=2))),
+            model.token_stats(TokenStatsRequest(text="Hello world")))
+
+    asyncio.run(many())
+    asyncio.run(many())  # a second event loop: still the same thread
+    assert len(seen) == 1 and next(iter(seen)).startswith("calipers-torch")
+    assert seen == {t.name for t in _hf.torch_thread()._threads}
+
+
 def test_too_long_request_fails_alone(tiny_dir: Path) -> None:
     model = _tiny(tiny_dir)
     long = LoglikelihoodRequest(context="Hello world " * 100, continuations=(" yes",))
@@ -180,6 +213,38 @@ def test_tree_shares_token_prefixes_and_drops_last_tokens() -> None:
 
     assert branch.ancestors(np).tolist() == [[True, False, False], [True, True, False],
                                              [True, False, True]]  # siblings never meet
+
+
+def test_head_reads_log_softmax_and_settles_ties_like_argmax() -> None:
+    # One request: context [0], continuations [2, 3] and [1]. Node 0 predicts 2 and 1, whose
+    # logits tie at the maximum (argmax takes the first: 1); node 1 predicts 3, its maximum.
+    import types
+
+    import numpy as np
+
+    from calipers.models._hf_loglik import _layout, _read_head
+
+    table = np.array([[0.0, 5.0, 5.0, 0.0, -1.0, 0.0],
+                      [0.0, 0.0, 0.0, 7.0, 0.0, 2.0]], dtype=np.float32)
+    head = torch.nn.Linear(2, 6, bias=False)
+    with torch.no_grad():
+        head.weight.copy_(torch.from_numpy(table.T.copy()))
+    model = types.SimpleNamespace(get_output_embeddings=lambda: head,
+                                  config=types.SimpleNamespace())
+    tree = build_tree(Encoded([0], [[2, 3], [1]]))
+    lay = _layout([tree], [[0]], share=False)
+    logprob, hit = np.zeros(3), np.ones(3, dtype=bool)
+    with torch.inference_mode():
+        _read_head(torch, np, model, torch.eye(2), [tree], lay, logprob, hit)
+
+    def log_softmax(row: np.ndarray, k: int) -> float:
+        row = row.astype(np.float64)
+        return float(row[k] - np.log(np.exp(row).sum()))
+
+    # reads in order: (node 0 -> 2), (node 1 -> 3), (node 0 -> 1)
+    want = [log_softmax(table[0], 2), log_softmax(table[1], 3), log_softmax(table[0], 1)]
+    assert logprob.tolist() == pytest.approx(want, abs=1e-5)
+    assert hit.tolist() == [False, True, True]
 
 
 def test_packed_pass_is_used_and_equals_the_one_tree_at_a_time_fallback(
