@@ -9,7 +9,9 @@ weights; ``smollm2`` = the Q4_1 file through llama.cpp, for reference). Per task
 acc and acc_norm with 95% Wilson intervals, the share of items where calipers and lm-eval
 choose the same option (with its interval), the largest log-likelihood difference, and wall
 time with the ratio. Each model is loaded once and its load time reported apart; each task's
-time is the whole evaluation call (reading items, tokenizing, scoring, metrics).
+time is the whole evaluation call (reading items, tokenizing, scoring, metrics). lm-eval runs in
+a spawned process of its own, so neither side's threads or objects slow the other (see
+``_lm_eval_side.py``); the two alternate task by task.
 
 Other processes share this machine's CPU: for every timed step the script records the load
 average, this process's CPU seconds (user + system, threads included: less sensitive to other
