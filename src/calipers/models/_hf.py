@@ -13,7 +13,7 @@ All torch work of every ``hf`` model in the process runs on one long-lived threa
 (``torch_thread``). PyTorch's CPU kernels use GNU OpenMP, which keeps a team of worker threads
 per calling thread; once two calling threads have teams there are more OpenMP threads than
 cores, and libgomp then stops spinning between parallel regions and sleeps instead. Scoring
-from a pool of worker threads measured 15-30% slower for that reason alone.
+from a pool of worker threads measured 10-30% slower for that reason alone.
 
 Log-likelihood requests that arrive together (the runner keeps ``2 * batch`` in flight) are
 gathered into one forward pass of up to ``batch`` requests; see ``_hf_loglik`` for how each
@@ -63,6 +63,7 @@ from calipers.types import (
 
 __all__ = ["HfModel", "hf_from_spec", "torch_thread"]
 
+_TORCH_THREAD = "calipers-torch"
 _TORCH: list[ThreadPoolExecutor] = []
 _TORCH_LOCK = threading.Lock()
 
@@ -71,7 +72,7 @@ def torch_thread() -> ThreadPoolExecutor:
     """The one thread that runs the torch work of every ``hf`` model (module docstring)."""
     with _TORCH_LOCK:
         if not _TORCH:
-            _TORCH.append(ThreadPoolExecutor(1, thread_name_prefix="calipers-torch"))
+            _TORCH.append(ThreadPoolExecutor(1, thread_name_prefix=_TORCH_THREAD))
         return _TORCH[0]
 
 
@@ -81,7 +82,7 @@ async def _on_torch_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 def _run_on_torch_thread(fn: Callable[[], Any]) -> Any:
     """``fn()`` on the torch thread, waiting for it (directly when already there)."""
-    if threading.current_thread().name.startswith("calipers-torch"):
+    if threading.current_thread().name.startswith(_TORCH_THREAD):  # would deadlock
         return fn()
     return torch_thread().submit(fn).result()
 

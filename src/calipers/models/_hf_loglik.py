@@ -21,7 +21,7 @@ A model whose attention modules do not go through transformers' attention regist
 on its first batch and scored one tree at a time with a 4-D mask instead (same values, slower).
 
 The output head (``hidden @ W_vocab``, for small models the costliest matrix product per token)
-and the log-sum-exp over the full vocabulary run only at the nodes that predict a continuation
+and the log-softmax over the full vocabulary run only at the nodes that predict a continuation
 token, once per node however many continuations pass through it, in chunks that stay in cache.
 The result equals a full forward pass of ``context + continuation`` for each continuation up to
 float rounding (the tests check 1e-4 nats).
@@ -327,8 +327,9 @@ def _read_head(torch: Any, np: Any, model: Any, hidden: Any, trees: Sequence[Tre
         # way argmax does (first maximal index)
         lp[a:b] = torch.log_softmax(logits, dim=-1)[r, tk].double()
         at_max = logits[r, tk] == logits.amax(dim=-1)[r]
-        if bool(at_max.any()):
-            at_max[at_max.clone()] = logits[r[at_max]].argmax(dim=-1) == tk[at_max]
+        reached = at_max.nonzero().squeeze(1)
+        if len(reached):
+            at_max[reached] = logits[r[reached]].argmax(dim=-1) == tk[reached]
         ok[a:b] = at_max
     logprob[order.numpy()] = lp.numpy()
     hit[order.numpy()] = ok.numpy()
