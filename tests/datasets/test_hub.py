@@ -79,9 +79,58 @@ def test_unknown_split_and_config_list_the_available_ones() -> None:
 
 
 def test_other_failures_keep_their_message() -> None:
-    err = hub_error("bbh", OSError("disk full"), HubSource("lukaemon/bbh", "navigate", "test"),
+    err = hub_error("bbh", OSError("disk full"), HubSource("SaylorTwift/bbh", "navigate", "test"),
                     HOW)
-    assert "OSError: disk full" in err.message and "lukaemon/bbh" in err.message
+    assert "OSError: disk full" in err.message and "SaylorTwift/bbh" in err.message
+
+
+def test_no_route_to_the_hub_is_an_offline_error() -> None:
+    class ConnectError(Exception):  # httpx's, raised through huggingface_hub's file system
+        pass
+
+    err = hub_error("bbq", ConnectError("[Errno -2] Name or service not known"),
+                    HubSource("heegyu/bbq", None, "test", data_file="data/Age.jsonl"), HOW)
+    assert "heegyu/bbq, file data/Age.jsonl (test split)" in err.message
+    assert "the hub cannot be reached" in err.message
+    assert err.hint is not None and err.hint.startswith("Go online once")
+
+
+def test_a_repository_behind_a_loading_script_is_named_as_such() -> None:
+    # datasets >= 4.0, load.py: the repository still has <name>.py at its root
+    e = RuntimeError("Dataset scripts are no longer supported, but found bbh.py")
+    err = hub_error("bbh", e, HubSource("lukaemon/bbh", "navigate", "test"), HOW)
+    assert "lukaemon/bbh, config navigate, split test" in err.message
+    assert "loads through a Python script" in err.message and "Retry" not in (err.hint or "")
+    assert err.hint is not None and "datasets<4" in err.hint and "--data-dir" in err.hint
+
+
+def test_a_raw_data_file_is_read_with_the_json_builder(monkeypatch: pytest.MonkeyPatch) -> None:
+    sha = "5" * 40
+    calls: list[tuple[Any, ...]] = []
+
+    class FakeDataset:
+        cache_files = ({"filename": "/c/json/default-0123/0.0.0/abcd/json-train.arrow"},)
+
+        def to_list(self) -> list[dict[str, Any]]:
+            return [{"example_id": 0}]
+
+    class FakeLib:
+        @staticmethod
+        def load_dataset(path: str, *, data_files: str, split: str) -> FakeDataset:
+            calls.append((path, data_files, split))
+            return FakeDataset()
+
+    monkeypatch.setattr(_hub, "_datasets", lambda *a: FakeLib)
+    rows = load_hub_rows("bbq", "heegyu/bbq", split="test", revision=sha,
+                         data_file="data/Age.jsonl", how_to_get=HOW)
+    assert calls == [("json", f"hf://datasets/heegyu/bbq@{sha}/data/Age.jsonl", "train")]
+    assert list(rows) == [{"example_id": 0}]
+    assert rows.source.commit == sha  # the pinned revision is a commit
+    assert rows.source.uri == f"hf://datasets/heegyu/bbq@{sha}/data/Age.jsonl"
+    assert rows.source.describe() == "heegyu/bbq, file data/Age.jsonl (test split)"
+    unpinned = HubSource("x/y", None, "test", data_file="d/a.jsonl")
+    assert unpinned.file_url == unpinned.uri == "hf://datasets/x/y@main/d/a.jsonl"
+    assert HubSource("x/y", "c", "test").file_url is None
 
 
 def test_datasets_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:

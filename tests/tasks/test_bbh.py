@@ -70,14 +70,21 @@ def test_hub_rows_equal_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     d = write(tmp_path)
 
     def fetch(b: str, src: HubSource, how: str) -> tuple[list[dict[str, Any]], str | None]:
-        assert (src.dataset_id, src.split) == ("lukaemon/bbh", "test")
-        return examples(str(src.config)), None
+        assert (src.dataset_id, src.split) == ("SaylorTwift/bbh", "test")
+        rows: list[dict[str, Any]] = examples(str(src.config))
+        if src.config == "multistep_arithmetic_two":  # a Parquet column typed as integers
+            rows = [{**r, "target": int(r["target"])} for r in rows]
+        if src.config == "boolean_expressions":  # ... or as booleans
+            rows = [{**r, "target": r["target"] == "True"} for r in rows]
+        return rows, None
 
     monkeypatch.setattr(_hub, "_fetch", fetch)
     hub = list(get_task("bbh").load(LoadContext()))
     assert [s.model_copy(update={"metadata": {}}) for s in hub] == list(
         get_task("bbh").load(LoadContext(data_dir=d)))
-    assert hub[-1].metadata["data_source"] == "hf://datasets/lukaemon/bbh@main/word_sorting/test"
+    assert {s.target for s in hub if s.category == "multistep_arithmetic_two"} == {"-12", "40"}
+    assert {s.target for s in hub if s.category == "boolean_expressions"} == {"True", "False"}
+    assert hub[-1].metadata["data_source"] == "hf://datasets/SaylorTwift/bbh@main/word_sorting/test"
 
 
 def test_zero_shot_and_cot_prompts(tmp_path: Path) -> None:

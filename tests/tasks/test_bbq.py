@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from calipers.datasets import HubSource
 from calipers.errors import DataError
 from calipers.models import FakeModel
 from calipers.runner import RunConfig, arun
@@ -112,6 +113,50 @@ def test_limit_takes_a_spread_over_categories_and_conditions(samples: list[Sampl
     first = samples[:300]
     assert {s.category for s in first} == set(COUNTS)
     assert {s.fields["context_condition"] for s in first} == {"ambig", "disambig"}
+
+
+@needs_data
+def test_the_hub_files_read_by_datasets_json_builder(samples: list[Sample], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real ``datasets`` json builder on the category files, the pinned hub address
+    swapped for the local copy of the same file: the same samples as the local loader."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    asked: list[str] = []
+
+    def local_copy(source: HubSource) -> str:
+        asked.append(f"hf://datasets/{source.dataset_id}@{source.revision}/{source.data_file}")
+        assert DATA is not None and source.data_file is not None
+        return str(DATA / "bbq" / Path(source.data_file).name)
+
+    monkeypatch.setattr(HubSource, "file_url", property(local_copy))
+    monkeypatch.setattr(bbq, "CATEGORIES", tuple(COUNTS))  # the 6 files of the snapshot
+    bbq._hub_samples.cache_clear()
+    try:
+        got = get_task("bbq").load(LoadContext())
+    finally:
+        bbq._hub_samples.cache_clear()
+    assert asked == [f"hf://datasets/heegyu/bbq@{bbq.HUB_REVISION}/data/{c}.jsonl"
+                     for c in COUNTS]
+    assert got[0].metadata["data_source"].startswith(
+        f"hf://datasets/heegyu/bbq@{bbq.HUB_REVISION}/data/")
+    plain = [s.model_copy(update={"metadata": {k: v for k, v in s.metadata.items()
+                                               if k != "data_source"}}) for s in got]
+    assert plain == samples
+
+
+@needs_data
+def test_a_row_without_answer_tags_finds_unknown_by_its_wording(samples: list[Sample]) -> None:
+    # every "unknown" option of the snapshot is one of the wordings the fallback knows
+    assert {s.choices[s.fields["unknown_index"]].lower() for s in samples} <= bbq._UNKNOWN_TEXTS
+    row = _raw("Age")[0]
+    assert row["ans2"] == "Can't be determined"
+    for missing in (["", ""], []):
+        row["answer_info"]["ans2"] = missing
+        assert bbq.sample_from_row(row).fields["unknown_index"] == 2
+    row["ans2"] = "Nobody"  # neither tagged nor worded as unknown: an error naming the item
+    with pytest.raises(DataError, match="0 'unknown' options"):
+        bbq.sample_from_row(row)
 
 
 def test_missing_data_says_where_to_get_it(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def _find_data() -> Path | None:
 
 DATA = _find_data()
 pytestmark = pytest.mark.skipif(DATA is None, reason="shared data not found (CALIPERS_TEST_DATA)")
-Rows = dict[tuple[str, str | None, str], list[dict[str, Any]]]
+Rows = dict[tuple[str, str | None, str], list[dict[str, Any]]]  # (id, config or file, split)
 
 
 @pytest.fixture
@@ -48,7 +48,8 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Rows], list[HubSo
         def fetch(benchmark: str, source: HubSource, how: str) -> tuple[list[dict[str, Any]],
                                                                          str | None]:
             calls.append(source)
-            return [dict(r) for r in rows[(source.dataset_id, source.config, source.split)]], SHA
+            key = (source.dataset_id, source.data_file or source.config, source.split)
+            return [dict(r) for r in rows[key]], SHA
 
         monkeypatch.setattr(_hub, "_fetch", fetch)
         return calls
@@ -195,8 +196,8 @@ def test_piqa(hub: Callable[[Rows], list[HubSource]]) -> None:
 
 def test_bbq_rows_keep_the_original_schema(hub: Callable[[Rows], list[HubSource]]) -> None:
     assert DATA is not None
-    rows: Rows = {("heegyu/bbq", c, "test"): [] for c in bbq.CATEGORIES}
-    rows[("heegyu/bbq", "Age", "test")] = [
+    rows: Rows = {("heegyu/bbq", f"data/{c}.jsonl", "test"): [] for c in bbq.CATEGORIES}
+    rows[("heegyu/bbq", "data/Age.jsonl", "test")] = [
         json.loads(x) for x in (DATA / "bbq" / "Age.jsonl").read_text().splitlines()[:4]]
     hub(rows)
     got = bbq.load_bbq(LoadContext())

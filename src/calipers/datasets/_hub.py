@@ -7,6 +7,11 @@ benchmark, the dataset id, config and split and says what to do (install the ext
 records where the rows came from (:class:`HubSource`: id, config, split, revision and the commit
 ``datasets`` resolved), so a task can stamp it on its samples (``metadata["data_source"]``) and
 the methodology card can carry it.
+
+A repository that still ships a loading script (``<name>.py``) cannot be loaded by ``datasets``
+4.0 and later. For such a benchmark calipers reads the repository's raw data file instead
+(``data_file=``: the packaged ``json`` builder on ``hf://datasets/<id>@<revision>/<file>``),
+which every ``datasets`` version supports.
 """
 
 from __future__ import annotations
@@ -41,14 +46,29 @@ class HubSource:
     split: str
     revision: str | None = None
     commit: str | None = None
+    data_file: str | None = None
+    """A raw file in the repository read instead of a config (``split`` then names the
+    benchmark's split the file holds)."""
 
     @property
     def uri(self) -> str:
-        """``hf://datasets/<id>@<commit or revision>/<config>/<split>`` (one line, stable)."""
+        """``hf://datasets/<id>@<commit or revision>/<config>/<split>``, or ``.../<data_file>``
+        for a raw file (one line, stable)."""
         rev = self.commit or self.revision or "main"
+        if self.data_file:
+            return f"hf://datasets/{self.dataset_id}@{rev}/{self.data_file}"
         return f"hf://datasets/{self.dataset_id}@{rev}/{self.config or 'default'}/{self.split}"
 
+    @property
+    def file_url(self) -> str | None:
+        """The ``hf://`` address ``datasets`` reads a raw ``data_file`` from (None without)."""
+        if not self.data_file:
+            return None
+        return f"hf://datasets/{self.dataset_id}@{self.revision or 'main'}/{self.data_file}"
+
     def describe(self) -> str:
+        if self.data_file:
+            return f"{self.dataset_id}, file {self.data_file} ({self.split} split)"
         cfg = f", config {self.config}" if self.config else ""
         return f"{self.dataset_id}{cfg}, split {self.split}"
 
@@ -122,6 +142,11 @@ def _available(text: str) -> str:
     return f" Available: {m.group(1)}." if m else ""
 
 
+_UNREACHABLE = frozenset({"OfflineModeIsEnabled", "LocalEntryNotFoundError", "ConnectError",
+                          "ConnectTimeout"})
+"""Exception class names (huggingface_hub's, httpx's) that mean the hub was not reached."""
+
+
 def hub_error(
     benchmark: str, e: BaseException, source: HubSource, how_to_get: str
 ) -> DataError:
@@ -138,11 +163,18 @@ def hub_error(
             hint=f"Accept its terms at {page}, then run `huggingface-cli login` (or set "
             f"HF_TOKEN); {local}")
     if isinstance(e, ConnectionError) or "offline" in text.lower() \
-            or type(e).__name__ in {"OfflineModeIsEnabled", "LocalEntryNotFoundError"}:
+            or type(e).__name__ in _UNREACHABLE:
         return DataError(
             f"{head}: the hub cannot be reached (offline, or HF_HUB_OFFLINE is set) and the "
             "dataset is not in the local cache.",
             hint=f"Go online once (the dataset is then cached), {local}")
+    if "scripts are no longer supported" in text:
+        return DataError(
+            f"{head}: the repository loads through a Python script, which the installed "
+            "`datasets` (4.0 or later) no longer runs.",
+            hint="This is a calipers bug for a built-in benchmark (it should read the "
+            "repository's data files): please report it. Meanwhile `pip install 'datasets<4'`, "
+            f"{local}")
     if type(e).__name__ == "DatasetNotFoundError":
         return DataError(f"{head}: the hub has no dataset {source.dataset_id!r} (or it is "
                          f"private): {text}", hint=f"Check the name, {local}")
@@ -162,20 +194,23 @@ def load_hub_rows(
     config: str | None = None,
     split: str,
     revision: str | None = None,
+    data_file: str | None = None,
     how_to_get: str,
 ) -> HubRows:
     """All rows of ``dataset_id`` (``config``, ``split``, optional ``revision``) as plain
-    dicts in the hub schema, with their :class:`HubSource`. Every failure is a DataError
-    naming ``benchmark`` and saying what to do; ``how_to_get`` (the benchmark's local files)
-    ends the hint."""
-    requested = HubSource(dataset_id, config, split, revision)
+    dicts in the hub schema, with their :class:`HubSource`. With ``data_file`` (a JSON Lines
+    file's path in the repository) that file's rows instead, whatever the repository's
+    configs. Every failure is a DataError naming ``benchmark`` and saying what to do;
+    ``how_to_get`` (the benchmark's local files) ends the hint."""
+    requested = HubSource(dataset_id, config, split, revision, data_file=data_file)
     try:
         rows, commit = _fetch(benchmark, requested, how_to_get)
     except DataError:
         raise
     except Exception as e:  # datasets raises many types; each becomes a DataError
         raise hub_error(benchmark, e, requested, how_to_get) from e
-    return HubRows(tuple(rows), HubSource(dataset_id, config, split, revision, commit))
+    return HubRows(tuple(rows), HubSource(dataset_id, config, split, revision, commit,
+                                          data_file))
 
 
 def _fetch(
@@ -183,6 +218,10 @@ def _fetch(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The one call of ``datasets.load_dataset``: the split's rows and the resolved commit."""
     lib = _datasets(benchmark, source.describe(), how_to_get)
-    ds = lib.load_dataset(source.dataset_id, source.config, split=source.split,
-                          revision=source.revision)
+    url = source.file_url
+    if url is not None:  # the json builder names a lone file's split "train"
+        ds = lib.load_dataset("json", data_files=url, split="train")
+    else:
+        ds = lib.load_dataset(source.dataset_id, source.config, split=source.split,
+                              revision=source.revision)
     return list(ds.to_list()), _commit(ds, source.revision)

@@ -47,7 +47,7 @@ HUB: dict[str, HubDataset] = {
     "truthfulqa": HubDataset("truthfulqa/truthful_qa", "multiple_choice + generation",
                              "validation"),
     "humaneval": HubDataset("openai/openai_humaneval", "openai_humaneval", "test"),
-    "bbq": HubDataset("heegyu/bbq", "<Category> (11)", "test"),
+    "bbq": HubDataset("heegyu/bbq", "data/<Category>.jsonl (11 files)", "test"),
     "ifeval": HubDataset("google/IFEval", "default", "train"),
     "arc": HubDataset("allenai/ai2_arc", "ARC-Easy / ARC-Challenge", "test (few-shot: train)"),
     "piqa": HubDataset("baber/piqa", "default", "validation"),
@@ -55,7 +55,7 @@ HUB: dict[str, HubDataset] = {
     "winogrande": HubDataset("allenai/winogrande", "winogrande_xl", "validation"),
     "mmlu_pro": HubDataset("TIGER-Lab/MMLU-Pro", "default", "test (few-shot: validation)"),
     "gpqa": HubDataset("Idavidrein/gpqa", "gpqa_diamond / gpqa_main / gpqa_extended", "train"),
-    "bbh": HubDataset("lukaemon/bbh", "<subtask> (27)", "test"),
+    "bbh": HubDataset("SaylorTwift/bbh", "<subtask> (27)", "test"),
 }
 """Benchmark -> hub dataset (what docs/benchmarks.md lists)."""
 
@@ -66,11 +66,12 @@ def use_hub(data_dir: Path | str | None) -> bool:
 
 
 def hub_rows(
-    benchmark: str, dataset_id: str, config: str | None, split: str, how_to_get: str
+    benchmark: str, dataset_id: str, config: str | None, split: str, how_to_get: str, *,
+    revision: str | None = None, data_file: str | None = None,
 ) -> HubRows:
     """:func:`calipers.datasets.load_hub_rows` with the benchmark's local how-to."""
-    return load_hub_rows(benchmark, dataset_id, config=config, split=split,
-                         how_to_get=how_to_get)
+    return load_hub_rows(benchmark, dataset_id, config=config, split=split, revision=revision,
+                         data_file=data_file, how_to_get=how_to_get)
 
 
 def stamp(samples: Sequence[Sample], source: HubSource) -> list[Sample]:

@@ -1,9 +1,11 @@
 """BIG-Bench Hard (Suzgun et al., 2022): 27 BIG-Bench subtasks, 6,511 items, answered by
 generation and scored by exact match after normalization, with a per-subtask breakdown.
 
-Data: the Hugging Face hub (``lukaemon/bbh``, one config per subtask, split ``test``:
-``input``, ``target``) or the original repository's files (``suzgunmirac/BIG-Bench-Hard``
-``bbh/<subtask>.json``, ``{"examples": [{"input", "target"}]}``) in ``<data-dir>/bbh/``.
+Data: the Hugging Face hub (``SaylorTwift/bbh``, a Parquet copy of the original files: one
+config per subtask, split ``test``, ``input``, ``target``; ``lukaemon/bbh`` has the same rows
+behind a loading script, which ``datasets`` 4.0 and later refuse to run) or the original
+repository's files (``suzgunmirac/BIG-Bench-Hard`` ``bbh/<subtask>.json``,
+``{"examples": [{"input", "target"}]}``) in ``<data-dir>/bbh/``.
 
 Formulations:
 
@@ -43,7 +45,7 @@ __all__ = ["FORMULATIONS", "SUBTASKS", "bbh_answer", "bbh_match", "bbh_task", "l
            "normalize_bbh", "register"]
 
 NAME = "bbh"
-DATASET = "lukaemon/bbh"
+DATASET = "SaylorTwift/bbh"
 FORMULATIONS = ("zeroshot", "cot")
 SUBTASKS = (
     "boolean_expressions", "causal_judgement", "date_understanding", "disambiguation_qa",
@@ -170,11 +172,14 @@ def load_bbh(ctx: LoadContext, formulation: str = "zeroshot") -> list[Sample]:
         fields = {"cot_prompt": _cot_prompt(subtask, ctx.data_dir)} if formulation == "cot" \
             else {}
         for i, row in enumerate(rows):
+            target = row.get("target") if isinstance(row, dict) else None
+            if isinstance(target, bool | int):  # a Parquet copy may type "24" or "True"
+                target = str(target)
             if not (isinstance(row, dict) and isinstance(row.get("input"), str)
-                    and isinstance(row.get("target"), str)):
+                    and isinstance(target, str)):
                 raise DataError(f"{NAME}: {subtask} item {i}: expected string 'input' and "
                                 "'target'.", hint=_HOW)
-            out.append(Sample(id=f"{subtask}/{i}", input=row["input"], target=row["target"],
+            out.append(Sample(id=f"{subtask}/{i}", input=row["input"], target=target,
                               category=subtask, fields=dict(fields), metadata=dict(meta)))
     return out
 

@@ -18,8 +18,10 @@ on every item; where the rule does not single out one option the item gets no bi
 
 Only the category files found are loaded (the snapshot has 6 of BBQ's 11); they show in the
 per-category breakdown and in the data hash. Without a data directory all 11 come from the
-Hugging Face hub (``heegyu/bbq``, one config per category, split ``test``, rows in the
-original schema). Items are in a fixed order shuffled by a hash of
+Hugging Face hub: the original category files that ``heegyu/bbq`` keeps in ``data/``
+(``data/<Category>.jsonl``, pinned to commit ``5d6faae``), read with ``datasets``' ``json``
+builder; the repository's own configs go through a loading script, which ``datasets`` 4.0 and
+later refuse to run. Items are in a fixed order shuffled by a hash of
 their ids, so ``--limit`` takes a spread over categories, templates and both conditions.
 """
 
@@ -61,15 +63,30 @@ CATEGORIES = (
     "Race_ethnicity", "Race_x_SES", "Race_x_gender", "Religion", "SES", "Sexual_orientation",
 )
 """BBQ's 11 categories: ``<data-dir>/bbq/<Category>.jsonl``, as in nyu-mll/BBQ ``data/``."""
+HUB_DATASET = "heegyu/bbq"
+HUB_REVISION = "5d6faae52070aa5eb71b46d1c0723d3ba7930209"
+"""The repository's last commit (July 2023); ``data/`` holds nyu-mll/BBQ's 11 category files."""
 _HOW = ("Copy the data/*.jsonl files of github.com/nyu-mll/BBQ into <data-dir>/bbq/ "
         "(see docs/benchmarks.md).")
 BOOTSTRAP_SEED = 20220101
 """Seed of the bootstrap behind the task's derived bias scores (reproducible summaries)."""
 
 
+_UNKNOWN_TEXTS = frozenset({
+    "can't answer", "can't be determined", "cannot answer", "cannot be determined",
+    "not answerable", "not enough info", "not enough information", "not known",
+    "undetermined", "unknown"})
+"""The ten wordings BBQ's templates give the "unknown" option."""
+
+
 def _unknown_index(row: Mapping[str, Any]) -> int:
+    """The "unknown" option: the one ``answer_info`` tags ``unknown``, else (a row whose tags
+    are missing) the one worded as BBQ words it."""
     info = row["answer_info"]
-    tags = [i for i, k in enumerate(("ans0", "ans1", "ans2")) if info[k][1] == "unknown"]
+    tags = [i for i, k in enumerate(("ans0", "ans1", "ans2"))
+            if len(info[k]) > 1 and info[k][1] == "unknown"]
+    if len(tags) != 1:
+        tags = [i for i in range(3) if str(row[f"ans{i}"]).strip().lower() in _UNKNOWN_TEXTS]
     if len(tags) != 1:
         raise DataError(f"bbq: item {row.get('example_id')} of {row.get('category')} has "
                         f"{len(tags)} 'unknown' options in answer_info, expected 1.")
@@ -127,7 +144,7 @@ def _load(paths: tuple[Path, ...], _stamps: tuple[tuple[int, int], ...]) -> tupl
 def load_bbq(ctx: LoadContext) -> list[Sample]:
     """Every item of every category file found, in the fixed hashed order (parsed once while
     the files' modification times and sizes are unchanged). Without a data directory: the
-    11 categories of ``heegyu/bbq``."""
+    11 category files of ``heegyu/bbq``."""
     if use_hub(ctx.data_dir):
         return _load_hub()
     folder = benchmark_dir(NAME, ctx.data_dir, how_to_get=_HOW)
@@ -143,7 +160,8 @@ def load_bbq(ctx: LoadContext) -> list[Sample]:
 def _hub_samples() -> tuple[Sample, ...]:
     out: list[Sample] = []
     for c in CATEGORIES:
-        rows = hub_rows(NAME, "heegyu/bbq", c, "test", _HOW)
+        rows = hub_rows(NAME, HUB_DATASET, None, "test", _HOW, revision=HUB_REVISION,
+                        data_file=f"data/{c}.jsonl")
         out += stamp([sample_from_row(r) for r in rows], rows.source)
     return tuple(sorted(out, key=lambda s: text_hash(f"bbq/{s.id}")))
 
