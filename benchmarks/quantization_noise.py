@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     params = dict(model.named_parameters())
     gen = torch.Generator().manual_seed(args.seed)
     scale = args.dose ** 0.5
-    report = []
+    report: list[dict[str, Any]] = []
     with torch.no_grad():
         for name, qtype in sorted(types.items()):
             if qtype not in _LEVELS:

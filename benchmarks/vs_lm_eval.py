@@ -107,7 +107,7 @@ async def _noop() -> None:
 
 def load_calipers(spec: str, threads: int | None) -> tuple[ModelProvider, dict[str, Any]]:
     provider = resolve_model(spec, ModelOptions(n_threads=threads))
-    provider.aclose = _noop  # type: ignore[method-assign]  # keep weights across runs
+    provider.aclose = _noop  # keep the weights across runs
     stats: dict[str, Any] = {}
     with measured(stats):
         provider.identity()
