@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,7 @@ def block_steps(w: Any, qtype: str) -> tuple[Any, float]:
         q = blocks / d.clamp_min(1e-30)
     else:
         raise SystemExit(f"no noise model for {qtype} tensors (known: Q4_1, Q8_0)")
-    off = (q - torch.round(q)).abs()
-    off = torch.where(d > 0, off, torch.zeros_like(off))
-    return d, float(off.max())
+    return d, float((q - torch.round(q)).abs().max())  # a constant block: q = 0, on the grid
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "calipers-noise.json").write_text(json.dumps(
         {"source": str(local.gguf_path), "seed": args.seed, "dose": args.dose,
          "tensors": report}, indent=2))
-    kinds: dict[str, int] = {}
-    for r in report:
-        kinds[r["type"]] = kinds.get(r["type"], 0) + 1
+    kinds = dict(Counter(r["type"] for r in report))
     worst = max(r["grid_offset_steps"] for r in report)
     ratio = sum(r["noise_rms"] / r["weight_rms"] for r in report) / len(report)
     print(f"wrote {args.out}: noise on {len(report)} tensors ({kinds}); all blocks within "

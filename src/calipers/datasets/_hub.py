@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from calipers.errors import DataError
@@ -209,8 +209,7 @@ def load_hub_rows(
         raise
     except Exception as e:  # datasets raises many types; each becomes a DataError
         raise hub_error(benchmark, e, requested, how_to_get) from e
-    return HubRows(tuple(rows), HubSource(dataset_id, config, split, revision, commit,
-                                          data_file))
+    return HubRows(tuple(rows), replace(requested, commit=commit))
 
 
 def _fetch(

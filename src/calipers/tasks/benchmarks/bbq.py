@@ -89,7 +89,8 @@ def _unknown_index(row: Mapping[str, Any]) -> int:
         tags = [i for i in range(3) if str(row[f"ans{i}"]).strip().lower() in _UNKNOWN_TEXTS]
     if len(tags) != 1:
         raise DataError(f"bbq: item {row.get('example_id')} of {row.get('category')} has "
-                        f"{len(tags)} 'unknown' options in answer_info, expected 1.")
+                        f"{len(tags)} 'unknown' options (by answer_info, then by wording), "
+                        "expected 1.")
     return tags[0]
 
 
