@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from tests._data import require
+
 # Tests never reach the Hugging Face hub: a benchmark without local data must fail at once with
 # the offline message (huggingface_hub reads this once, at import), never download.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``needs_data`` (tests/_data.py): skip without the files, but fail under CI."""
+    for mark in item.iter_markers("needs_data"):
+        require(*mark.args)
 
 
 @pytest.fixture(autouse=True)

@@ -8,31 +8,20 @@ from __future__ import annotations
 
 import ast
 import csv
-import os
-from pathlib import Path
 
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from calipers.analysis._audit import audit
 from calipers.models import FakeModel
+from tests._data import DATA, needs_data
 
 from .conftest import make_run, stored
 
 LIMIT = 100  # the first 100 items: all of abstract_algebra
 
 
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "mmlu_redux" / "mmlu_abstract_algebra.csv").is_file():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-pytestmark = pytest.mark.skipif(DATA is None, reason="MMLU-Redux data not found")
+pytestmark = needs_data("mmlu_redux")
 
 
 def _rows() -> list[dict[str, object]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,18 @@ def test_cli_defaults_match_the_library() -> None:
     from calipers.tasks import DEFAULT_TASK
 
     assert (_run.DEFAULT_MODEL, _run.DEFAULT_TASK) == (DEFAULT_MODEL, DEFAULT_TASK)
+
+
+def test_errors_are_not_hard_wrapped_off_a_terminal(tmp_path: Path) -> None:
+    """A script greps stderr for the whole sentence; rich must not break it at 80 columns,
+    however long the path in it."""
+    deep = tmp_path.joinpath(*(["a-rather-long-folder-name"] * 8)) / "missing-task.yaml"
+    code, _, err = invoke("run", "-m", "fake:echo", "-t", str(deep))
+    assert code == 2
+    line = next(x for x in err.splitlines() if "Error:" in x)
+    assert str(deep) in line and len(line) > 200
+    # and through a real pipe, as a script sees it
+    proc = subprocess.run(
+        [sys.executable, "-m", "calipers", "run", "-m", "fake:echo", "-t", str(deep)],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "60"})
+    assert proc.returncode == 2 and any(str(deep) in x for x in proc.stderr.splitlines())

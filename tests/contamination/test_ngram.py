@@ -8,7 +8,6 @@ import io
 import itertools
 import json
 import math
-import os
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -32,22 +31,13 @@ from calipers.contamination._ngram_index import build_index, open_index
 from calipers.contamination._ngram_render import render_ngram_report
 from calipers.errors import ConfigError, DataError
 from calipers.store import RunRecord, SampleRecord
+from tests._data import DATA, needs_data, require
 
 MASK = (1 << 64) - 1
 B, M = 0x100000001B3, 0x9E3779B97F4A7C15
 
 
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "mmlu").is_dir():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-needs_mmlu = pytest.mark.skipif(DATA is None, reason="MMLU data not found (CALIPERS_TEST_DATA)")
+needs_mmlu = needs_data("mmlu/test")
 
 
 # -- an independent reference: plain Python, one character and one n-gram at a time ----------
@@ -169,8 +159,7 @@ def _write_corpus(folder: Path, texts: list[str], rng: np.random.Generator) -> l
 
 @pytest.fixture(scope="module")
 def mmlu_items() -> list[tuple[str, str]]:
-    if DATA is None:
-        pytest.skip("MMLU data not found")
+    require("mmlu/test")
     items = task_item_texts("mmlu", data_dir=DATA)
     rng = np.random.default_rng(5)
     picked = rng.choice(len(items), size=100, replace=False)

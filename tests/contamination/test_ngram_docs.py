@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 import calipers.contamination
-
-from .test_ngram import DATA
+from tests._data import DATA, needs_data
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "contamination.md"
 NAMES = ("build_index", "ngram_check", "render_ngram_report", "task_item_texts")
 
 
-@pytest.mark.skipif(DATA is None, reason="MMLU data not found (CALIPERS_TEST_DATA)")
+@needs_data("mmlu/test")
 def test_ngram_doc_example_runs_and_its_comments_are_true(monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     missing = [n for n in NAMES if not hasattr(calipers.contamination, n)]

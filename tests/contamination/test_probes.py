@@ -8,7 +8,6 @@ import contextlib
 import io
 import json
 import math
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,21 +42,12 @@ from calipers.models import FakeModel, ModelOptions
 from calipers.models._openai import OpenAIModel
 from calipers.tasks import LoadContext, get_task
 from calipers.types import Sample, TokenStatsResult
+from tests._data import DATA, require
 
 PROBE_FNS = {"min-k%++": min_k_pp_probe, "completion": completion_probe,
              "ts-guessing": ts_guessing_probe}
 
 
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "arc").is_dir():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
 
 
 def synthetic(n: int, seed: int) -> list[Sample]:
@@ -79,8 +69,7 @@ def synthetic(n: int, seed: int) -> list[Sample]:
 
 
 def arc(n: int, seed: int | None = None) -> list[Sample]:
-    if DATA is None:
-        pytest.skip("ARC data not found (set CALIPERS_TEST_DATA)")
+    require("arc/ARC-Challenge")
     pool = list(get_task("arc_challenge").load(LoadContext(data_dir=DATA)))
     if seed is None:
         return pool[:n]
@@ -366,9 +355,8 @@ def test_run_probes_with_a_reference_set() -> None:
 def test_the_docs_example_runs_and_prints_what_it_says() -> None:
     doc = Path(__file__).resolve().parents[2] / "docs" / "contamination-probes.md"
     code = "\n".join(re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S))
-    if DATA is None:
-        pytest.skip("ARC data not found (set CALIPERS_TEST_DATA)")
-    code = code.replace('Path("/work/shared/data")', repr(str(DATA)))
+    require("arc/ARC-Challenge")
+    code = code.replace('Path("../shared/data")', repr(str(DATA)))
     import calipers.contamination as package
 
     if not hasattr(package, "run_probes"):  # until the package exports the probes

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +20,9 @@ from calipers.store import Store
 from calipers.tasks import PromptTemplate
 from calipers.tasks.benchmarks import commonsense, winogrande
 from calipers.types import LoglikelihoodRequest, LoglikelihoodResult, ModelRequest
+from tests._data import DATA, needs_data
 
-DATA = Path("/work/shared/data")
-needs_data = pytest.mark.skipif(not (DATA / "winogrande").is_dir(),
-                                reason="benchmark data not present")
+needs_winogrande = needs_data("winogrande")
 
 
 def _raw_winogrande() -> list[tuple[dict[str, Any], int]]:
@@ -129,7 +127,7 @@ def _run(config: RunConfig, model: FakeModel) -> tuple[Any, list[Any]]:
         return result, store.get_samples(result.run_id)
 
 
-@needs_data
+@needs_winogrande
 @pytest.mark.parametrize("chat", [False, True])
 def test_winogrande_run_scores_the_shared_continuation(chat: bool) -> None:
     recorder = Recorder()
@@ -161,7 +159,7 @@ def test_winogrande_run_scores_the_shared_continuation(chat: bool) -> None:
         assert lps == [-float(len(c)) for c, _ in expected_calls[2 * s.position :][:2]]
 
 
-@needs_data
+@needs_winogrande
 def test_rerun_is_served_from_the_cache() -> None:
     recorder = Recorder()
     config = RunConfig(model="fake:short", tasks=("winogrande",), data_dir=str(DATA), limit=6)
@@ -174,7 +172,7 @@ def test_rerun_is_served_from_the_cache() -> None:
     assert metrics[0] == metrics[1]
 
 
-@needs_data
+@needs_winogrande
 def test_formulations_are_told_apart_in_the_methodology() -> None:
     recorder = Recorder()
     cards = {}
@@ -194,7 +192,7 @@ def test_formulations_are_told_apart_in_the_methodology() -> None:
 # ---- the real model -------------------------------------------------------------------------
 
 @pytest.mark.slow
-@needs_data
+@needs_winogrande
 def test_llamacpp_split_matches_direct_full_sequence_logits() -> None:
     """Three real items on SmolLM2: the merged result equals, per option, a fresh evaluation
     of the whole sequence by a separate Llama (tests.models.conftest.direct_logprob), and the

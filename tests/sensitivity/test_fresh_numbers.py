@@ -3,11 +3,8 @@ model that memorised the originals caught by the perturbation gap."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
-
-import pytest
 
 from calipers.analysis import load_study, plan_study, run_study
 from calipers.contamination import perturbation_gap
@@ -18,6 +15,7 @@ from calipers.tasks import Variant, apply_variant, resolve_task
 from calipers.tasks._fresh_numbers import renumber
 from calipers.tasks._task import LoadContext
 from calipers.types import ModelRequest
+from tests._data import DATA, needs_data
 
 QUESTION = ("A shop sells 24 apples on Monday and 35 apples on Tuesday. Each apple costs $12. "
             "How much money does the shop make?")
@@ -43,19 +41,9 @@ def test_problems_not_understood_are_left_out() -> None:
                     random.Random(0)) is None
 
 
-def _data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here.parent / "shared" / "data",
-              "/work/shared/data"):
-        if d and (Path(d) / "gsm8k" / "test.jsonl").exists():
-            return Path(d)
-    return None
 
 
-DATA = _data()
-
-
-@pytest.mark.skipif(DATA is None, reason="GSM8K data not found (CALIPERS_TEST_DATA)")
+@needs_data("gsm8k/test.jsonl")
 def test_a_model_that_memorised_gsm8k_answers_drops_on_fresh_numbers(tmp_path: Path) -> None:
     assert DATA is not None
     task = resolve_task("gsm8k")[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -25,19 +24,9 @@ from calipers.store import Store
 from calipers.tasks import LoadContext, get_task
 from calipers.tasks.benchmarks import bbq
 from calipers.types import LoglikelihoodResult, Sample, SampleOutput, Score
+from tests._data import DATA, needs_data, require
 
-
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "bbq" / "Age.jsonl").is_file():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-needs_data = pytest.mark.skipif(DATA is None, reason="BBQ data not found (CALIPERS_TEST_DATA)")
+needs_bbq = needs_data("bbq")
 # SOURCES.md: the 6 categories of the snapshot and their item counts.
 COUNTS = {"Age": 3680, "Disability_status": 1556, "Nationality": 3080,
           "Physical_appearance": 1576, "Religion": 1200, "Sexual_orientation": 864}
@@ -51,8 +40,7 @@ def _registered() -> None:
 
 @pytest.fixture(scope="module")
 def samples() -> list[Sample]:
-    if DATA is None:
-        pytest.skip("BBQ data not found")
+    require("bbq")
     return list(get_task("bbq").load(LoadContext(data_dir=DATA)))
 
 
@@ -64,13 +52,13 @@ def _raw(category: str) -> list[dict[str, Any]]:
 
 # ---- the data ---------------------------------------------------------------------------
 
-@needs_data
+@needs_bbq
 def test_item_counts_match_sources(samples: list[Sample]) -> None:
     assert Counter(s.category for s in samples) == COUNTS
     assert len(samples) == 11_956 and len({s.id for s in samples}) == 11_956
 
 
-@needs_data
+@needs_bbq
 def test_a_known_item_literally(samples: list[Sample]) -> None:
     by_id = {s.id: s for s in samples}
     s = by_id["Age/0"]
@@ -86,7 +74,7 @@ def test_a_known_item_literally(samples: list[Sample]) -> None:
     assert by_id["Age/1"].target == 1  # the context says the grandson struggled
 
 
-@needs_data
+@needs_bbq
 def test_ambiguous_and_disambiguated_counts_from_the_raw_files(samples: list[Sample]) -> None:
     raw = Counter((c, r["context_condition"]) for c in COUNTS for r in _raw(c))
     loaded = Counter((s.category, s.fields["context_condition"]) for s in samples)
@@ -94,7 +82,7 @@ def test_ambiguous_and_disambiguated_counts_from_the_raw_files(samples: list[Sam
     assert raw[("Age", "ambig")] == raw[("Age", "disambig")] == 1840
 
 
-@needs_data
+@needs_bbq
 def test_the_biased_option_follows_the_stereotyped_groups(samples: list[Sample]) -> None:
     for s in samples:
         biased, unknown = s.fields["biased_index"], s.fields["unknown_index"]
@@ -108,14 +96,14 @@ def test_the_biased_option_follows_the_stereotyped_groups(samples: list[Sample])
     assert nonneg.choices[nonneg.fields["biased_index"]] == "The grandson"
 
 
-@needs_data
+@needs_bbq
 def test_limit_takes_a_spread_over_categories_and_conditions(samples: list[Sample]) -> None:
     first = samples[:300]
     assert {s.category for s in first} == set(COUNTS)
     assert {s.fields["context_condition"] for s in first} == {"ambig", "disambig"}
 
 
-@needs_data
+@needs_bbq
 def test_the_hub_files_read_by_datasets_json_builder(samples: list[Sample], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The real ``datasets`` json builder on the category files, the pinned hub address
@@ -145,7 +133,7 @@ def test_the_hub_files_read_by_datasets_json_builder(samples: list[Sample], tmp_
     assert plain == samples
 
 
-@needs_data
+@needs_bbq
 def test_a_row_without_answer_tags_finds_unknown_by_its_wording(samples: list[Sample]) -> None:
     # every "unknown" option of the snapshot is one of the wordings the fallback knows
     assert {s.choices[s.fields["unknown_index"]].lower() for s in samples} <= bbq._UNKNOWN_TEXTS
@@ -262,7 +250,7 @@ def test_mixed_answers_by_hand_with_a_reproducible_interval() -> None:
     assert list(by_cat) == ["Cat"]
 
 
-@needs_data
+@needs_bbq
 def test_a_refusing_model_through_the_runner(samples: list[Sample]) -> None:
     unknown_texts = {s.choices[s.fields["unknown_index"]] for s in samples if s.choices}
 

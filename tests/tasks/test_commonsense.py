@@ -1,5 +1,5 @@
-"""ARC, PIQA, HellaSwag and WinoGrande read from their original files (/work/shared/data),
-checked item by item against the raw files read here independently."""
+"""ARC, PIQA, HellaSwag and WinoGrande read from their original files (../shared/data or
+$CALIPERS_DATA), checked item by item against the raw files read here independently."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from calipers.errors import DataError
 from calipers.tasks import LoadContext, Task, get_task
 from calipers.tasks.benchmarks import commonsense, winogrande
 from calipers.types import Sample
+from tests._data import DATA, needs_data
 
-DATA = Path("/work/shared/data")
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="benchmark data not present")
+pytestmark = needs_data("arc", "piqa", "hellaswag", "winogrande")
 CTX = LoadContext(data_dir=DATA)
 COUNTS = {"arc_easy": 2376, "arc_challenge": 1172, "piqa": 1838, "hellaswag": 10042,
           "winogrande": 1267}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,19 +15,9 @@ from calipers.store import Store
 from calipers.tasks import LoadContext, get_task
 from calipers.tasks.benchmarks import gsm8k
 from calipers.types import ModelRequest, Sample
+from tests._data import DATA, needs_data
 
-
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "gsm8k" / "test.jsonl").is_file():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-pytestmark = pytest.mark.skipif(DATA is None, reason="GSM8K data not found (CALIPERS_TEST_DATA)")
+pytestmark = needs_data("gsm8k/test.jsonl", "gsm8k/train.jsonl")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,21 +17,12 @@ from calipers.datasets._hub import HubSource
 from calipers.tasks import LoadContext, get_task
 from calipers.tasks.benchmarks import bbq, commonsense, knowledge
 from calipers.types import Sample
+from tests._data import DATA, needs_data
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "mmlu").is_dir() and (Path(d) / "arc").is_dir():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-pytestmark = pytest.mark.skipif(DATA is None, reason="shared data not found (CALIPERS_TEST_DATA)")
+pytestmark = needs_data("mmlu/test", "arc", "gsm8k", "hellaswag", "truthfulqa", "piqa", "bbq")
 Rows = dict[tuple[str, str | None, str], list[dict[str, Any]]]  # (id, config or file, split)
 
 

