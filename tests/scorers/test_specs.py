@@ -16,6 +16,7 @@ from ._helpers import gen, on_logprobs, on_text
 BUILTINS = {
     "choice_letter": (("acc",), "generation"),
     "exact_match": (("exact_match",), "generation"),
+    "gsm8k_lmeval": (("flexible_lmeval", "strict_lmeval"), "generation"),
     "loglikelihood_mc": (("acc", "acc_norm"), "loglikelihood"),
     "normalized_match": (("match",), "generation"),
     "numeric_match": (("acc", "acc_strict"), "generation"),

@@ -84,7 +84,7 @@ def test_missing_data_says_where_to_get_it(tmp_path: Path) -> None:
 
 def test_task_card() -> None:
     task = get_task("ifeval")
-    assert (task.kind, task.version, task.derived is not None) == ("generate", "1", True)
+    assert (task.kind, task.version, task.derived is not None) == ("generate", "2", True)
     assert task.metrics == ["prompt_strict", "prompt_loose", "inst_strict", "inst_loose"]
     assert task.params.max_tokens == 1280 and task.params.temperature == 0
     [sc] = task.scorers

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,9 @@ def test_formulations_and_card() -> None:
     assert formulations("mmlu_pro") == ("generate", "letter", "cloze")
     t = get_task("mmlu_pro")
     assert (t.kind, t.default_few_shot, t.few_shot_match, t.metrics) == (
-        "generate", 5, "category", ["acc"])
+        "generate", 5, "category", ["acc", "acc_no_guess"])
+    assert (t.version, get_task("mmlu_pro", "letter").version) == ("2", "1")
+    assert "7478e2681849424bff7c2787bda5f3c9abf98a62" in t.source
     assert t.params.stop == ("Question:",) and t.params.max_tokens == 2048
     assert get_task("mmlu_pro", "letter").kind == "multiple_choice"
 
@@ -129,7 +132,10 @@ def test_prompt_is_the_authors_cot_prompt(tmp_path: Path) -> None:
     ("I think so.\nAnswer: E\nAnswer: F", "E"),  # the first line that has one, its last
     ("Some text. Final: option G is right", "G"),  # the last capital A-J anywhere
     ("no capital letters here", None),
-    ("The Answer is (C)", "C"),  # 'Answer is' is not 'answer is'; last capital wins
+    ("The Answer is (C)", "C"),  # 'Answer is' is not 'answer is'; last letter wins
+    ("I choose B. Good luck!", "B"),  # a standalone letter, not the G of 'Good'
+    ("Option D, clearly. Great Job!", "D"),
+    ("Answer is K, or Ä", None),  # only A-J, standalone
 ])
 def test_extraction_on_hand_written_replies(text: str, want: str | None) -> None:
     assert extract_mmlu_pro_answer(text) == want
@@ -164,12 +170,17 @@ def out(text: str) -> SampleOutput:
     return SampleOutput(response=ModelResponse(text=text))
 
 
-def test_scorer_records_no_answer_as_wrong() -> None:
+def test_no_letter_gets_the_authors_seeded_guess_in_acc_only() -> None:
     s = mmlu_pro.mmlu_pro_answer()
+    # the authors: random.seed(12345) then randint(0, n - 1): G of 10 options, D of 4
+    assert [random.Random(12345).randint(0, n - 1) for n in (10, 4)] == [6, 3]
+    for answer, n, want in ((2, 10, 0.0), (6, 10, 1.0), (0, 4, 0.0), (3, 4, 1.0)):
+        [sample] = [mmlu_pro._sample(row(1, "law", answer, n=n), "x", "generate", {})]
+        got = asyncio.run(s(sample, out("i do not know")))
+        assert got.values == {"acc": want, "acc_no_guess": 0.0} and got.answer is None
     [sample] = [mmlu_pro._sample(row(1, "law", 2), "x", "generate", {})]
-    got = asyncio.run(s(sample, out("i do not know")))
-    assert got.values == {"acc": 0.0} and got.answer is None
-    assert asyncio.run(s(sample, out("the answer is (C)"))).values == {"acc": 1.0}
+    assert asyncio.run(s(sample, out("the answer is (C)"))).values == {
+        "acc": 1.0, "acc_no_guess": 1.0}
 
 
 def test_missing_and_bad_files(tmp_path: Path) -> None:

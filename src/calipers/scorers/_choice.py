@@ -132,9 +132,11 @@ def loglikelihood_mc() -> ScoreFn:
     each by ``len(choice)`` in characters first.
 
     The length is that of the option text itself (``sample.choices[i]``), not of the scored
-    continuation (``" " + choice`` with the default template): every option then carries the
-    same one-character difference from lm-eval's ``acc_norm``. Ties go to the lowest index;
-    an empty option counts as length 1. ``answer`` is the ``acc`` choice's index.
+    continuation (``" " + choice`` with the default template), as lm-eval 0.4.13's
+    ``acc_norm`` (``lls / len(choice)`` over ``doc_to_choice``) and lighteval's
+    ``acc_norm_nospace`` do. Ties go to the lowest index (as numpy's ``argmax``); an empty
+    option counts as length 1 (lm-eval would divide by 0). ``answer`` is the ``acc`` choice's
+    index.
     """
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
@@ -156,9 +158,10 @@ def loglikelihood_mc() -> ScoreFn:
 def loglikelihood_partial() -> ScoreFn:
     """Multiple choice by partial evaluation: each option has its own context and every option
     scores the same continuation; the option under which it is likelier wins (``acc``, as
-    ``loglikelihood_mc``; ties go to the lowest index). No ``acc_norm``: normalizing by the
-    continuation's length divides both log-likelihoods by the same number, so it would repeat
-    ``acc``, not add evidence (lm-eval's WinoGrande reports ``acc`` only)."""
+    ``loglikelihood_mc``; ties go to the lowest index). No ``acc_norm``: dividing the shared
+    continuation's log-likelihood by its length would repeat ``acc``, and lm-eval's
+    ``acc_norm`` would divide by the length of each option's *context* (its ``doc_to_choice``),
+    which normalizes nothing that was scored; lm-eval's WinoGrande reports ``acc`` only."""
     inner = loglikelihood_mc()
 
     async def score(sample: Sample, output: SampleOutput) -> Score:

@@ -1,15 +1,18 @@
-"""GSM8K-style numeric answer scoring, with lm-evaluation-harness' strict and flexible
-extraction.
+"""GSM8K-style numeric answer scoring: calipers' own reading, numeric equality.
 
-- strict: the first ``#### <number>`` (lm-eval's ``#### (\\-?[0-9\\.\\,]+)``); ``#### $18`` is
-  not strict, as in lm-eval.
-- flexible: the strict number when there is one, else the last match of lm-eval's
-  ``(-?[$0-9.,]{2,})|(-?[0-9]+)``. Unlike lm-eval, matches that are not numbers (``...``,
-  ``$,``) are skipped, so a reply ending in an ellipsis still yields its last number.
+- strict: the first ``#### <number>`` (the pattern of lm-eval's strict-match,
+  ``#### (\\-?[0-9\\.\\,]+)``); ``#### $18`` is not strict.
+- flexible: the strict number when there is one, else the last match of
+  ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, skipping matches that are not numbers (``...``, ``$,``).
 
 Numbers are normalized (``$`` and thousands commas removed, a trailing ``.`` dropped) and
 compared as :class:`~decimal.Decimal` within an absolute ``tolerance``: ``"$18.00"`` equals
 ``"18"``.
+
+This is **not** lm-evaluation-harness' rule, and it gives other verdicts: lm-eval's
+flexible-extract takes the reply's last number even after a ``#### N`` and compares strings
+(``12.0`` is not ``12`` there). ``gsm8k_lmeval`` (``calipers.scorers._lmeval_gsm8k``) is
+lm-eval's rule exactly; use it to compare with published lm-eval figures.
 """
 
 from __future__ import annotations
@@ -86,11 +89,12 @@ def _target_number(sample: Sample) -> Decimal:
 
 @scorer("numeric_match", metrics=("acc", "acc_strict"))
 def numeric_match(*, tolerance: float = 1e-6) -> ScoreFn:
-    """GSM8K-style numeric answer: flexible (acc) and strict ``#### N`` (acc_strict).
+    """Numeric answer, compared as numbers: flexible (acc) and strict ``#### N`` (acc_strict).
 
     ``acc`` uses the ``####`` number, else the last number of the reply; ``acc_strict`` needs
-    ``#### <number>``. A reply without a number scores 0 (answer None). The target may be a
-    bare number or a GSM8K solution ending in ``#### N``."""
+    ``#### <number>``; both equal the target numerically (``12.0`` = ``12``). Not lm-eval's
+    rule (``gsm8k_lmeval`` is). A reply without a number scores 0 (answer None). The target
+    may be a bare number or a GSM8K solution ending in ``#### N``."""
     if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
         raise ConfigError(f"numeric_match tolerance must be a number >= 0, not {tolerance!r}.")
     tol = Decimal(repr(float(tolerance)))

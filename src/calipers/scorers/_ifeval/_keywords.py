@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from calipers.errors import DataError
 from calipers.scorers._ifeval._base import Args, checker, compare
 
 __all__ = [
@@ -75,20 +76,25 @@ def number_placeholders(response: str, args: Args) -> bool:
     return len(_PLACEHOLDER.findall(response)) >= args.integer("num_placeholders")
 
 
-def _marker_pattern(marker: str) -> re.Pattern[str]:
-    m = marker.strip().lower()
-    if m in {"p.s.", "p.s"}:
-        body = r"p\.\s?s\b\.?"
-    elif m in {"p.p.s", "p.p.s."}:
-        body = r"p\.\s?p\.\s?s\b\.?"
-    else:
-        body = re.escape(m)
-    # at the start of a line, possibly after markdown emphasis
-    return re.compile(rf"^[ \t]*[*_]*{body}", re.MULTILINE | re.IGNORECASE)
+def _postscript_pattern(marker: str) -> str:
+    """The reference implementation's pattern for ``marker`` (stripped): ``P.P.S`` and
+    ``P.S.`` have their own; any other marker is used, lowercased, as a regular expression."""
+    if marker == "P.P.S":
+        return r"\s*p\.\s?p\.\s?s.*$"
+    if marker == "P.S.":
+        return r"\s*p\.\s?s\..*$"
+    return r"\s*" + marker.lower() + r".*$"
 
 
 @checker("detectable_content:postscript")
 def postscript(response: str, args: Args) -> bool:
-    """A line starting with ``postscript_marker`` (``P.S.``, ``P.P.S``), case-insensitive,
-    possibly after markdown emphasis."""
-    return bool(_marker_pattern(args.text("postscript_marker")).search(response))
+    """The lowercased reply contains the marker anywhere, as the reference implementation
+    checks (``PostscriptChecker`` of IFEval, also lm-eval 0.4.13): ``P.S.`` matches
+    ``p.s.`` / ``p. s.`` (so also inside ``P.P.S.``), ``P.P.S`` matches ``p.p.s`` with
+    optional spaces; it need not start a line, nor come at the end."""
+    pattern = _postscript_pattern(args.text("postscript_marker").strip())
+    try:
+        return re.search(pattern, response.lower(), flags=re.MULTILINE) is not None
+    except re.error as e:
+        raise DataError(f"detectable_content:postscript: the marker is not a valid regular "
+                        f"expression, as the reference uses it ({e}).") from None

@@ -5,9 +5,14 @@ the Hugging Face hub (``openai/gsm8k``, config ``main``: the same rows and field
 The prompt is lm-evaluation-harness' ``gsm8k``: ``Question: {question}\\nAnswer:``, with 5
 few-shot examples drawn per item (seeded, the seed recorded) from the 7,473 training problems,
 each answered by its full worked solution ending in ``#### N``. The model may reason before
-answering. The target is the number after ``####`` in the test solution; ``numeric_match``
-scores ``acc`` (flexible: the ``####`` number, else the reply's last number) and ``acc_strict``
-(``#### N`` required).
+answering. The target is the number after ``####`` in the test solution.
+
+Version 2 scores two ways. ``gsm8k_lmeval`` is lm-evaluation-harness 0.4.13's rule exactly:
+``flexible_lmeval`` (the primary metric: the reply's last number, compared as a string after
+lm-eval's normalization) and ``strict_lmeval`` (the first ``#### N``); use these to compare
+with published lm-eval figures. ``numeric_match`` is calipers' numeric reading: ``acc`` (the
+``####`` number, else the last number, compared numerically: ``12.0`` = ``12``) and
+``acc_strict`` (``#### N`` required, numeric). Version 1 reported only the numeric pair.
 """
 
 from __future__ import annotations
@@ -68,13 +73,14 @@ def _loader(split: str) -> Callable[[LoadContext], list[Sample]]:
 def gsm8k_task() -> Task:
     return Task(
         name="gsm8k",
-        version="1",
+        version="2",
         description="GSM8K: 1,319 grade-school math word problems; 5-shot from train (seeded "
-        "per item), reasoning allowed; flexible (acc) and strict '#### N' (acc_strict).",
+        "per item), reasoning allowed; lm-eval 0.4.13's flexible-extract (flexible_lmeval) and "
+        "strict-match (strict_lmeval), and calipers' numeric acc / acc_strict.",
         kind="generate",
         load=_loader("test"),
         fewshot=_loader("train"),
-        scorers=(build_scorer("numeric_match"),),
+        scorers=(build_scorer("gsm8k_lmeval"), build_scorer("numeric_match")),
         prompt=PromptTemplate(template="Question: {input}\nAnswer:", answer=" {solution}"),
         default_few_shot=5,
         few_shot_seed=1234,

@@ -81,7 +81,7 @@ def ifeval_task() -> Task:
     detector = "langdetect" if langdetect_available() else "heuristic"
     return Task(
         name=NAME,
-        version="1",
+        version="2",  # 2: the reference's postscript rule (the marker anywhere)
         description="IFEval: verifiable instructions (length, format, keywords, case...) "
         "followed per prompt and per instruction, strict and loose.",
         kind="generate",

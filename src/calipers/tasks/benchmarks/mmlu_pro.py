@@ -7,8 +7,9 @@ Formulations (``--formulation``):
   split's examples of the item's category, each answered with its worked ``cot_content``; the
   prompt is the authors' ``evaluate_from_local.py`` one (their ``initial_prompt.txt`` naming
   the category, then ``Question:\\n...\\nOptions:\\nA. ...\\nAnswer: Let's think step by
-  step.``). The answer is read as the authors do (``mmlu_pro_answer``): the first
-  ``answer is (X)``, else the last ``Answer: X`` on a line, else the last capital A-J.
+  step.``). The answer is read as the authors' current code does (``mmlu_pro_answer``,
+  ``evaluate_from_local.py`` at commit ``7478e268``): the first ``answer is (X)``, else the
+  last ``Answer: X`` on a line, else the last standalone letter A-J (``\\b[A-J]\\b``).
 - ``letter``: the same question block, ``Answer:``, the letters ``" A"`` ... ``" J"`` scored by
   log-likelihood (0-shot by default).
 - ``cloze``: each option text scored by log-likelihood after ``Question: ...\\nAnswer:``.
@@ -20,6 +21,7 @@ Options ``"N/A"`` (padding of items with fewer than 10 options) are dropped, as 
 from __future__ import annotations
 
 import functools
+import random
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,7 +39,9 @@ from calipers.types import ChatMessage, GenerateParams, Sample, SampleOutput, Sc
 
 __all__ = [
     "FORMULATIONS",
+    "REFERENCE",
     "ItemInstructionPrompt",
+    "authors_guess",
     "extract_mmlu_pro_answer",
     "load_mmlu_pro",
     "mmlu_pro_answer",
@@ -91,33 +95,52 @@ PROMPTS: dict[str, PromptTemplate] = {
 
 # -- answer extraction ---------------------------------------------------------------------------
 
+REFERENCE = ("TIGER-AI-Lab/MMLU-Pro evaluate_from_local.py at commit "
+             "7478e2681849424bff7c2787bda5f3c9abf98a62")
+"""The authors' code whose extraction and scoring ``mmlu_pro_answer`` follows."""
 _FIRST = re.compile(r"answer is \(?([A-J])\)?")
 _AGAIN = re.compile(r".*[aA]nswer:\s*([A-J])")
-_FINAL = re.compile(r"[A-J](?=[^A-J]*$)")
+_FINAL = re.compile(r"\b[A-J]\b(?!.*\b[A-J]\b)", re.DOTALL)
+_GUESS_SEED = 12345
 
 
 def extract_mmlu_pro_answer(text: str) -> str | None:
-    """The letter MMLU-Pro's own scripts read from a reply: the first ``answer is (X)`` /
-    ``answer is X``; else the last ``Answer: X`` on the first line that has one; else the
-    last capital letter A-J anywhere (even inside a word, as theirs does); else None."""
-    for pattern in (_FIRST, _AGAIN):
+    """The letter the authors' ``extract_answer`` reads from a reply (:data:`REFERENCE`): the
+    first ``answer is (X)`` / ``answer is X``; else the last ``Answer: X`` on the first line
+    that has one; else the last standalone letter A-J anywhere (``\\b[A-J]\\b``: "I choose
+    B. Good luck!" is B; their code before July 2024 took the last capital even inside a
+    word, G); else None."""
+    for pattern in (_FIRST, _AGAIN, _FINAL):
         if m := pattern.search(text):
-            return m.group(1)
-    m = _FINAL.search(text)
-    return m.group(0) if m else None
+            return m.group(1) if pattern.groups else m.group(0)
+    return None
 
 
-@scorer("mmlu_pro_answer", metrics=("acc",))
+def authors_guess(n_options: int) -> int:
+    """The option index the authors' ``save_res`` credits when no letter was read: Python's
+    ``random`` seeded with 12345 before every such item, ``randint(0, n_options - 1)`` --
+    the same index for every item with ``n_options`` options."""
+    return random.Random(_GUESS_SEED).randint(0, n_options - 1)
+
+
+@scorer("mmlu_pro_answer", metrics=("acc", "acc_no_guess"))
 def mmlu_pro_answer() -> ScoreFn:
-    """MMLU-Pro's answer extraction (``extract_mmlu_pro_answer``) equals the target letter.
+    """MMLU-Pro scored as the authors' code does (``extract_mmlu_pro_answer``, then their
+    seeded guess for a reply with no letter).
 
-    A reply with no letter scores 0 (the authors' script instead guesses at random with a
-    fixed seed); ``answer`` is None then."""
+    ``acc`` is the authors' verdict: the letter read equals the target's, or, with no letter,
+    their fixed guess (``authors_guess``) does. ``acc_no_guess`` scores a reply with no letter
+    as 0. ``answer`` is the letter read, None when there was none."""
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         letter = extract_mmlu_pro_answer(output.text)
-        ok = letter is not None and letter == _LETTERS[sample.target_index]
-        return Score(values={"acc": float(ok)}, answer=letter)
+        target = sample.target_index
+        ok = letter is not None and letter == _LETTERS[target]
+        if letter is None:
+            guess = authors_guess(len(sample.choices or ()))
+            return Score(values={"acc": float(guess == target), "acc_no_guess": 0.0},
+                         answer=None, metadata={"guess": _LETTERS[guess]})
+        return Score(values={"acc": float(ok), "acc_no_guess": float(ok)}, answer=letter)
 
     return score
 
@@ -204,7 +227,8 @@ def mmlu_pro_task(formulation: str = "generate") -> Task:
                           hint=f"Use one of {', '.join(FORMULATIONS)}.")
     generate = formulation == "generate"
     return Task(
-        name=NAME, version="1",
+        # version 2: the authors' current extraction and their seeded guess (generate only)
+        name=NAME, version="2" if generate else "1",
         description="MMLU-Pro: 12,032 questions with up to 10 options in 14 categories "
         "(per-category breakdown); default: chain of thought, 5-shot from the category's "
         "validation examples, answer read from 'the answer is (X)'.",
@@ -215,8 +239,8 @@ def mmlu_pro_task(formulation: str = "generate") -> Task:
         few_shot_sampling="fixed", few_shot_match="category", formulation=formulation,
         params=GenerateParams(max_tokens=2048 if generate else 32, temperature=0.0,
                               stop=("Question:",)),
-        source=f"{DATASET} (Wang et al., 2024, arXiv:2406.01574); prompt and extraction of "
-        "TIGER-AI-Lab/MMLU-Pro evaluate_from_local.py",
+        source=f"{DATASET} (Wang et al., 2024, arXiv:2406.01574); prompt, extraction and "
+        f"scoring of {REFERENCE}",
         license="MIT", tags=("knowledge", "reasoning", "multiple_choice"),
     )
 

@@ -13,9 +13,9 @@ The prompt is the paper's and lm-eval's: the fixed six-question "QA primer", the
 
 - ``truthfulqa_mc1``: one true answer among 4-13; ``acc`` (``acc_norm`` is reported too).
 - ``truthfulqa_mc2``: the probability mass on the true answers, normalized over all answers
-  (``loglikelihood_mc2``). The true set is ``fields["labels"]``. lm-eval instead takes the
-  answers before the first false one as true; on two items (ids 164 and 607) a true answer
-  comes after a false one, so its MC2 differs there.
+  (``loglikelihood_mc2``). The true set is ``fields["labels"]``: every answer labelled 1, as
+  in lm-eval 0.4.13 (``labels == 1``), also on the two items (ids 164 and 607) where a true
+  answer comes after a false one.
 """
 
 from __future__ import annotations
