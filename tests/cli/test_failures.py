@@ -4,6 +4,8 @@ that rate-limits each prompt once (retries counted and shown)."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -12,9 +14,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from calipers.cli import cli
-from calipers.store import Store
+from calipers.cli._duration import DURATION
+from calipers.cli._progress import BarProgress
+from calipers.errors import DeadlineError, ResumeError
+from calipers.models import ModelOptions, Retry
+from calipers.models._openai import OpenAIModel
+from calipers.runner import RunConfig, aresume, arun, make_plan
+from calipers.store import SampleRecord, Store
 from tests._servers import ServerThread
 
 N = 6
@@ -154,13 +163,17 @@ def test_deadline_leaves_the_rest_pending_and_resume_finishes(
         run = store.list_runs()[0]
         assert run.status == "interrupted" and run.summary is None
         assert sorted(s.sample_id for s in store.get_samples(run.id)) == ["i0", "i1", "i2"]
-    app.hang = lambda _t: False
-    code, out, err = invoke("run", "--resume", run.id, "--json", "--deadline", "60")
+    # item 3 still hangs: a shorter --timeout on resume gives up on it, the rest finish
+    code, out, err = invoke("run", "--resume", run.id, "--json", "--deadline", "60",
+                            "--timeout", "0.3", "--max-retries", "0")
     assert code == 0, (out, err)
     task = json.loads(out)["tasks"]["items"]
-    assert task["n_samples"] == N and task["n_errors"] == 0
+    assert (task["n_samples"], task["n_scored"], task["n_errors"]) == (N, N - 1, 1)
+    assert "0.3 s timeout" in task["top_error"]["message"]
     assert task["metrics"]["exact_match"]["value"] == 1.0
     assert app.seen == {f"item {i}": 2 if i == 3 else 1 for i in range(N)}
+    with Store.open() as store:  # the stored configuration is not changed by the resume
+        assert store.get_run(run.id).config["model_options"]["timeout_s"] == 120.0
 
 
 def test_retries_are_counted_and_shown(
@@ -207,3 +220,75 @@ def test_bad_durations_are_refused(items: Path) -> None:
     assert code == 2 and "more than 0 seconds" in err
     code, _, err = invoke("run", "-m", "fake:echo", "-t", str(items), "--timeout", "0")
     assert code == 2 and "--timeout" in err
+
+
+def test_progress_hears_each_retry(upstream: tuple[Upstream, str], items: Path) -> None:
+    """The runner tells the progress display about every retry before its wait; the CLI's bar
+    shows the newest one."""
+    app, url = upstream
+    app.limit = lambda t: t == "item 2"
+    heard: list[tuple[str, str, Retry]] = []
+
+    class Recorder:
+        def start_run(self, run_id: str) -> None: ...
+        def start_task(self, task: str, total: int, done: int) -> None: ...
+        def advance(self, task: str, record: SampleRecord) -> None: ...
+        def finish_task(self, task: str) -> None: ...
+
+        def retrying(self, task: str, sample_id: str, retry: Retry) -> None:
+            heard.append((task, sample_id, retry))
+
+    config = RunConfig(model="openai:m", tasks=(str(items),), use_cache=False,
+                       model_options=ModelOptions(base_url=url))
+    with Store.open() as store:
+        result = asyncio.run(arun(config, store, progress=Recorder()))
+    assert result.summary["calls"]["retries"] == 1
+    [(task, sample_id, retry)] = heard
+    assert (task, sample_id, retry.attempt, retry.max_attempts) == ("items", "i2", 1, 5)
+    assert retry.rate_limited and retry.reason == "HTTP 429: rate limit reached"
+    assert 0.5 <= retry.wait_s <= 0.625
+
+    out = io.StringIO()
+    bar = BarProgress(Console(file=out, force_terminal=True, width=200))
+    with bar:
+        bar.start_task("items", total=N, done=0)
+        bar.retrying("items", "i2", Retry(2, 5, 4.0, "HTTP 503: busy"))
+    assert "i2: retrying (attempt 3/5, waiting 4.0s: HTTP 503: busy)" in out.getvalue()
+
+
+def test_durations() -> None:
+    for text, seconds in [("90", 90), ("90s", 90), ("30m", 1800), ("1.5h", 5400), (".5", 0.5)]:
+        assert DURATION.convert(text, None, None) == seconds
+
+
+def test_deadline_in_the_library_and_what_a_resume_may_change(items: Path) -> None:
+    config = RunConfig(model="fake:echo,delay=0.2", tasks=(str(items),), concurrency=1)
+    with Store.open() as store:
+        with pytest.raises(DeadlineError) as hit:
+            asyncio.run(arun(config, store, deadline_s=0.5))
+        assert 0 < hit.value.pending < N  # one sample takes 0.2 s, one at a time
+        done = len(store.done_keys(hit.value.run_id))
+        assert hit.value.pending == N - done
+        with pytest.raises(ResumeError, match="cannot change base_url"):
+            asyncio.run(aresume(hit.value.run_id, store, model_options={"base_url": "x"}))
+        result = asyncio.run(aresume(hit.value.run_id, store, model_options={"timeout_s": 5}))
+        assert result.summary["tasks"]["items"]["n_scored"] == N
+
+
+def test_an_endpoint_that_dies_after_planning_fails_every_sample(items: Path) -> None:
+    app = Upstream()
+    server = ServerThread(app, graceful_s=1, lifespan="off").start()
+    url = f"{server.url}/v1"
+    model = OpenAIModel("m", ModelOptions(base_url=url, max_retries=1))
+    config = RunConfig(model="openai:m", tasks=(str(items),), limit=2, use_cache=False,
+                       model_options=ModelOptions(base_url=url, max_retries=1))
+    plan = make_plan(config, model)  # planning reaches the server (GET /models) ...
+    assert plan.methodology.model.api_model == "m"
+    server.stop()  # ... which then goes away
+    with Store.open() as store:
+        result = asyncio.run(arun(config, store, provider=model))
+    assert result.failed_tasks == ["items"]
+    task = result.summary["tasks"]["items"]
+    assert task["top_error"]["count"] == 2
+    assert "failed after 2 attempts: connection error (ConnectError" in task["top_error"]["message"]
+    assert (task["calls"]["retries"], task["calls"]["samples_retried"]) == (2, 2)

@@ -28,8 +28,11 @@ ERROR_CHARS = 140  # of the commonest error message, in the table
 
 
 def retries_text(calls: dict[str, Any] | None) -> str:
-    """``"3 (1 rate-limited, 4.5s waited)"``; ``"0"`` when no call was retried."""
-    if not calls or not calls.get("retries"):
+    """``"3 (1 rate-limited, 4.5s waited)"``; ``"0"`` when no call was retried, ``"-"`` for a
+    run summarized before retries were counted."""
+    if not calls:
+        return "-"
+    if not calls.get("retries"):
         return "0"
     parts = [f"{calls['rate_limited']} rate-limited"] if calls.get("rate_limited") else []
     parts.append(f"{calls.get('wait_s', 0.0):.1f}s waited")

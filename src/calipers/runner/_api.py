@@ -208,9 +208,11 @@ def run(
     task: str | list[str] = "dynamic",
     *,
     store: Store | None = None,
+    deadline_s: float | None = None,
     **options: Any,
 ) -> RunResult:
-    """Evaluate ``model`` on ``task`` (names, suites or spec paths); options as RunConfig."""
+    """Evaluate ``model`` on ``task`` (names, suites or spec paths); options as RunConfig.
+    ``deadline_s`` bounds the run's wall-clock time (see :func:`arun`)."""
     provider = model if isinstance(model, ModelProvider) else None
     spec = f"{provider.provider_name}:{provider.identity().name}" if provider else str(model)
     tasks = (task,) if isinstance(task, str) else tuple(task)
@@ -218,7 +220,7 @@ def run(
     own = store is None
     st = store or Store.open()
     try:
-        return asyncio.run(arun(config, st, provider=provider))
+        return asyncio.run(arun(config, st, provider=provider, deadline_s=deadline_s))
     finally:
         if own:
             st.close()
