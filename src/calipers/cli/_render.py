@@ -43,7 +43,7 @@ def _top_error(ts: dict[str, Any]) -> str:
     top = ts.get("top_error")
     if not top:
         return ""
-    msg = str(top["message"])
+    msg = str(top["message"]).split("\n")[0]  # the message, not the hint under it
     msg = msg if len(msg) <= ERROR_CHARS else msg[: ERROR_CHARS - 1] + "…"
     every = ts["n_errors"] == ts["n_samples"]
     return f"[red]{'all ' if every else ''}{top['count']}×[/] {escape(msg)}"
