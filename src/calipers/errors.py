@@ -15,7 +15,8 @@ only with ``--debug``::
     │   └── NotSupportedError  the backend cannot do this (e.g. log-likelihoods)
     ├── StoreError             the store cannot be opened or is inconsistent
     │   └── RunNotFoundError   no run with that id or prefix
-    └── ResumeError            a run cannot be resumed as asked
+    ├── ResumeError            a run cannot be resumed as asked
+    └── DeadlineError          a run reached its --deadline; what is left waits for --resume
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "CalipersError",
     "ConfigError",
     "DataError",
+    "DeadlineError",
     "ModelCallError",
     "ModelError",
     "ModelLoadError",
@@ -103,3 +105,13 @@ class RunNotFoundError(StoreError):
 
 class ResumeError(CalipersError):
     """A run cannot be resumed as asked (finished, changed data, different config)."""
+
+
+class DeadlineError(CalipersError):
+    """A run reached its wall-clock deadline. Finished samples are stored; the ``pending``
+    others (not started, cut off, or failed) are left for ``calipers run --resume``."""
+
+    def __init__(self, message: str, *, run_id: str, pending: int, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.pending = pending

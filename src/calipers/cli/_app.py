@@ -18,8 +18,10 @@ from calipers.errors import CalipersError
 
 __all__ = [
     "EXIT_ERROR",
+    "EXIT_INCOMPLETE",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "EXIT_RUN_FAILED",
     "Context",
     "cli",
     "main",
@@ -29,6 +31,8 @@ __all__ = [
 EXIT_ERROR = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
+EXIT_RUN_FAILED = 3  # `calipers run`: every sample of some task failed (stored and reported)
+EXIT_INCOMPLETE = 4  # `calipers run`: --deadline reached; resumable with --resume
 
 
 class Context:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from calipers.types import Estimate
 
-__all__ = ["summary_table"]
+__all__ = ["retries_text", "summary_table"]
 
 
 def _pct(e: Estimate) -> tuple[str, str]:
@@ -23,19 +24,49 @@ def _num(e: Estimate) -> tuple[str, str]:
     return f"{e.value:.3g}", f"[{e.low:.3g}, {e.high:.3g}]"
 
 
+ERROR_CHARS = 140  # of the commonest error message, in the table
+
+
+def retries_text(calls: dict[str, Any] | None) -> str:
+    """``"3 (1 rate-limited, 4.5s waited)"``; ``"0"`` when no call was retried, ``"-"`` for a
+    run summarized before retries were counted."""
+    if not calls:
+        return "-"
+    if not calls.get("retries"):
+        return "0"
+    parts = [f"{calls['rate_limited']} rate-limited"] if calls.get("rate_limited") else []
+    parts.append(f"{calls.get('wait_s', 0.0):.1f}s waited")
+    return f"{calls['retries']} ({', '.join(parts)})"
+
+
+def _top_error(ts: dict[str, Any]) -> str:
+    top = ts.get("top_error")
+    if not top:
+        return ""
+    msg = str(top["message"]).split("\n")[0]  # the message, not the hint under it
+    msg = msg if len(msg) <= ERROR_CHARS else msg[: ERROR_CHARS - 1] + "…"
+    every = ts["n_errors"] == ts["n_samples"]
+    return f"[red]{'all ' if every else ''}{top['count']}×[/] {escape(msg)}"
+
+
 def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold")
+    tasks: dict[str, Any] = summary.get("tasks", {})
+    any_errors = any(ts.get("top_error") for ts in tasks.values())
     for col, kw in [
         ("task", {}), ("metric", {}), ("n", {"justify": "right"}),
         ("score", {"justify": "right"}), ("95% interval", {"justify": "right"}),
-        ("method", {}), ("errors", {"justify": "right"}),
+        ("method", {}), ("errors", {"justify": "right"}), ("retries", {"justify": "right"}),
         ("mean latency", {"justify": "right"}), ("tokens in/out", {"justify": "right"}),
-    ]:
+    ] + ([("commonest error", {})] if any_errors else []):
         t.add_column(col, **kw)  # type: ignore[arg-type]
-    for task, ts in summary.get("tasks", {}).items():
+    for task, ts in tasks.items():
+        tail = [_top_error(ts)] if any_errors else []
+        retries = retries_text(ts.get("calls"))
         primary = ts.get("primary")
         if primary is None:
-            t.add_row(task, "-", str(ts["n_samples"]), "n/a", "", "", str(ts["n_errors"]), "", "")
+            t.add_row(task, "-", str(ts["n_samples"]), "n/a", "", "", str(ts["n_errors"]),
+                      retries, "", "", *tail)
             continue
         est = Estimate.from_dict(ts["metrics"][primary])
         binary = est.method.startswith(("wilson", "beta"))
@@ -43,9 +74,9 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
         lat = Estimate.from_dict(ts["latency_s"])
         t.add_row(
             task, primary, str(est.n), value, interval, est.method,
-            f"[red]{ts['n_errors']}[/]" if ts["n_errors"] else "0",
+            f"[red]{ts['n_errors']}[/]" if ts["n_errors"] else "0", retries,
             "n/a" if lat.is_empty else f"{lat.value:.2f}s [{lat.low:.2f}, {lat.high:.2f}]",
-            f"{ts['input_tokens']:,}/{ts['output_tokens']:,}",
+            f"{ts['input_tokens']:,}/{ts['output_tokens']:,}", *tail,
         )
     return t
 

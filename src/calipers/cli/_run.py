@@ -10,11 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich.markup import escape
 
-from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
+from calipers.cli._app import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_RUN_FAILED,
+    Context,
+    cli,
+    store_option,
+)
+from calipers.cli._duration import DURATION
 from calipers.cli._progress import BarProgress
 from calipers.cli._render import summary_table
-from calipers.errors import ConfigError
+from calipers.errors import ConfigError, DeadlineError
 
 if TYPE_CHECKING:  # the runner pulls in scipy and statsmodels: import it when a run starts
     from calipers.runner import RunConfig, RunResult
@@ -42,6 +51,7 @@ def _config(opts: dict[str, Any]) -> RunConfig:
     }
     if opts["concurrency"] is not None:
         model_opts["concurrency"] = opts["concurrency"]
+    model_opts.update(_request_options(opts))
     try:
         return RunConfig(
             model=opts["model"],
@@ -59,6 +69,12 @@ def _config(opts: dict[str, Any]) -> RunConfig:
         raise ConfigError(f"Invalid run option: {e}") from None
 
 
+def _request_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """--timeout and --max-retries: how requests are made, never what is measured."""
+    pairs = (("timeout_s", opts["timeout"]), ("max_retries", opts["max_retries"]))
+    return {k: v for k, v in pairs if v is not None}
+
+
 def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None) -> str:
     tasks = {
         t: {
@@ -66,6 +82,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
             "n_errors": ts["n_errors"], "n_cached": ts["n_cached"], "metrics": ts["metrics"],
             "categories": ts["categories"], "latency_s": ts["latency_s"],
             "input_tokens": ts["input_tokens"], "output_tokens": ts["output_tokens"],
+            "top_error": ts.get("top_error"), "calls": ts.get("calls"),
         }
         for t, ts in result.summary["tasks"].items()
     }
@@ -75,6 +92,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
             "model": result.methodology.model.model_dump(mode="json"),
             "report": {"html": str(reports[0]), "markdown": str(reports[1])} if reports else None,
             "elapsed_s": result.summary.get("elapsed_s"), "tasks": tasks,
+            "calls": result.summary.get("calls"), "failed_tasks": result.failed_tasks,
         },
         indent=2,
     )
@@ -103,6 +121,13 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 @click.option("--api-key-env", metavar="VAR",
               help="Environment variable holding the API key [default: OPENAI_API_KEY].")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Parallel requests.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Longest one attempt of one request may take (openai) [default: 120].")
+@click.option("--max-retries", type=click.IntRange(min=0), metavar="N",
+              help="Retries of a request after 429, 5xx or a timeout (openai) [default: 4].")
+@click.option("--deadline", type=DURATION, metavar="DURATION",
+              help="Stop the run after this long (90s, 30m, 2h); what is left stays pending "
+              "for --resume (exit code 4).")
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Generations per item, each with its own sampling seed (pass@k, "
               "stability); needs --temperature > 0.")
@@ -140,9 +165,16 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
         try:
             with progress:
                 if opts["resume"]:
-                    result = asyncio.run(aresume(opts["resume"], store, progress=progress))
+                    result = asyncio.run(aresume(
+                        opts["resume"], store, progress=progress, deadline_s=opts["deadline"],
+                        model_options=_request_options(opts)))
                 else:
-                    result = asyncio.run(arun(_config(opts), store, progress=progress))
+                    result = asyncio.run(arun(_config(opts), store, progress=progress,
+                                              deadline_s=opts["deadline"]))
+        except DeadlineError as e:
+            obj.err.print(f"[yellow]Deadline reached.[/] {escape(e.message)}")
+            obj.err.print(f"[dim]{escape(e.hint or '')}[/]")
+            sys.exit(EXIT_INCOMPLETE)
         except KeyboardInterrupt:
             rid = progress.run_id or opts["resume"] or "RUN"
             obj.err.print(
@@ -160,8 +192,20 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
             )
         if opts["as_json"]:
             click.echo(_as_json(result, store, reports))
-            return
-        _print_result(obj, result, store, reports)
+        else:
+            _print_result(obj, result, store, reports)
+    if result.failed_tasks:
+        _fail_tasks(obj, result)
+
+
+def _fail_tasks(obj: Context, result: RunResult) -> None:
+    """A task none of whose samples succeeded measured nothing: say why, exit non-zero."""
+    for task in result.failed_tasks:
+        top = result.summary["tasks"][task]["top_error"]
+        obj.err.print(f"[bold red]Every sample of {escape(task)} failed[/] (commonest error, "
+                      f"{top['count']}×: {escape(top['message'])}); it has no score. Fix the "
+                      "cause and run again.")
+    sys.exit(EXIT_RUN_FAILED)
 
 
 def _print_result(

@@ -84,10 +84,11 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
     if run.summary:
         out.print(summary_table(run.summary))
     else:
-        out.print(f"[yellow]Not finished[/]: {len(samples)} samples stored. "
+        why = f" {escape(run.error)}" if run.error else ""
+        out.print(f"[yellow]Not finished[/]: {len(samples)} samples stored.{why} "
                   f"Resume with: calipers run --resume {run.id}")
     card = Table(title="Methodology", title_justify="left", show_header=False, box=None)
-    for label, value in methodology_rows(run.methodology):
+    for label, value in methodology_rows(run.methodology, run.summary):
         card.add_row(f"[dim]{escape(label)}[/]", escape(value))
     out.print(card)
     from calipers.analysis._judge_calibration import judge_agreement_line

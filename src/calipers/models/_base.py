@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from calipers.errors import NotSupportedError
 from calipers.types import (
@@ -30,8 +30,8 @@ class ModelOptions(BaseModel):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"  # the *name* of the variable; the key is never stored
     concurrency: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 4
+    timeout_s: float = Field(120.0, gt=0)  # per attempt of one request, all of it
+    max_retries: int = Field(4, ge=0)  # attempts after the first (429, 5xx, timeouts)
     n_ctx: int = 4096
     n_threads: int | None = None
 

@@ -6,10 +6,13 @@ each call; it is never stored in the identity, logs or error messages. Servers o
 address may run without a key.
 
 Chat requests go to ``POST /chat/completions``, plain prompts to ``POST /completions``. At most
-``concurrency`` requests are in flight (default 4). 429, 5xx, timeouts and dropped connections
-are retried up to ``max_retries`` times with exponential backoff and jitter, honouring
-``Retry-After``; other 4xx answers fail at once with the server's message. A server that was
-never reached fails at once ("Is the server running?") instead of being retried.
+``concurrency`` requests are in flight (default 4). Each attempt may take at most
+``timeout_s`` seconds in all (default 120; ``--timeout``), however slowly the server trickles
+its answer. 429, 5xx, timeouts and dropped connections are retried up to ``max_retries`` times
+(default 4; ``--max-retries``) with exponential backoff and jitter, honouring ``Retry-After``;
+every attempt and retry is reported to the caller's call tracker (``track_calls``). Other 4xx
+answers fail at once with the server's message. A server that was never reached fails at once
+("Is the server running?") instead of being retried.
 
 Log-likelihoods are not offered: see ``docs/models.md`` for why (echoed prompt log-probabilities
 from llama-cpp-python's server are shifted by one token for models without a BOS token).
@@ -30,6 +33,7 @@ import httpx
 
 from calipers.errors import ModelCallError, ModelLoadError, NotSupportedError
 from calipers.models._base import ModelOptions, ModelProvider
+from calipers.models._calls import Retry, current_calls
 from calipers.types import (
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -90,10 +94,22 @@ def _server_message(resp: httpx.Response) -> str:
     return str(body)[:500]
 
 
+def _not_json(resp: httpx.Response) -> str:
+    """What a 200 answer that is not JSON was, for the error message."""
+    kind = resp.headers.get("content-type", "no content-type").split(";")[0]
+    if "html" in kind or resp.text.lstrip()[:1] == "<":
+        return (f"an HTML page ({kind}), not an OpenAI-compatible API; does --base-url point "
+                "at the API root (often ending in /v1)?")
+    return f"invalid JSON ({kind}: {resp.text.strip()[:80]!r})"
+
+
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, retry_after: float | None = None, *, rate_limited: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.rate_limited = rate_limited
 
 
 class OpenAIModel(ModelProvider):
@@ -205,8 +221,12 @@ class OpenAIModel(ModelProvider):
         """POST with retries; returns the JSON body and the latency of the successful try."""
         client, semaphore = self._ensure_client()
         url = f"{self.base_url}{path}"
+        calls = current_calls()
+        attempts = self.options.max_retries + 1
         async with semaphore:
-            for attempt in range(self.options.max_retries + 1):
+            for attempt in range(attempts):
+                if calls is not None:
+                    calls.attempt()
                 try:
                     return await self._try_post(client, url, payload)
                 except _Retryable as e:
@@ -217,17 +237,23 @@ class OpenAIModel(ModelProvider):
                             "--concurrency.",
                         ) from None
                     self.retries += 1
-                    await asyncio.sleep(self._delay(attempt, e.retry_after))
+                    wait = self._delay(attempt, e.retry_after)
+                    if calls is not None:
+                        calls.retry(Retry(attempt + 1, attempts, wait, str(e), e.rate_limited))
+                    await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _try_post(
         self, client: httpx.AsyncClient, url: str, payload: dict[str, Any]
     ) -> tuple[dict[str, Any], float]:
         start = time.perf_counter()
-        try:
-            resp = await client.post(url, json=payload, headers=self._headers())
-        except httpx.TimeoutException as e:
-            raise _Retryable(f"timed out after {self.options.timeout_s:g} s ({e!r})") from None
+        headers = self._headers()
+        try:  # httpx's timeout bounds each read; this bounds the whole attempt
+            async with asyncio.timeout(self.options.timeout_s):
+                resp = await client.post(url, json=payload, headers=headers)
+        except (httpx.TimeoutException, TimeoutError):
+            raise _Retryable(f"no answer within the {self.options.timeout_s:g} s timeout "
+                             "(--timeout)") from None
         except httpx.TransportError as e:
             if not self._reached:
                 raise self._unreachable(e) from None
@@ -236,7 +262,8 @@ class OpenAIModel(ModelProvider):
         self._reached = True
         if resp.status_code == 429 or resp.status_code >= 500:
             raise _Retryable(
-                f"HTTP {resp.status_code}: {_server_message(resp)}", _retry_after(resp)
+                f"HTTP {resp.status_code}: {_server_message(resp)}", _retry_after(resp),
+                rate_limited=resp.status_code == 429,
             )
         if resp.status_code != 200:
             raise ModelCallError(
@@ -245,7 +272,7 @@ class OpenAIModel(ModelProvider):
         try:
             body = resp.json()
         except ValueError:
-            raise ModelCallError(f"{url} answered with invalid JSON.") from None
+            raise ModelCallError(f"{url} answered with {_not_json(resp)}") from None
         if not isinstance(body, dict) or not body.get("choices"):
             raise ModelCallError(f"{url} answered without choices: {str(body)[:200]}")
         return body, latency

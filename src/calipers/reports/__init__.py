@@ -22,6 +22,7 @@ from calipers.reports._html import render_html
 from calipers.reports._markdown import render_markdown
 from calipers.reports._multi import render_multi_html, write_multi_report
 from calipers.reports._view import (
+    calls_text,
     error_items,
     failing_items,
     methodology_rows,
@@ -31,6 +32,7 @@ from calipers.reports._view import (
 from calipers.store import RunRecord, SampleRecord
 
 __all__ = [
+    "calls_text",
     "error_items",
     "failing_items",
     "methodology_rows",

@@ -74,7 +74,7 @@ def render_html(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) ->
     return template("report.html.j2").render(
         run=run,
         tasks=task_views(run, samples, k=k),
-        card=methodology_rows(run.methodology),
+        card=methodology_rows(run.methodology, run.summary),
         elapsed=(run.summary or {}).get("elapsed_s"),
         confidence=confidence_label(run.methodology),
         when=when, clip=clip, score=score, prompt_text=prompt_text,

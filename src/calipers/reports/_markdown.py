@@ -88,8 +88,8 @@ def _summary_row(t: TaskView) -> list[object]:
     n = f"{p.estimate.n} of {t.n_samples}" if p else str(t.n_samples)
     return [
         t.name, n, p.name if p else "—", p.text if p else "n/a (n=0)",
-        p.estimate.method if p else "—", _errors_text(t.n_errors), t.n_cached, t.latency,
-        f"{t.input_tokens} / {t.output_tokens}",
+        p.estimate.method if p else "—", _errors_text(t.n_errors), t.retries or "—",
+        t.n_cached, t.latency, f"{t.input_tokens} / {t.output_tokens}",
     ]
 
 
@@ -126,6 +126,8 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
     if not t.summarized:
         out += ["> No summary for this task yet.", ""]
     out += [f"{t.n_samples} samples: {t.n_scored} scored, {errs}, {t.n_cached} from the cache.", ""]
+    if t.retries:
+        out += [f"Model calls: {cell(t.retries)}.", ""]
     out += ["### Metrics", ""]
     out += table(["metric", "value [interval]", "n", "method"],
                   _metric_rows(t.metrics, primary), "llrl")
@@ -153,6 +155,7 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
         kinds = f" (kinds: {', '.join(t.error_kinds)})" if t.error_kinds else ""
         shown = f"; the first {len(t.errors)} are shown" if t.n_errors > len(t.errors) else ""
         out += [f"{_plural(t.n_errors, 'error')}, excluded from every score{kinds}{shown}.", ""]
+        out += [f"Commonest: {code(t.top_error)}", ""] if t.top_error else []
         for s in t.errors:
             out += _item(s, None)
     else:
@@ -173,14 +176,14 @@ def render_markdown(
             "interval method. Errored samples are excluded from scores and counted separately, "
             "never as wrong.", ""]
     out += table(
-        ["task", "n", "metric", "score", "method", "errors", "cached", "mean latency",
-         "tokens in / out"],
-        [_summary_row(t) for t in tasks], "lrllllrlr",
+        ["task", "n", "metric", "score", "method", "errors", "retries", "cached",
+         "mean latency", "tokens in / out"],
+        [_summary_row(t) for t in tasks], "lrlllllrlr",
     )
     for t in tasks:
         out += _task(t, extra)
     out += ["## Methodology", "", "What these numbers were computed with. Runs whose "
             "methodology differs are not comparable.", ""]
-    out += table(["field", "value"], methodology_rows(run.methodology), "ll")
+    out += table(["field", "value"], methodology_rows(run.methodology, run.summary), "ll")
     out += [f"<sub>calipers {cell(run.calipers_version)} · run {cell(run.id)}</sub>", ""]
     return "\n".join(out)

@@ -52,7 +52,8 @@ def _single_html(run: StoredRun, title: str) -> str:
     record, samples = run.record, run.samples
     panels = {p.name: p for p in task_panels([run])}
     return template("multi_one.html.j2").render(
-        run=record, tasks=task_views(record, samples), card=methodology_rows(record.methodology),
+        run=record, tasks=task_views(record, samples),
+        card=methodology_rows(record.methodology, record.summary),
         elapsed=(record.summary or {}).get("elapsed_s"),
         confidence=confidence_label(record.methodology), title=title, panels=panels,
         when=when, clip=clip, score=score, prompt_text=prompt_text, dist_text=dist_text,

@@ -19,6 +19,7 @@ __all__ = [
     "CategoryView",
     "MetricView",
     "TaskView",
+    "calls_text",
     "error_items",
     "failing_items",
     "failing_rule",
@@ -192,9 +193,26 @@ def _task_rows(name: str, t: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def methodology_rows(methodology: dict[str, Any]) -> list[tuple[str, str]]:
+def calls_text(calls: dict[str, Any] | None) -> str:
+    """Retried model calls in words ("" for runs summarized before they were counted)."""
+    if not calls:
+        return ""
+    if not calls.get("retries"):
+        return "no retries"
+    limited = calls.get("rate_limited") or 0
+    rl = f", {limited} rate-limited (HTTP 429)" if limited else ""
+    samples = calls.get("samples_retried") or 0
+    return (f"{calls['retries']} retries on {samples} sample{'s' if samples != 1 else ''}"
+            f"{rl}; {calls.get('wait_s', 0.0):.1f} s waiting between attempts")
+
+
+def methodology_rows(
+    methodology: dict[str, Any], summary: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
     """Label/value rows of the methodology card. With several tasks, each task's rows are
-    labelled ``"<task> · <label>"``; missing fields read "not recorded"."""
+    labelled ``"<task> · <label>"``; missing fields read "not recorded". With the run's
+    ``summary``, a row says how many model calls were retried: a latency is its successful
+    attempt's alone, without the failed attempts and waits before it."""
     m = methodology or {}
     rows = _model_rows(m.get("model") or {}, m.get("model_spec"))
     tasks: dict[str, dict[str, Any]] = m.get("tasks") or {}
@@ -210,6 +228,10 @@ def methodology_rows(methodology: dict[str, Any]) -> list[tuple[str, str]]:
         ("packages", ", ".join(f"{k} {v}" for k, v in packages.items()) or "not recorded"),
         ("recorded at", str(m.get("created_at") or "not recorded")),
     ]
+    calls = calls_text((summary or {}).get("calls"))
+    if calls:
+        rows.append(("model calls", f"{calls} (latencies are of the successful attempt)"
+                     if calls != "no retries" else calls))
     return rows
 
 
@@ -251,6 +273,8 @@ class TaskView:
     input_tokens: int
     output_tokens: int
     error_kinds: tuple[str, ...]
+    top_error: str  # "12× message", or "" without errors
+    retries: str  # calls_text of the task's calls, "" when not counted
     failing: tuple[SampleRecord, ...]
     n_failing: int
     failing_rule: str
@@ -295,6 +319,8 @@ def _task_view(
         input_tokens=int(s.get("input_tokens") or 0),
         output_tokens=int(s.get("output_tokens") or 0),
         error_kinds=tuple(s.get("errors") or ()),
+        top_error=f"{top['count']}× {top['message']}" if (top := s.get("top_error")) else "",
+        retries=calls_text(s.get("calls")),
         failing=tuple(failing[:k]), n_failing=len(failing),
         failing_rule=failing_rule(samples, name, primary) if primary else "",
         errors=tuple(error_items(samples, name, k=k)),

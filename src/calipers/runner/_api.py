@@ -11,8 +11,8 @@ from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
 from calipers._util.hashing import json_hash
 from calipers._util.ids import new_run_id
-from calipers.errors import ResumeError
-from calipers.models import ModelProvider
+from calipers.errors import DeadlineError, ResumeError
+from calipers.models import ModelOptions, ModelProvider
 from calipers.runner._config import RunConfig
 from calipers.runner._finalize import summarize_records
 from calipers.runner._methodology import Methodology, comparable_hash
@@ -32,6 +32,42 @@ class RunResult:
     methodology: Methodology
     elapsed_s: float
 
+    @property
+    def failed_tasks(self) -> list[str]:
+        """Tasks in which every sample failed (a dead or wrong endpoint, not a bad model):
+        their scores are empty, and ``calipers run`` exits non-zero."""
+        return [t for t, ts in self.summary.get("tasks", {}).items()
+                if ts.get("n_samples") and ts.get("n_errors") == ts["n_samples"]]
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    """``budget_s`` of wall-clock time from the call (planning included), ending ``at``
+    (``time.monotonic()``)."""
+
+    budget_s: float
+    at: float
+
+    @classmethod
+    def start(cls, budget_s: float | None) -> _Deadline | None:
+        return None if budget_s is None else cls(budget_s, time.monotonic() + budget_s)
+
+    def text(self) -> str:
+        s = self.budget_s
+        return f"{s / 60:.3g} min" if s >= 120 else f"{s:.3g} s"
+
+
+def _deadline_hit(run_id: str, plan: Plan, store: Store, deadline: _Deadline) -> DeadlineError:
+    pending = plan.total - len(store.done_keys(run_id))
+    message = (f"The run reached its deadline ({deadline.text()}) with {pending} of "
+               f"{plan.total} samples not done; they are left pending, nothing finished is lost.")
+    store.update_run(run_id, status="interrupted", error=message)
+    return DeadlineError(
+        message, run_id=run_id, pending=pending,
+        hint=f"Resume with: calipers run --resume {run_id} (--deadline and --timeout bound it "
+        "again).",
+    )
+
 
 def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResult:
     metrics = {pt.task.name: metric_names(pt.task.scorers) for pt in plan.tasks}
@@ -49,12 +85,18 @@ def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResul
 async def _execute_and_finalize(
     run_id: str, plan: Plan, store: Store, done: set[tuple[str, str, int]],
     progress: Progress | None,
+    deadline: _Deadline | None,
 ) -> RunResult:
     started = time.perf_counter()
     if progress:
         progress.start_run(run_id)
     try:
-        await execute(run_id, plan, store, done=done, progress=progress)
+        if not await execute(run_id, plan, store, done=done, progress=progress,
+                             deadline=deadline.at if deadline else None):
+            assert deadline is not None
+            raise _deadline_hit(run_id, plan, store, deadline)
+    except DeadlineError:
+        raise
     except (KeyboardInterrupt, asyncio.CancelledError):
         store.update_run(run_id, status="interrupted")
         raise
@@ -72,8 +114,12 @@ async def arun(
     *,
     provider: ModelProvider | None = None,
     progress: Progress | None = None,
+    deadline_s: float | None = None,
 ) -> RunResult:
-    """Plan, execute and finalize a new run; the run is stored before the first sample."""
+    """Plan, execute and finalize a new run; the run is stored before the first sample.
+    After ``deadline_s`` seconds the run stops, is stored as interrupted (resumable) and
+    :class:`DeadlineError` says how many samples are left."""
+    deadline = _Deadline.start(deadline_s)
     plan = make_plan(config, provider)
     run_id = new_run_id()
     card = plan.methodology
@@ -91,7 +137,7 @@ async def arun(
             calipers_version=calipers_version(),
         )
     )
-    return await _execute_and_finalize(run_id, plan, store, set(), progress)
+    return await _execute_and_finalize(run_id, plan, store, set(), progress, deadline)
 
 
 def _explain_mismatch(old: Methodology, new: Methodology) -> str | None:
@@ -113,14 +159,22 @@ async def aresume(
     *,
     provider: ModelProvider | None = None,
     progress: Progress | None = None,
+    deadline_s: float | None = None,
+    model_options: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Finish an interrupted run: same plan, skipping samples already stored."""
+    """Finish an interrupted run: same plan, skipping samples already stored.
+    ``model_options`` changes how requests are made this time (``timeout_s``,
+    ``max_retries``), never what is measured."""
+    deadline = _Deadline.start(deadline_s)
     rec = store.get_run(run_id)
     if rec.status == "finished":
         raise ResumeError(
             f"Run {rec.id} is already finished.", hint=f"`calipers show {rec.id}` shows it."
         )
     config = RunConfig.model_validate(rec.config)
+    if model_options:
+        config = config.model_copy(update={"model_options": config.model_options.model_copy(
+            update=_request_options(model_options))})
     plan = make_plan(config, provider)
     old = Methodology.model_validate(rec.methodology)
     why = _explain_mismatch(old, plan.methodology)
@@ -131,7 +185,22 @@ async def aresume(
         )
     store.update_run(rec.id, status="running")
     plan = Plan(plan.config, plan.provider, plan.tasks, old)
-    return await _execute_and_finalize(rec.id, plan, store, store.done_keys(rec.id), progress)
+    return await _execute_and_finalize(
+        rec.id, plan, store, store.done_keys(rec.id), progress, deadline
+    )
+
+
+_REQUEST_OPTIONS = ("timeout_s", "max_retries")
+
+
+def _request_options(options: dict[str, Any]) -> dict[str, Any]:
+    wrong = sorted(set(options) - set(_REQUEST_OPTIONS))
+    if wrong:
+        raise ResumeError(
+            f"A resumed run cannot change {', '.join(wrong)}: it is part of what was measured.",
+            hint=f"Only {', '.join(_REQUEST_OPTIONS)} may change on resume.",
+        )
+    return ModelOptions.model_validate(options).model_dump(include=set(options))
 
 
 def run(
@@ -139,9 +208,11 @@ def run(
     task: str | list[str] = "dynamic",
     *,
     store: Store | None = None,
+    deadline_s: float | None = None,
     **options: Any,
 ) -> RunResult:
-    """Evaluate ``model`` on ``task`` (names, suites or spec paths); options as RunConfig."""
+    """Evaluate ``model`` on ``task`` (names, suites or spec paths); options as RunConfig.
+    ``deadline_s`` bounds the run's wall-clock time (see :func:`arun`)."""
     provider = model if isinstance(model, ModelProvider) else None
     spec = f"{provider.provider_name}:{provider.identity().name}" if provider else str(model)
     tasks = (task,) if isinstance(task, str) else tuple(task)
@@ -149,7 +220,7 @@ def run(
     own = store is None
     st = store or Store.open()
     try:
-        return asyncio.run(arun(config, st, provider=provider))
+        return asyncio.run(arun(config, st, provider=provider, deadline_s=deadline_s))
     finally:
         if own:
             st.close()

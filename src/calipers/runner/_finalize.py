@@ -1,13 +1,15 @@
 """Finalize: reduce stored sample records to Estimates, per task and per category.
 
-Errored samples are excluded from every score and counted on their own; a NaN metric value
-(unscorable) is excluded the same way. Bootstrap randomness is seeded from the run's seed, the
-task and the metric, so a summary is reproducible from the stored records alone.
+Errored samples are excluded from every score and counted on their own, with the commonest
+error message; a NaN metric value (unscorable) is excluded the same way. Retried model calls
+are counted per task and run (``calls``): retries change what latencies mean. Bootstrap
+randomness is seeded from the run's seed, the task and the metric, so a summary is
+reproducible from the stored records alone.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +40,31 @@ def _estimate(
         values, clusters=cl if has_clusters else None,
         rng=_rng(seed, metric, *tag), confidence=confidence,
     )
+
+
+TOP_ERROR_CHARS = 300
+
+
+def top_error(recs: Sequence[SampleRecord]) -> dict[str, Any] | None:
+    """The commonest error message among ``recs`` (ties: the first seen) and how many
+    samples ended with it; None when no sample failed."""
+    counts = Counter(r.error for r in recs if r.error is not None)
+    if not counts:
+        return None
+    message, count = counts.most_common(1)[0]
+    return {"message": message[:TOP_ERROR_CHARS], "count": count}
+
+
+def call_counts(recs: Sequence[SampleRecord]) -> dict[str, Any]:
+    """Retries of the model calls of ``recs``: how many, on how many samples, how many the
+    server rate-limited (HTTP 429), and the seconds spent waiting between attempts."""
+    calls = [c for r in recs if (c := (r.score_details or {}).get("calls"))]
+    return {
+        "retries": sum(int(c.get("retries", 0)) for c in calls),
+        "samples_retried": sum(int(c.get("retries", 0)) > 0 for c in calls),
+        "rate_limited": sum(int(c.get("rate_limited", 0)) for c in calls),
+        "wait_s": round(sum(float(c.get("wait_s", 0.0)) for c in calls), 3),
+    }
 
 
 def summarize_task(
@@ -77,6 +104,8 @@ def summarize_task(
         "input_tokens": sum(r.input_tokens or 0 for r in recs),
         "output_tokens": sum(r.output_tokens or 0 for r in recs),
         "errors": sorted({(r.error or "").split(":")[0] for r in errors}),
+        "top_error": top_error(errors),
+        "calls": call_counts(recs),
     }
 
 
@@ -100,4 +129,4 @@ def summarize_records(
             extra = derived[t](by_task.get(t, []))
             ts["metrics"].update({k: e.to_dict() for k, e in extra.items()})
         tasks[t] = ts
-    return {"tasks": tasks}
+    return {"tasks": tasks, "calls": call_counts(records)}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from calipers.errors import ModelLoadError, NotSupportedError
-from calipers.models import ModelProvider
+from calipers.models import CallStats, ModelProvider, Retry, track_calls
 from calipers.runner._cache import ResponseCache
 from calipers.runner._plan import PlannedSample
 from calipers.scorers import Scorer
@@ -72,14 +73,23 @@ def _details(results: list[tuple[Scorer, Score]], out: SampleOutput) -> dict[str
     return details
 
 
+def _calls(stats: CallStats) -> dict[str, Any] | None:
+    """``score_details["calls"]`` of a sample whose requests were retried (else nothing):
+    attempts, retries, rate-limited retries and the seconds spent waiting between attempts,
+    which the sample's latency (the successful attempt's) leaves out."""
+    return {"calls": stats.as_dict()} if stats.retries else None
+
+
 async def run_sample(
     run_id: str,
     planned: PlannedSample,
     provider: ModelProvider,
     scorers: tuple[Scorer, ...],
     cache: ResponseCache | None,
+    on_retry: Callable[[Retry], None] | None = None,
 ) -> SampleRecord:
-    """Never raises for a model or scorer failure: the record carries the error instead."""
+    """Never raises for a model or scorer failure: the record carries the error instead.
+    ``on_retry`` hears of each retry of the sample's model calls."""
     s = planned.sample
     prompt = planned.request.model_dump(mode="json", exclude_none=True)
     if planned.prompt_text is not None:
@@ -90,15 +100,17 @@ async def run_sample(
         category=s.category, cluster=s.cluster, prompt=prompt, target=s.target_text or None,
     )
     start = time.perf_counter()
-    try:
-        out = await _call(provider, planned.request, cache)
-    except (asyncio.CancelledError, ModelLoadError, NotSupportedError):
-        raise  # the whole run cannot go on: not a property of this sample
-    except Exception as e:  # a failed call is data, not a crash and not a wrong answer
-        return SampleRecord(
-            **base, latency_s=time.perf_counter() - start, cached=False,
-            error=f"model: {type(e).__name__}: {e}",
-        )
+    with track_calls(on_retry) as stats:
+        try:
+            out = await _call(provider, planned.request, cache)
+        except (asyncio.CancelledError, ModelLoadError, NotSupportedError):
+            raise  # the whole run cannot go on: not a property of this sample
+        except Exception as e:  # a failed call is data, not a crash and not a wrong answer
+            return SampleRecord(
+                **base, latency_s=time.perf_counter() - start, cached=False,
+                error=f"model: {type(e).__name__}: {e}", score_details=_calls(stats),
+            )
+    calls = _calls(stats)
     if out.response is not None:
         r = out.response
         response_text: str | None = r.text
@@ -114,11 +126,12 @@ async def run_sample(
         return SampleRecord(
             **base, response=response_text, latency_s=latency, input_tokens=tin,
             output_tokens=tout, cached=cached, error=f"scorer: {type(e).__name__}: {e}",
+            score_details=calls,
         )
     answer = next((sc.answer for _s, sc in results if sc.answer is not None), None)
     if out.loglikelihood is not None and answer is not None and answer.isdigit() and s.choices:
         response_text = s.choices[int(answer)] if int(answer) < len(s.choices) else answer
-    details = _details(results, out)
+    details = _details(results, out) | (calls or {})
     if s.choices and isinstance(s.target, int):  # where the right option was shown
         details["choice"] = {"target_index": s.target, "n_options": len(s.choices)}
     return SampleRecord(

@@ -1,7 +1,9 @@
 """Schedule: run the planned samples with bounded concurrency, writing records as they finish.
 
 Records are written in small batches (each batch one transaction), so a kill loses at most the
-samples in flight; a resumed run skips what was written and retries what errored.
+samples in flight; a resumed run skips what was written and retries what errored. A deadline
+(``deadline``, a ``time.monotonic()`` instant) stops the run the same way: samples in flight are
+cancelled and left, with those not started, for a resumed run.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Protocol
 
+from calipers.models import Retry
 from calipers.runner._cache import ResponseCache
 from calipers.runner._plan import Plan, PlannedSample, PlannedTask
 from calipers.runner._sample import run_sample
@@ -25,6 +28,7 @@ class Progress(Protocol):
     def start_run(self, run_id: str) -> None: ...
     def start_task(self, task: str, total: int, done: int) -> None: ...
     def advance(self, task: str, record: SampleRecord) -> None: ...
+    def retrying(self, task: str, sample_id: str, retry: Retry) -> None: ...
     def finish_task(self, task: str) -> None: ...
 
 
@@ -63,8 +67,12 @@ async def _run_task(
     sem = asyncio.Semaphore(limit)
 
     async def one(ps: PlannedSample) -> None:
+        def on_retry(r: Retry) -> None:
+            if progress:
+                progress.retrying(pt.task.name, ps.sample.id, r)
+
         async with sem:
-            rec = await run_sample(run_id, ps, plan.provider, pt.task.scorers, cache)
+            rec = await run_sample(run_id, ps, plan.provider, pt.task.scorers, cache, on_retry)
         writer.add(rec)
         if progress:
             progress.advance(pt.task.name, rec)
@@ -102,9 +110,26 @@ async def execute(
     *,
     done: Iterable[tuple[str, str, int]] = (),
     progress: Progress | None = None,
+    deadline: float | None = None,
+) -> bool:
+    """Run every planned sample not in ``done``; records go to ``store`` as they finish.
+    Returns False when ``deadline`` (``time.monotonic()`` seconds) came first."""
+    loop = asyncio.get_running_loop()
+    when = None if deadline is None else loop.time() + (deadline - time.monotonic())
+    try:
+        async with asyncio.timeout_at(when) as budget:
+            await _execute(run_id, plan, store, set(done), progress)
+    except TimeoutError:
+        if not budget.expired():
+            raise  # some other timeout, not the deadline
+        return False
+    return True
+
+
+async def _execute(
+    run_id: str, plan: Plan, store: Store, done_set: set[tuple[str, str, int]],
+    progress: Progress | None,
 ) -> None:
-    """Run every planned sample not in ``done``; records go to ``store`` as they finish."""
-    done_set = set(done)
     cache = ResponseCache(store, plan.methodology.model.key()) if plan.config.use_cache else None
     writer = _Writer(store)
     for pt in plan.tasks:

@@ -74,7 +74,7 @@ def run_page(request: Request, run_id: str, task: Text = None,
     chosen = task or (names[0] if names else "")
     browser = sample_page(run, samples, chosen, show, page_no) if chosen else None
     return page(request, "run.html.j2", run=run, tasks=tasks, card=methodology_rows(
-        run.methodology), chart=primaries_chart(run, tasks),
+        run.methodology, run.summary), chart=primaries_chart(run, tasks),
         category_charts={t.name: category_chart(t) for t in tasks},
         browser=browser, shows=SHOWS, elapsed=(run.summary or {}).get("elapsed_s"))
 
