@@ -6,6 +6,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -50,6 +51,10 @@ class BarProgress:
 
     def start_run(self, run_id: str) -> None:
         self.run_id = run_id
+
+    def note(self, message: str) -> None:
+        """One line above the bars (on stderr), shown even when the bars are not."""
+        self._bar.console.print(f"[yellow]Note:[/] {escape(message)}", soft_wrap=True)
 
     def start_task(self, task: str, total: int, done: int) -> None:
         self._errors[task] = 0
