@@ -184,11 +184,13 @@ def test_few_shot_draws_exclude_the_item_and_follow_the_seed(tmp_path: Path) -> 
 
 
 def test_multiple_choice_needs_loglikelihood(tmp_path: Path) -> None:
+    """Unless it offers a generation formulation (tests/runner/test_fallback.py)."""
+
     class NoLL(FakeModel):
         supports_loglikelihood = False
 
     with pytest.raises(ConfigError, match="log-likelihood"):
-        _run(RunConfig(model="fake:echo", tasks=("dyn_dates_mc",), limit=2), NoLL())
+        _run(RunConfig(model="fake:echo", tasks=("truthfulqa_mc1",), limit=2), NoLL())
 
 
 def test_a_model_that_cannot_load_fails_the_run_not_the_samples(capitals_task: Path) -> None:

@@ -56,6 +56,10 @@ class BarProgress:
     def start_run(self, run_id: str) -> None:
         self.run_id = run_id
 
+    def note(self, message: str) -> None:
+        """One line above the bars (on stderr), shown even when the bars are not."""
+        self._bar.console.print(f"[yellow]Note:[/] {escape(message)}", soft_wrap=True)
+
     def start_task(self, task: str, total: int, done: int) -> None:
         self._errors[task] = 0
         self._retrying[task] = {}

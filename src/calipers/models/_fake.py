@@ -11,8 +11,8 @@ Spec forms (``--model fake:...``):
 Options after a comma: ``fail=0.1`` (a deterministic share of requests raises, by hash of the
 request), ``delay=0.01`` (seconds per call), ``name=NAME`` (the identity name),
 ``memorise=FILE`` (texts the model has "memorised": a JSON list of strings, or JSONL of strings
-or ``{"text": ...}`` objects). Log-likelihoods are deterministic functions of (context,
-continuation).
+or ``{"text": ...}`` objects), ``loglik=off`` (no log-likelihoods or token statistics, like an
+API model). Log-likelihoods are deterministic functions of (context, continuation).
 
 Token statistics (``token_stats``) split text into words (with their leading whitespace) and
 draw each word's standardised log-probability ``z = (logprob - mean) / std`` from a
@@ -94,7 +94,10 @@ class FakeModel(ModelProvider):
         fail_rate: float = 0.0,
         delay_s: float = 0.0,
         memorised: Sequence[str] = (),
+        loglikelihood: bool = True,
     ) -> None:
+        if not loglikelihood:  # a model that only generates, as an API model does
+            self.supports_loglikelihood = self.supports_token_stats = False
         self._responder = responder or _prompt_text
         self._name = name
         self._loglik = loglik
@@ -136,6 +139,8 @@ class FakeModel(ModelProvider):
         )
 
     async def loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
+        if not self.supports_loglikelihood:
+            return await super().loglikelihood(request)  # raises NotSupportedError
         self.calls += 1
         start = time.perf_counter()
         if self._delay_s:
@@ -155,6 +160,8 @@ class FakeModel(ModelProvider):
         )
 
     async def token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
+        if not self.supports_token_stats:
+            return await super().token_stats(request)  # raises NotSupportedError
         self.calls += 1
         start = time.perf_counter()
         if self._delay_s:
@@ -310,6 +317,7 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
     rates = {"fail": 0.0, "delay": 0.0}
     name = head
     memorised: list[str] = []
+    loglik = True
     for opt in opts:
         k, _, v = opt.partition("=")
         try:
@@ -319,9 +327,14 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
                 name = v
             elif k == "memorise":
                 memorised = load_texts(v)
+            elif k == "loglik":
+                if v not in ("on", "off"):
+                    raise ConfigError(f"Fake model option loglik={v!r}: use on or off.")
+                loglik = v == "on"
             else:
                 raise ConfigError(
-                    f"Unknown fake model option {k!r} (use fail=, delay=, name=, memorise=)."
+                    f"Unknown fake model option {k!r} (use fail=, delay=, name=, memorise=, "
+                    "loglik=off)."
                 )
         except ValueError:
             raise ConfigError(f"Fake model option {k}={v!r} is not a number.") from None
@@ -331,5 +344,5 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
         raise ConfigError(f"Fake model option delay={rates['delay']:g} must not be negative.")
     return FakeModel(
         responder, name=name, fail_rate=rates["fail"], delay_s=rates["delay"],
-        memorised=memorised,
+        memorised=memorised, loglikelihood=loglik,
     )

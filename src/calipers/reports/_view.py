@@ -174,14 +174,21 @@ def _task_line(name: str, t: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _formulation(t: dict[str, Any]) -> str:
+    fallback = t.get("formulation_fallback")
+    return f"{t['formulation']} (fallback: {fallback})" if fallback else str(t["formulation"])
+
+
 def _task_rows(name: str, t: dict[str, Any]) -> list[tuple[str, str]]:
     template = {k: v for k, v in (t.get("prompt_template") or {}).items() if v}
     chat = t.get("chat_template")
     shots = int(t.get("few_shot") or 0)
     scorers = [f"{s.get('name', '?')}({_kv(s.get('args') or {})})" for s in t.get("scorers", [])]
     system = t.get("system_prompt")
+    formulation = [("formulation", _formulation(t))] if t.get("formulation") else []
     return [
         ("task", _task_line(name, t)),
+        *formulation,
         ("data hash", _short(t.get("data_hash"), 16)),
         ("prompt hash", _short(t.get("prompt_hash"), 16)),
         ("prompt template", _kv(template) or "none"),

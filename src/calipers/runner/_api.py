@@ -14,6 +14,7 @@ from calipers._util.ids import new_run_id
 from calipers.errors import DeadlineError, ResumeError
 from calipers.models import ModelOptions, ModelProvider
 from calipers.runner._config import RunConfig
+from calipers.runner._fallback import fallback_note
 from calipers.runner._finalize import summarize_records
 from calipers.runner._methodology import Methodology, comparable_hash
 from calipers.runner._plan import Plan, make_plan
@@ -90,6 +91,9 @@ async def _execute_and_finalize(
     started = time.perf_counter()
     if progress:
         progress.start_run(run_id)
+        for task, m in plan.methodology.tasks.items():
+            if m.formulation_fallback:
+                progress.note(fallback_note(task, m.formulation_fallback))
     try:
         if not await execute(run_id, plan, store, done=done, progress=progress,
                              deadline=deadline.at if deadline else None):

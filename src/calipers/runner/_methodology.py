@@ -21,6 +21,9 @@ class TaskMethodology(BaseModel):
     version: str
     kind: str
     formulation: str | None = None
+    # why this formulation runs instead of the one asked for or the task's default (the
+    # provider cannot score log-likelihoods); None: as asked
+    formulation_fallback: str | None = None
     source: str
     data_hash: str
     n_items: int
@@ -77,8 +80,11 @@ def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
 
 # Not compared between runs of different models: the seed and limit are implied by the data
 # hash (same items, same measurement), and the chat template's text belongs to the model
-# (whether it is used, ``chat_template``, is compared).
-_NOT_COMPARED = {"seed", "limit", "n_items", "chat_template_hash", "data_source"}
+# (whether it is used, ``chat_template``, is compared). A formulation run as a fallback measures
+# the same as when asked for (``formulation`` and the prompt are compared).
+_NOT_COMPARED = {
+    "seed", "limit", "n_items", "chat_template_hash", "data_source", "formulation_fallback",
+}
 
 
 def comparable_hash(card: Methodology, task: str) -> str:

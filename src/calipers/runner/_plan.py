@@ -16,6 +16,7 @@ from calipers.datasets import data_source
 from calipers.errors import ConfigError
 from calipers.models import ModelProvider, resolve_model
 from calipers.runner._config import RunConfig
+from calipers.runner._fallback import fit_to_provider
 from calipers.runner._methodology import Methodology, TaskMethodology, chat_hash, prompt_hash
 from calipers.tasks import LoadContext, Task, apply_variant, data_hash, resolve_task
 from calipers.types import (
@@ -120,7 +121,9 @@ def _check_epochs(task: Task, config: RunConfig, params: GenerateParams) -> None
             hint="Sample: --temperature 0.8 (HumanEval pass@k uses 0.8).")
 
 
-def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> PlannedTask:
+def _plan_task(
+    task: Task, config: RunConfig, provider: ModelProvider, fallback: str | None = None
+) -> PlannedTask:
     ctx = LoadContext(
         seed=config.seed, n=config.limit or task.default_n, data_dir=_data_dir(config)
     )
@@ -163,7 +166,7 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
     template = task.prompt.card()
     card = TaskMethodology(
         task=task.name, version=task.version, kind=task.kind, source=task.source,
-        formulation=task.formulation,
+        formulation=task.formulation, formulation_fallback=fallback,
         data_hash=data_hash(samples), n_items=len(samples), dynamic=task.dynamic,
         seed=config.seed, limit=config.limit, prompt_template=template,
         prompt_hash=prompt_hash(template), chat_template=config.chat_template,
@@ -180,22 +183,19 @@ def _plan_task(task: Task, config: RunConfig, provider: ModelProvider) -> Planne
 def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
     """Resolve everything a run needs. ``provider`` overrides ``config.model`` (tests pass a
     FakeModel instance; the spec string is still recorded)."""
+    provider = provider or resolve_model(config.model, config.model_options)
     tasks: list[Task] = []
+    fallbacks: dict[str, str] = {}  # task -> why its generation formulation runs
     for name in config.tasks:
-        tasks.extend(apply_variant(t, config.variant)
-                     for t in resolve_task(name, config.formulation))
+        for resolved in resolve_task(name, config.formulation):
+            task, why = fit_to_provider(resolved, config, provider)
+            tasks.append(apply_variant(task, config.variant))
+            if why:
+                fallbacks[task.name] = why
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise ConfigError(f"A task is listed twice: {', '.join(names)}.")
-    provider = provider or resolve_model(config.model, config.model_options)
-    for t in tasks:
-        if t.kind == "multiple_choice" and not provider.supports_loglikelihood:
-            raise ConfigError(
-                f"Task {t.name!r} scores choices by log-likelihood, which the "
-                f"{provider.provider_name} provider cannot compute.",
-                hint="Drop the task or use a model that returns log-probabilities (llamacpp).",
-            )
-    planned = tuple(_plan_task(t, config, provider) for t in tasks)
+    planned = tuple(_plan_task(t, config, provider, fallbacks.get(t.name)) for t in tasks)
     card = Methodology.create(
         provider.identity(), config.model, {p.task.name: p.methodology for p in planned},
         config.confidence,

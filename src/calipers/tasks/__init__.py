@@ -3,6 +3,7 @@
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import (
     formulations,
+    generative_formulation,
     get_task,
     list_suites,
     list_tasks,
@@ -26,6 +27,7 @@ __all__ = [
     "apply_variant",
     "data_hash",
     "formulations",
+    "generative_formulation",
     "get_task",
     "list_suites",
     "list_tasks",

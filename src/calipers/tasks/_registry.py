@@ -11,6 +11,7 @@ from calipers.tasks._task import Task
 
 __all__ = [
     "formulations",
+    "generative_formulation",
     "get_task",
     "list_suites",
     "list_tasks",
@@ -38,6 +39,13 @@ def formulations(name: str) -> tuple[str, ...]:
     """The formulations a task offers (empty: only one)."""
     _load()
     return _FORMULATIONS.get(name, ())
+
+
+def generative_formulation(name: str) -> str | None:
+    """The first of a task's formulations that is answered by generation (the option letter
+    read from a reply, say), for models that cannot score log-likelihoods; None when the task
+    offers none."""
+    return next((f for f in formulations(name) if get_task(name, f).kind == "generate"), None)
 
 
 def register_suite(name: str, tasks: tuple[str, ...]) -> None:
