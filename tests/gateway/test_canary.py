@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from calipers.gateway import hash_key, in_canary
+from calipers.store import NOT_SENT_BREAKER_OPEN
 from tests.gateway.conftest import chat_body, send_many
 from tests.gateway.test_routing import within_binomial
 
@@ -75,7 +76,14 @@ def test_a_failing_candidate_falls_back_to_the_baseline(rig_factory: Any) -> Non
         rows = rig.stop()
         cand = [r for r in rows if r.role == "candidate"]
         base = [r for r in rows if r.role == "baseline"]
-        assert len(cand) == 3 and not any(r.served or r.ok for r in cand), setup  # then open
+        # Every canary request has its candidate row: 3 tried, then the breaker is open and
+        # the other 9 are logged as not sent (a candidate failure, as docs/ab.md says).
+        assert len(cand) == 12 and not any(r.served or r.ok for r in cand), setup
+        assert sum(r.breaker_open for r in cand) == 9 and all(
+            r.error == NOT_SENT_BREAKER_OPEN and r.status is None and r.latency_ms is None
+            for r in cand if r.breaker_open), setup
         assert stats["breaker"]["state"] == "open" and stats["canary_fallbacks"] == 12
+        assert stats["canary"]["sent"] == 3 and stats["canary"]["failed"] == 3
+        assert stats["canary"]["not_sent_breaker_open"] == 9
         assert len(base) == 12 and all(r.served and r.ok for r in base)
         assert {r.pair_id for r in cand} <= {r.pair_id for r in base}

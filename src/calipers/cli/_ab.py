@@ -123,6 +123,8 @@ def _print(obj: Context, result: ABResult) -> None:
                      if k in ("other_mode", "not_mirrored", "no_user_key") and v)
     obj.out.print(f"mode {result.mode}: {c['used']:,} requests from {first} to {last} "
                   f"(baseline {c['baseline']:,}, candidate {c['candidate']:,})"
+                  + (f"; {c['breaker_open']:,} candidate calls not sent, breaker open "
+                     "(counted as failures)" if c.get("breaker_open") else "")
                   + (f"; left out: {left}" if left else ""))
     for s in result.scoring:
         if s.scored or s.failed:

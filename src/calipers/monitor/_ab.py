@@ -247,6 +247,8 @@ def _window(store: Store, cfg: ABConfig) -> tuple[str, list[Exchange], dict[str,
     counts["used"] = len(kept)
     counts["baseline"] = sum(e.baseline is not None for e in kept)
     counts["candidate"] = sum(e.candidate is not None for e in kept)
+    counts["breaker_open"] = sum(e.candidate is not None and e.candidate.breaker_open
+                                 for e in kept)
     return mode, kept, counts
 
 
@@ -277,10 +279,12 @@ def _result(name: str, built: Built, what: str, higher: bool, tolerance: float |
     m, _ts = built
     effect, crossed = effect_at(m), crossed_at(m)
     p = float(m.path.p_value[-1]) if m.path.p_value.size else 1.0
+    status: str
+    reason: str | None = None
     if guard:
         status, reason = guardrail_status(name, effect, m.tolerance, higher, crossed)
     else:
-        status, reason = _score_status(effect, crossed, higher), None
+        status = _score_status(effect, crossed, higher)
     tol = m.tolerance if guard else None
     text = _tolerance_text(name, tolerance, m.tolerance) if tolerance is not None else None
     return MetricResult(name, m.what, effect, p, higher, tol, status, None, text, reason,
