@@ -34,7 +34,7 @@ from calipers.gateway._forward import (
 )
 from calipers.gateway._logwriter import LogWriter
 from calipers.gateway._proxy import RawHeaders, Upstream, request_headers
-from calipers.gateway._redact_hook import make_redactor
+from calipers.gateway._redact_hook import make_redactor, request_secrets
 from calipers.gateway._routing import MirrorSampler, hash_key, in_canary, user_key
 from calipers.gateway._shadow import Shadow, ShadowJob
 from calipers.store import Store, TrafficRole
@@ -53,6 +53,7 @@ class _Req:
     stream: bool
     headers: RawHeaders
     user_key_hash: str | None
+    secrets: tuple[str, ...]
 
 
 def _json(raw: bytes) -> Any:
@@ -149,6 +150,7 @@ class Gateway:
             raw=raw, stream=isinstance(body, dict) and body.get("stream") is True,
             headers=headers,
             user_key_hash=hash_key(key, cfg.salt) if key is not None else None,
+            secrets=request_secrets(headers, *self._keys),
         )  # fmt: skip
         self.requests += 1
         if self.canary is not None:
@@ -169,6 +171,7 @@ class Gateway:
             pair_id=req.pair_id, role=role, served=True, mode=self.config.mode,
             endpoint=req.endpoint, upstream=upstream.base_url, ts=req.ts,
             user_key_hash=req.user_key_hash, body=body, raw=req.raw, stream=req.stream,
+            secrets=req.secrets,
         )  # fmt: skip
 
     async def _serve(self, req: _Req) -> Response:
@@ -238,7 +241,7 @@ class Gateway:
                 pair_id=req.pair_id, ts=req.ts, endpoint=req.endpoint, mode=self.config.mode,
                 user_key_hash=req.user_key_hash, body=body, content=content,
                 headers=request_headers(req.headers, api_key=self.candidate.api_key),
-                stream=req.stream,
+                stream=req.stream, secrets=req.secrets,
             )
         )  # fmt: skip
 

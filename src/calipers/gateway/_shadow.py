@@ -43,6 +43,7 @@ class ShadowJob:
     content: bytes
     headers: RawHeaders
     stream: bool
+    secrets: tuple[str, ...] = ()
 
 
 def call_failed(call: Call) -> bool:
@@ -140,6 +141,7 @@ class Shadow:
             pair_id=job.pair_id, role="candidate", served=False, mode=job.mode,
             endpoint=job.endpoint, upstream=self._upstream.base_url, ts=job.ts,
             user_key_hash=job.user_key_hash, body=job.body, raw=job.content, stream=job.stream,
+            secrets=job.secrets,
         )  # fmt: skip
 
     async def _run(self, job: ShadowJob) -> None:
