@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,9 @@ def sse_bytes(name: str, text: str) -> bytes:
 class FakeUpstream:
     """An OpenAI-compatible stub. Its answer names it (``"<name>: <prompt>"``), so a test can
     tell which arm served. ``model`` values ``status-NNN`` make it answer with that status;
-    ``behavior`` ``"garbage"`` answers 200 with a body that is not JSON; ``delay_s`` slows
-    every answer."""
+    ``behavior`` ``"garbage"`` answers 200 with a body that is not JSON, ``"stall"`` sends a
+    stream's headers at once and then nothing for ``delay_s`` (a hung stream); ``delay_s``
+    slows every answer (a stream's first chunk only, when stalling)."""
 
     name: str
     behavior: str = "ok"
@@ -74,7 +75,7 @@ class FakeUpstream:
         except ValueError:
             return {}, JSONResponse({"error": {"message": "bad JSON", "type": "test"}}, 400)
         self.seen.append({"headers": dict(request.headers), "body": body})
-        if self.delay_s:
+        if self.delay_s and not (self.behavior == "stall" and body.get("stream")):
             await asyncio.sleep(self.delay_s)
         model = str(body.get("model", ""))
         if model.startswith("status-"):
@@ -91,7 +92,7 @@ class FakeUpstream:
             return early
         text = f"{self.name}: {self.prompt_of(body)}"
         if body.get("stream"):
-            return StreamingResponse(iter([sse_bytes(self.name, text)]),
+            return StreamingResponse(self._stream(sse_bytes(self.name, text)),
                                      media_type="text/event-stream")
         usage = {"prompt_tokens": len(self.prompt_of(body).split()), "completion_tokens": 3}
         return JSONResponse(
@@ -100,6 +101,11 @@ class FakeUpstream:
                           "finish_reason": "stop"}]},
             headers={"x-upstream": self.name},
         )  # fmt: skip
+
+    async def _stream(self, data: bytes) -> AsyncIterator[bytes]:
+        if self.behavior == "stall":
+            await asyncio.sleep(self.delay_s)
+        yield data
 
     async def completions(self, request: Request) -> Response:
         _, early = await self._common(request)

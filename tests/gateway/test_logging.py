@@ -71,6 +71,22 @@ def test_api_keys_never_reach_the_store(rig_factory: Any) -> None:
     assert "[EMAIL]" in rows[0].request["messages"][0]["content"]
 
 
+def test_a_piece_of_the_request_key_echoed_back_is_not_stored(rig_factory: Any) -> None:
+    # A key in no known format (no sk-, no Bearer in the text): only the request knows it.
+    key = "c9QxV2mLr8TzP4kWn7YbH3sDf6GjA1eU"
+    piece = key[6:24]  # 18 characters, which the fake model echoes in its answer
+    for settings in ({"mode": "shadow", "fraction": 1.0}, {"mode": "off", "redact": False}):
+        rig = rig_factory(**settings)
+        send_many(rig.url, [chat_body(f"did you keep ...{piece}...?")],
+                  [{"authorization": f"Bearer {key}"}])
+        rig.settled_stats()
+        rows = rig.stop()
+        raw = db_bytes(rig.store_path)
+        assert piece.encode() not in raw and piece[:8].encode() not in raw, settings
+        assert rows and all(r.response == f"{r.role}: did you keep ...[API_KEY]...?"
+                            for r in rows), settings
+
+
 def test_without_redaction_personal_data_stays_but_keys_still_go(rig_factory: Any) -> None:
     rig = rig_factory(mode="off", redact=False)
     send_many(rig.url, [chat_body(f"{KEY} ann@example.com")])

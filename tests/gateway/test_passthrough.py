@@ -4,9 +4,11 @@ headers, errors, and streams byte for byte."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.gateway.conftest import UPSTREAM, FakeUpstream, ServerThread, chat_body, sse_bytes
 
@@ -121,3 +123,23 @@ def test_health_and_stats(rig_factory: Any) -> None:
     assert stats["breaker"]["state"] == "closed"
     assert json.dumps(stats)  # plain JSON
     rig.stop()
+
+
+def test_a_502_tells_the_client_the_request_id_not_the_upstream(
+    rig_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    rig = rig_factory(mode="off")
+    port = rig.servers[0].port
+    rig.servers[0].stop()
+    with caplog.at_level(logging.WARNING, logger="calipers.gateway"):
+        r = httpx.post(f"{rig.url}/chat/completions", json=chat_body("anyone?"))
+        models = httpx.get(f"{rig.url}/models")
+    assert r.status_code == 502 and models.status_code == 502
+    rid = r.headers["x-calipers-request-id"]
+    for body in (r.text, models.text):
+        assert "127.0.0.1" not in body and str(port) not in body and "http" not in body
+    assert rid in r.json()["error"]["message"]
+    rows = rig.stop()
+    logged = caplog.text  # the operator still sees where it failed
+    assert f"127.0.0.1:{port}" in logged and rid in logged
+    assert rows[0].upstream.endswith(f":{port}/v1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from calipers.store import TrafficRecord
+from calipers.store import NOT_SENT_BREAKER_OPEN, TrafficRecord
 from tests.gateway.conftest import chat_body, send_many
 from tests.gateway.test_routing import within_binomial
 
@@ -72,8 +72,12 @@ def test_faulty_candidates_do_not_touch_the_user_path(rig_factory: Any) -> None:
         cand = [r for r in rows if r.role == "candidate"]
         assert len(base) == 40 and all(r.ok for r in base)
         shadow = stats["shadow"]
-        assert shadow["mirrored"] + shadow["skipped_breaker_open"] == 40
-        assert len(cand) == shadow["mirrored"] and not any(r.ok for r in cand)
+        # Every copy has its candidate row: sent and failed, or not sent (breaker open),
+        # whether the breaker was found open when the copy was made or when it was taken.
+        assert shadow["mirrored"] == 40 and len(cand) == 40 and not any(r.ok for r in cand)
+        not_sent = [r for r in cand if r.error == NOT_SENT_BREAKER_OPEN]
+        assert len(not_sent) == shadow["not_sent_breaker_open"] > 0, setup
+        assert shadow["failed"] + shadow["not_sent_breaker_open"] == 40
         assert any(error_part in (r.error or "") for r in cand), (setup, cand[0].error)
 
 

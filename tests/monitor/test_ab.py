@@ -68,7 +68,7 @@ def test_a_candidate_with_ten_times_the_errors_is_rolled_back(store: Store) -> N
     r = _run(store)
     assert r.action == "roll_back" and r.exit_code == 1
     status, low, high = _rail(r, "error_rate")
-    assert status == "harm" and low <= 0.09 <= high and low > 0.01
+    assert status == "failing" and low <= 0.09 <= high and low > 0.01
     assert any(reason.startswith("error_rate: worse") for reason in r.decision.reasons)
     assert r.primary is None and "no quality scorer" in r.decision.reasons[0]
     cost = next(g for g in r.guardrails if g.name == "cost")
@@ -97,7 +97,7 @@ def test_canary_compares_the_user_groups(store: Store) -> None:
     assert r.counts["no_user_key"] == 40 and r.counts["used"] == 1500
     assert r.counts["baseline"] + r.counts["candidate"] == 1500
     status, low, high = _rail(r, "error_rate")
-    assert status == "harm" and low <= 0.11 <= high
+    assert status == "failing" and low <= 0.11 <= high
     same = canary_traffic(1500, Arm(), Arm(), seed=5)
     with Store.open(str(Path(str(store.url).removeprefix("sqlite:///")).parent / "b.db")) as s2:
         s2.add_traffic(same)
@@ -186,3 +186,35 @@ def test_pairwise_in_canary_and_missing_tokens_are_skipped_not_zero(store: Store
     assert cost.status == "skipped" and "token counts" in (cost.skipped or "")
     d = r.to_dict()
     assert d["primary"]["effect"]["value"] is None and d["decision"] == "keep_watching"
+
+
+def _outage(n_healthy: int, n_down: int, **kw: float) -> list:  # type: ignore[type-arg]
+    """Both arms at 1% errors, then the candidate at 29% (+28 points) for ``n_down``."""
+    healthy = shadow_traffic(n_healthy, Arm(error=0.01), Arm(error=0.01), seed=21)
+    down = shadow_traffic(n_down, Arm(error=0.01), Arm(error=0.29), seed=22, start=n_healthy)
+    return healthy + down
+
+
+def test_an_outage_that_empties_the_sequence_is_rolled_back(store: Store) -> None:
+    # A long healthy stretch narrows the error rate's sequence around 0; then the candidate
+    # fails 29% of the time. No single effect fits every look (the sequence is empty), and at
+    # the last looks the effect is surely beyond the 1-point tolerance: roll back, and say so.
+    store.add_traffic(_outage(3000, 400))
+    r = _run(store)
+    rail = next(g for g in r.guardrails if g.name == "error_rate")
+    assert rail.effect.method.endswith("-empty") and rail.crossed is not None
+    low, high = rail.crossed
+    assert low > high and low > 0.01  # shown above the tolerance at a look
+    # Independently: the plain error-rate difference over the window is 28 * 400 / 3400
+    # points in expectation; the bound shown at a look cannot exceed the largest running one.
+    rows = load_exchanges(store)
+    diffs = [(e.candidate is not None and not e.candidate.ok) - (not e.baseline.ok)
+             for e in rows if e.baseline is not None]
+    running_max = max(np.cumsum(diffs)[99:] / np.arange(100, len(diffs) + 1))
+    assert low < running_max and np.mean(diffs) > 0.02
+    assert rail.p_value < 1e-12
+    assert rail.status == "failing" and r.action == "roll_back" and r.exit_code == 1
+    why = next(x for x in r.decision.reasons if x.startswith("error_rate:"))
+    assert "moved" in why and "tolerance 0.01" in why and rail.reason == why
+    assert r.to_dict()["guardrails"][0]["status"] == "failing"
+    json.dumps(r.to_dict(), allow_nan=False)

@@ -30,7 +30,7 @@ def test_roll_back_exits_1_with_the_evidence(tmp_path: Path) -> None:
                                    "--price", "candidate=0.15,0.6"])
     assert res.exit_code == 1, res.output
     assert "ROLL BACK" in res.output and "error_rate" in res.output
-    assert "HARM" in res.output and "mode shadow: 400 requests" in res.output
+    assert "FAILING" in res.output and "mode shadow: 400 requests" in res.output
     assert "error_rate: worse by more than 0.01" in res.output
 
 

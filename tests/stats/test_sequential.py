@@ -15,6 +15,7 @@ from calipers.stats._sequential import (
     _mixture,
     _x_star,
     decide,
+    guardrail_verdict,
     msprt_paired,
     msprt_paired_path,
     msprt_two_sample,
@@ -201,3 +202,34 @@ def test_decide_before_burn_in_and_on_an_empty_sequence() -> None:
     assert d.action == "keep_watching" and "changed over time" in d.reasons[0]
     with pytest.raises(ValueError, match="tolerance"):
         decide(early, guardrails=[Guardrail("x", early, tolerance=-1)])
+
+
+def test_an_empty_guardrail_sequence_is_a_decision_when_it_shows_harm() -> None:
+    # An error rate (lower is better, tolerance 1 point) whose sequence became empty: at one
+    # look it was surely at least +5.2 points, at another surely at most +0.4. The first
+    # bound alone puts it beyond the tolerance: failing, roll back, with the reason.
+    empty = Estimate(0.047, math.nan, math.nan, 3600, "msprt-normal-mixture-empty")
+    outage = Guardrail("error_rate", empty, higher_is_better=False, tolerance=0.01,
+                       crossed=(0.052, 0.004))
+    status, reason = guardrail_verdict(outage)
+    assert status == "failing" and "moved" in reason and "above +0.052" in reason
+    d = decide(est(-0.01, 0.05), guardrails=[outage])
+    assert d.action == "roll_back" and d.reasons == (reason,)
+    # Moved, but never shown beyond the tolerance on the bad side: not safe, not failing.
+    drift = Guardrail("error_rate", empty, higher_is_better=False, tolerance=0.01,
+                      crossed=(0.008, 0.004))
+    assert guardrail_verdict(drift)[0] == "moved"
+    assert decide(est(0.01, 0.05), guardrails=[drift]).action == "keep_watching"
+    # Higher is better (a quality guardrail): harm is the upper bound below -tolerance.
+    quality = Guardrail("q", empty, higher_is_better=True, tolerance=0.01,
+                        crossed=(0.02, -0.03))
+    assert guardrail_verdict(quality)[0] == "failing"
+    assert guardrail_verdict(Guardrail("q", empty, True, 0.01, (0.02, -0.005)))[0] == "moved"
+
+
+def test_an_empty_primary_sequence_that_shows_the_candidate_worse_rolls_back() -> None:
+    empty = Estimate(-0.02, math.nan, math.nan, 900, "msprt-normal-mixture-empty")
+    worse = decide(empty, primary_crossed=(0.01, -0.03))  # once surely below -0.03
+    assert worse.action == "roll_back" and "moved" in worse.reasons[0]
+    better = decide(empty, primary_crossed=(0.04, 0.01))  # moved, always above 0
+    assert better.action == "keep_watching" and "investigate" in better.reasons[0]

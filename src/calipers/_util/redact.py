@@ -4,24 +4,38 @@ gateway (live traffic), so both redact the same way.
 
 Each match is replaced by its kind in brackets (``[EMAIL]``, ``[PHONE]``, ...); only counts
 per kind leave this module, never the matched text. Order matters: keys and tokens first (a
-key can contain digit runs), then e-mail, cards (digit runs that pass the Luhn check, so an
-ordinary long number is left alone), then phones (an international prefix, or digit groups
-with separators; dates and plain digit runs are not phones).
+key can contain digit runs), then e-mail, IBANs (whole, spaces included: before the digit
+rules, which would take pieces of one), cards (digit runs that pass the Luhn check, so an
+ordinary long number is left alone), then phones: libphonenumber's rules for the formats of
+many countries (:mod:`calipers._util.pii`), then a pattern for what is left (an
+international prefix, or digit groups with separators; dates and plain digit runs are not
+phones).
+
+:func:`fragment_redactor` removes what no pattern can know: any piece (8 characters or
+more) of a secret the caller holds, such as the key a request was sent with.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from calipers._util.pii import iban_spans, phone_spans
 from calipers.errors import ConfigError
 
-__all__ = ["BUILTIN_KINDS", "RedactConfig", "Redactor", "luhn_ok"]
+__all__ = [
+    "BUILTIN_KINDS",
+    "FRAGMENT_MIN",
+    "RedactConfig",
+    "Redactor",
+    "fragment_redactor",
+    "luhn_ok",
+]
 
 _KEY_WORDS = r"api[_-]?key|apikey|secret|token|password|passwd|pwd|access[_-]?key|auth"
 _KEYS: list[tuple[str, str]] = [
@@ -44,7 +58,7 @@ _PHONE = re.compile(
 )
 _DATE = re.compile(r"^\d{4}[\-./]\d{1,2}[\-./]\d{1,2}$|^\d{1,2}[\-./]\d{1,2}[\-./]\d{2,4}$")
 
-BUILTIN_KINDS = ("API_KEY", "TOKEN", "SECRET", "EMAIL", "CARD", "PHONE")
+BUILTIN_KINDS = ("API_KEY", "TOKEN", "SECRET", "EMAIL", "IBAN", "CARD", "PHONE")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -151,7 +165,9 @@ class Redactor:
         rules.append(("TOKEN", _keep_prefix("TOKEN", _BEARER)))
         rules.append(("SECRET", _keep_prefix("SECRET", _NEAR_KEY)))
         rules.append(("EMAIL", _simple("EMAIL", _EMAIL)))
+        rules.append(("IBAN", _found("IBAN", iban_spans)))
         rules.append(("CARD", _checked("CARD", _CARD, _is_card)))
+        rules.append(("PHONE", _found("PHONE", phone_spans)))
         rules.append(("PHONE", _checked("PHONE", _PHONE, _is_phone)))
         return cls(tuple((k, r) for k, r in rules if k not in off))
 
@@ -201,3 +217,48 @@ def _checked(kind: str, rx: re.Pattern[str], ok: Callable[[str], bool]) -> Rule:
         return rx.sub(sub, text)
 
     return rule
+
+
+def _found(kind: str, spans: Callable[[str], Iterable[tuple[int, int]]]) -> Rule:
+    """Replace the ``(start, end)`` spans a finder returns (in order, not overlapping)."""
+
+    def rule(text: str, counts: dict[str, int]) -> str:
+        out, last = [], 0
+        for start, end in spans(text):
+            out += [text[last:start], f"[{kind}]"]
+            last = end
+            _bump(counts, kind)
+        return "".join(out) + text[last:] if out else text
+
+    return rule
+
+
+FRAGMENT_MIN = 8
+"""The shortest piece of a secret :func:`fragment_redactor` removes. Shorter pieces of a
+random key are too likely to occur in ordinary text by chance; a piece of 8 random
+characters almost never does (and is already most of what a brute-force search needs)."""
+
+
+def fragment_redactor(secrets: Iterable[str], min_len: int = FRAGMENT_MIN) -> Callable[[str], str]:
+    """A ``text -> text`` function replacing every run of ``min_len`` or more characters
+    that occurs in one of ``secrets`` by ``[API_KEY]``: a key a model echoes back in part is
+    still removed. Secrets shorter than ``min_len`` are ignored (nothing to match safely)."""
+    keys = tuple(k for k in {s.strip() for s in secrets} if len(k) >= min_len)
+    grams = {k[i : i + min_len] for k in keys for i in range(len(k) - min_len + 1)}
+    if not grams:
+        return lambda text: text
+
+    def redact(text: str) -> str:
+        out, last, i = [], 0, 0
+        while i <= len(text) - min_len:
+            if text[i : i + min_len] not in grams:
+                i += 1
+                continue
+            end = i + min_len  # grow while the run still occurs in some key
+            while end < len(text) and any(text[i : end + 1] in k for k in keys):
+                end += 1
+            out += [text[last:i], "[API_KEY]"]
+            last = i = end
+        return "".join(out) + text[last:] if out else text
+
+    return redact

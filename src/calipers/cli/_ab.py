@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ab_cmd", "parse_time"]
 
-_MARK = {"safe": "[green]safe[/]", "harm": "[bold red]HARM[/]", "open": "[yellow]open[/]",
+_MARK = {"safe": "[green]safe[/]", "failing": "[bold red]FAILING[/]",
+         "open": "[yellow]open[/]", "moved": "[bold yellow]moved[/]",
          "skipped": "[dim]skipped[/]", "better": "[green]better[/]",
          "worse": "[bold red]worse[/]"}
 _ACTION = {"promote": "[bold green]PROMOTE[/]", "roll_back": "[bold red]ROLL BACK[/]",
@@ -82,11 +83,17 @@ def _fmt(r: MetricResult) -> str:
     e = r.effect
     if r.skipped or e.is_empty:
         return "n/a"
+    low, high = e.low, e.high
+    if r.crossed is not None:  # empty: show the bounds that crossed
+        low, high = r.crossed
     if r.name in ("error_rate", "refusal_rate", "latency_p95", "latency_p50"):
-        return f"{100 * e.value:+.2f} [{100 * e.low:+.2f}, {100 * e.high:+.2f}]" + (
-            "%" if r.name == "latency_p50" else " pts")
-    unit = " $/1k req" if r.name == "cost" else ""
-    return f"{e.value:+.4g} [{e.low:+.4g}, {e.high:+.4g}]{unit}"
+        scale, unit, digits = 100.0, "%" if r.name == "latency_p50" else " pts", ".2f"
+    else:
+        scale, unit, digits = 1.0, " $/1k req" if r.name == "cost" else "", ".4g"
+    if r.crossed is not None:
+        return f"{scale * e.value:+{digits}} empty: ≥{scale * low:+{digits}} and " \
+               f"≤{scale * high:+{digits}}{unit}"
+    return f"{scale * e.value:+{digits}} [{scale * low:+{digits}}, {scale * high:+{digits}}]{unit}"
 
 
 def _table(result: ABResult) -> Table:
@@ -116,6 +123,8 @@ def _print(obj: Context, result: ABResult) -> None:
                      if k in ("other_mode", "not_mirrored", "no_user_key") and v)
     obj.out.print(f"mode {result.mode}: {c['used']:,} requests from {first} to {last} "
                   f"(baseline {c['baseline']:,}, candidate {c['candidate']:,})"
+                  + (f"; {c['breaker_open']:,} candidate calls not sent, breaker open "
+                     "(counted as failures)" if c.get("breaker_open") else "")
                   + (f"; left out: {left}" if left else ""))
     for s in result.scoring:
         if s.scored or s.failed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,10 @@ def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
               "default X-Calipers-User, then the body's `user` field).")
 @click.option("--candidate-timeout", type=click.FloatRange(min=0.001), metavar="SECONDS",
               help="Deadline of each candidate call.  [default: 30]")
+@click.option("--canary-deadline", metavar="MS|auto",
+              help="Canary: how long a user waits for the candidate's first byte before the "
+              "baseline answers; auto = the baseline's p95 + 500 ms (docs/gateway.md).  "
+              "[default: auto]")
 @click.option("--candidate-param", "candidate_params", multiple=True, metavar="NAME=VALUE",
               help="Body field set on requests to the candidate (VALUE is JSON or a string).")
 @click.option("--candidate-system-prompt", metavar="TEXT",
@@ -109,11 +114,27 @@ def _flag_settings(flags: dict[str, Any]) -> dict[str, Any]:
         "fraction": flags["fraction"],
         "user_headers": tuple(flags["user_headers"]) or None,
         "candidate_timeout_s": flags["candidate_timeout"],
+        "canary_deadline_ms": _deadline(flags["canary_deadline"]),
         "candidate_params": _params(flags["candidate_params"]) or None,
         "candidate_system_prompt": flags["candidate_system_prompt"],
         "redact": False if flags["no_redact"] else None,
     }
     return {k: v for k, v in given.items() if v is not None}
+
+
+def _deadline(value: str | None) -> float | None:
+    """``--canary-deadline``: milliseconds, or ``auto`` (follow the baseline: ``None``)."""
+    if value is None or value.strip().lower() == "auto":
+        return None
+    try:
+        ms = float(value)
+    except ValueError:
+        ms = math.nan
+    if not (math.isfinite(ms) and ms > 0):
+        raise ConfigError(f"--canary-deadline {value!r} is neither a positive number of "
+                          "milliseconds nor auto.", hint="e.g. --canary-deadline 1500, or "
+                          "--canary-deadline auto (the baseline's p95 + 500 ms)")
+    return ms
 
 
 def _banner(config: Any, host: str, port: int, store_url: str) -> str:
@@ -122,8 +143,11 @@ def _banner(config: Any, host: str, port: int, store_url: str) -> str:
         what = f"shadow: users get {config.baseline_url}; {config.fraction:.0%} of requests " \
                f"mirrored to {config.candidate_url}"
     elif config.mode == "canary":
+        wait = (f"{config.canary_deadline_ms:g} ms" if config.canary_deadline_ms else
+                f"the baseline's p95 + {config.canary_deadline_margin_ms:g} ms")
         what = f"canary: {config.fraction:.0%} of users served by {config.candidate_url}, " \
-               f"the rest by {config.baseline_url}"
+               f"the rest by {config.baseline_url}; the baseline answers a canary user " \
+               f"when the candidate's first byte takes over {wait}"
     else:
         what = f"off: every request to {config.baseline_url}"
     return (f"calipers gateway listening on {where}\n  mode {what}\n  logging to {store_url}"

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -23,6 +24,7 @@ from calipers.store import Store
 
 __all__ = ["create_app"]
 
+_log = logging.getLogger("calipers.gateway")
 _COMPLETIONS = {"/v1/chat/completions": "chat/completions", "/v1/completions": "completions"}
 
 
@@ -124,8 +126,10 @@ async def _models(gateway: Gateway, request: Request) -> Response:
             content = await response.aread()
         finally:
             await response.aclose()
-    except httpx.HTTPError as e:
-        message = f"The baseline upstream {upstream.base_url} cannot be reached: {e}"
+    except httpx.HTTPError as e:  # the URL and error go to the log, not to the client
+        _log.warning("GET /v1/models: the baseline upstream %s could not be reached: %s: %s",
+                     upstream.base_url, type(e).__name__, e)
+        message = "The model server behind this gateway could not be reached."
         return Response(error_body(message, "upstream_unavailable"), 502,
                         media_type="application/json")
     answer = Response(content, response.status_code)

@@ -1,6 +1,7 @@
 """A circuit breaker for the candidate: after ``failures`` failures in a row it opens and the
 candidate is not called; after ``reset_s`` it lets one trial call through (half-open); a
-success closes it, a failure opens it again."""
+success closes it, a failure opens it again. A call too slow for its deadline is a failure
+(``failure(slow=True)``, counted apart): the breaker opens on latency, not only on errors."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class CircuitBreaker:
         self._opened_at = 0.0
         self._trial_out = False
         self.times_opened = 0
+        self.slow_calls = 0
 
     @property
     def state(self) -> BreakerState:
@@ -50,7 +52,9 @@ class CircuitBreaker:
         self._state = "closed"
         self._trial_out = False
 
-    def failure(self) -> None:
+    def failure(self, *, slow: bool = False) -> None:
+        if slow:
+            self.slow_calls += 1
         self._in_a_row += 1
         if self._state == "half_open" or self._in_a_row >= self.threshold:
             if self._state != "open":
@@ -64,4 +68,5 @@ class CircuitBreaker:
             "state": self.state,
             "failures_in_a_row": self._in_a_row,
             "times_opened": self.times_opened,
+            "slow_calls": self.slow_calls,
         }

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from calipers.gateway._parse import Parsed, parse_answer
-from calipers.gateway._redact_hook import Redact, redact_json
+from calipers.gateway._redact_hook import Redact, redact_json, with_secrets
 from calipers.gateway._routing import hash_key
 from calipers.store import TrafficRecord, TrafficRole
 
@@ -41,6 +41,8 @@ class Call:
     latency_ms: float | None = None
     ttft_ms: float | None = None
     parsed: Parsed | None = None
+    secrets: tuple[str, ...] = ()
+    """The keys the request carried: pieces of them are redacted from what is stored."""
 
     def parse(self) -> Parsed | None:
         """The parsed answer of a 2xx response (cached), else ``None``."""
@@ -72,7 +74,9 @@ def _error(call: Call, parsed: Parsed | None, redact: Redact) -> str | None:
 
 def to_record(call: Call, redact: Redact, salt: str = "calipers") -> TrafficRecord:
     """The row to store for ``call``, with its request and answer redacted and the body's
-    ``user`` field replaced by its salted hash."""
+    ``user`` field replaced by its salted hash; any piece (8+ characters) of a key the
+    request carried is removed too."""
+    redact = with_secrets(redact, call.secrets)
     parsed = call.parse()
     model = call.body.get("model") if isinstance(call.body, dict) else None
     text = parsed.text if parsed is not None else None

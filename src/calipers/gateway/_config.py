@@ -57,6 +57,15 @@ class GatewayConfig(BaseModel):
     connect_timeout_s: float = Field(5.0, gt=0)
     baseline_timeout_s: float = Field(600.0, gt=0)
     candidate_timeout_s: float = Field(30.0, gt=0)
+    canary_deadline_ms: float | None = Field(None, gt=0)
+    """How long a canary user waits for the candidate's first byte (a stream's first chunk,
+    an unstreamed answer's body) before the baseline answers instead. ``None`` (default):
+    the baseline's p95 for that kind of request plus ``canary_deadline_margin_ms``, between
+    ``canary_deadline_floor_ms`` and the candidate timeout; ``canary_deadline_start_ms``
+    until 20 baseline answers of the kind are in."""
+    canary_deadline_margin_ms: float = Field(500.0, ge=0)
+    canary_deadline_floor_ms: float = Field(250.0, gt=0)
+    canary_deadline_start_ms: float = Field(2000.0, gt=0)
     max_connections: int = Field(512, ge=1)
     shadow_workers: int = Field(16, ge=1)
     shadow_queue_size: int = Field(1000, ge=1)
@@ -64,7 +73,8 @@ class GatewayConfig(BaseModel):
     batch_window_ms: float = Field(200.0, gt=0)
     batch_max_rows: int = Field(500, ge=1)
     breaker_failures: int = Field(5, ge=1)
-    """Consecutive candidate failures (errors, timeouts, invalid bodies) that open the breaker."""
+    """Consecutive candidate failures (errors, timeouts, invalid bodies, canary calls past the
+    first-byte deadline) that open the breaker."""
     breaker_reset_s: float = Field(30.0, gt=0)
     """How long the breaker stays open before one trial call is let through."""
     shutdown_grace_s: float = Field(10.0, ge=0)

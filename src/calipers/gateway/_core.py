@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,9 @@ from starlette.responses import Response
 from calipers._util.clock import utc_now
 from calipers.gateway._breaker import CircuitBreaker
 from calipers.gateway._calls import Call, to_record
+from calipers.gateway._canary import Canary
 from calipers.gateway._config import GatewayConfig
+from calipers.gateway._deadline import FirstByteDeadline
 from calipers.gateway._feedback import ServedArms
 from calipers.gateway._forward import (
     open_upstream,
@@ -31,9 +34,9 @@ from calipers.gateway._forward import (
 )
 from calipers.gateway._logwriter import LogWriter
 from calipers.gateway._proxy import RawHeaders, Upstream, request_headers
-from calipers.gateway._redact_hook import make_redactor
+from calipers.gateway._redact_hook import make_redactor, request_secrets
 from calipers.gateway._routing import MirrorSampler, hash_key, in_canary, user_key
-from calipers.gateway._shadow import Shadow, ShadowJob, call_failed
+from calipers.gateway._shadow import Shadow, ShadowJob
 from calipers.store import Store, TrafficRole
 
 __all__ = ["Gateway"]
@@ -50,6 +53,7 @@ class _Req:
     stream: bool
     headers: RawHeaders
     user_key_hash: str | None
+    secrets: tuple[str, ...]
 
 
 def _json(raw: bytes) -> Any:
@@ -77,6 +81,11 @@ class Gateway:
         shadow_fraction = config.fraction if config.mode == "shadow" else 0.0
         self.sampler = MirrorSampler(shadow_fraction, config.seed)
         self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_reset_s)
+        self.deadline = FirstByteDeadline(
+            fixed_ms=config.canary_deadline_ms, margin_ms=config.canary_deadline_margin_ms,
+            floor_ms=config.canary_deadline_floor_ms, start_ms=config.canary_deadline_start_ms,
+            ceiling_ms=config.candidate_timeout_s * 1000.0,
+        )  # fmt: skip
         self.requests = 0
         self.served = {"baseline": 0, "candidate": 0}
         self.sampled = 0
@@ -113,6 +122,9 @@ class Gateway:
                 queue_size=cfg.shadow_queue_size, timeout_s=cfg.candidate_timeout_s,
             )  # fmt: skip
             self.shadow.start()
+        self.canary: Canary | None = None
+        if self.candidate is not None and cfg.mode == "canary":
+            self.canary = Canary(self.candidate, self.breaker, self.deadline, self.log.submit)
 
     async def stop(self) -> None:
         """Finish or cancel the shadow calls, write every accepted log row, close clients."""
@@ -138,13 +150,14 @@ class Gateway:
             raw=raw, stream=isinstance(body, dict) and body.get("stream") is True,
             headers=headers,
             user_key_hash=hash_key(key, cfg.salt) if key is not None else None,
+            secrets=request_secrets(headers, *self._keys),
         )  # fmt: skip
         self.requests += 1
-        if cfg.mode == "canary" and self.candidate is not None:
+        if self.canary is not None:
             if key is None:
                 self.unkeyed += 1
             elif in_canary(key, cfg.salt, cfg.fraction):
-                answer = await self._try_candidate(req, self.candidate)
+                answer = await self._try_candidate(req, self.canary)
                 if answer is not None:
                     return answer
                 self.canary_fallbacks += 1
@@ -158,6 +171,7 @@ class Gateway:
             pair_id=req.pair_id, role=role, served=True, mode=self.config.mode,
             endpoint=req.endpoint, upstream=upstream.base_url, ts=req.ts,
             user_key_hash=req.user_key_hash, body=body, raw=req.raw, stream=req.stream,
+            secrets=req.secrets,
         )  # fmt: skip
 
     async def _serve(self, req: _Req) -> Response:
@@ -166,50 +180,44 @@ class Gateway:
         self.arms.remember(req.pair_id, "baseline")
         call = self._call(req, "baseline", self.baseline, req.body)
         headers = request_headers(req.headers, api_key=self.baseline.api_key)
+        since_ms = (time.perf_counter() - req.t0) * 1000.0  # before the baseline was called
         response = await open_upstream(self.baseline, call, headers, req.raw, req.t0)
         if response is None:
             self.log.submit(call)
             return unavailable(call)
         if req.stream:
-            return stream_response(response, call, req.t0, self.log.submit)
+            return stream_response(response, call, req.t0, self._baseline_done(since_ms))
         await read_whole(response, call, req.t0)
         self.log.submit(call)
-        return unavailable(call) if call.error else whole_response(call, response)
+        if call.error:
+            return unavailable(call)
+        if self.canary is not None and call.latency_ms is not None and call.status is not None \
+                and 200 <= call.status < 300:
+            self.deadline.observe(False, call.latency_ms - since_ms)
+        return whole_response(call, response)
 
-    async def _try_candidate(self, req: _Req, candidate: Upstream) -> Response | None:
-        """Serve a canary user from the candidate; ``None`` when it failed before anything
-        reached the user (then the baseline serves, and the failure is logged)."""
-        if not self.breaker.allow():
-            return None
+    def _baseline_done(self, since_ms: float) -> Callable[[Call], None]:
+        """Log a streamed baseline call; in canary mode, its first-byte time also sets the
+        candidate's deadline."""
+
+        def done(call: Call) -> None:
+            self.log.submit(call)
+            if self.canary is not None and call.ttft_ms is not None and call.error is None:
+                self.deadline.observe(True, call.ttft_ms - since_ms)
+
+        return done
+
+    async def _try_candidate(self, req: _Req, canary: Canary) -> Response | None:
+        """Serve a canary user from the candidate; ``None`` when it could not answer in time
+        before anything reached the user (then the baseline serves; the call is logged)."""
         body, content = self._candidate_body(req)
-        call = self._call(req, "candidate", candidate, body)
-        headers = request_headers(req.headers, api_key=candidate.api_key)
-        response = await open_upstream(candidate, call, headers, content, req.t0)
-        if response is not None and response.status_code < 500 and response.status_code != 429:
-            if req.stream:
-                self.served["candidate"] += 1
-                self.arms.remember(req.pair_id, "candidate")
-                return stream_response(response, call, req.t0, self._canary_done)
-            await read_whole(response, call, req.t0)
-            if not call_failed(call):
-                self.breaker.success()
-                self.served["candidate"] += 1
-                self.arms.remember(req.pair_id, "candidate")
-                self.log.submit(call)
-                return whole_response(call, response)
-        elif response is not None:
-            await read_whole(response, call, req.t0)
-        self.breaker.failure()
-        call.served = False
-        self.log.submit(call)
-        return None
-
-    def _canary_done(self, call: Call) -> None:
-        if call.error is not None and call.error.startswith("the upstream"):
-            self.breaker.failure()
-        else:
-            self.breaker.success()
-        self.log.submit(call)
+        call = self._call(req, "candidate", canary.upstream, body)
+        headers = request_headers(req.headers, api_key=canary.upstream.api_key)
+        answer = await canary.serve(call, headers, content, req.t0)
+        if answer is not None:
+            self.served["candidate"] += 1
+            self.arms.remember(req.pair_id, "candidate")
+        return answer
 
     def _candidate_body(self, req: _Req) -> tuple[Any, bytes]:
         """The body sent to the candidate: the user's, with the configured changes."""
@@ -233,7 +241,7 @@ class Gateway:
                 pair_id=req.pair_id, ts=req.ts, endpoint=req.endpoint, mode=self.config.mode,
                 user_key_hash=req.user_key_hash, body=body, content=content,
                 headers=request_headers(req.headers, api_key=self.candidate.api_key),
-                stream=req.stream,
+                stream=req.stream, secrets=req.secrets,
             )
         )  # fmt: skip
 
@@ -248,6 +256,7 @@ class Gateway:
             "served": dict(self.served),
             "sampled_for_shadow": self.sampled,
             "canary_fallbacks": self.canary_fallbacks,
+            "canary": self.canary.snapshot() if self.canary is not None else None,
             "canary_requests_without_user_key": self.unkeyed,
             "shadow": self.shadow.snapshot() if self.shadow is not None else None,
             "breaker": self.breaker.snapshot(),

@@ -8,6 +8,7 @@ kept so the log can read the text afterwards.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -17,9 +18,20 @@ from starlette.responses import Response, StreamingResponse
 from calipers.gateway._calls import Call
 from calipers.gateway._proxy import RawHeaders, Upstream, error_body, response_headers
 
-__all__ = ["open_upstream", "read_whole", "stream_response", "unavailable", "whole_response"]
+__all__ = [
+    "ChunkStream",
+    "first_chunk",
+    "open_upstream",
+    "read_whole",
+    "stream_response",
+    "unavailable",
+    "whole_response",
+]
 
+_log = logging.getLogger("calipers.gateway")
 Done = Callable[[Call], object]
+ChunkStream = tuple[bytes, AsyncIterator[bytes]]
+"""A stream's first chunk, already read, and the rest of it."""
 
 
 def _ms(t0: float) -> float:
@@ -62,13 +74,20 @@ def whole_response(call: Call, response: httpx.Response) -> Response:
 
 
 def unavailable(call: Call) -> Response:
-    """502 (or 504 on a timeout) in OpenAI's error shape, when no answer came back."""
+    """502 (or 504 on a timeout) in OpenAI's error shape, when no answer came back.
+
+    The body names the request id and nothing internal: the upstream's URL and the error
+    (which names its host and port) go to the gateway's log and the stored row, not to the
+    client."""
     error = call.error or "no answer"
     timeout = "Timeout" in error
-    what = "did not answer in time" if timeout else "cannot be reached"
+    what = "did not answer in time" if timeout else "could not be reached"
+    _log.warning("request %s: the %s upstream %s %s: %s", call.pair_id, call.role,
+                 call.upstream, what, error)
     return Response(
         content=error_body(
-            f"The {call.role} upstream {call.upstream} {what}: {error}",
+            f"The model server behind this gateway {what}. Request id {call.pair_id} "
+            "(the gateway's log has the details).",
             "upstream_timeout" if timeout else "upstream_unavailable",
         ),
         status_code=504 if timeout else 502,
@@ -77,19 +96,41 @@ def unavailable(call: Call) -> Response:
     )
 
 
-def stream_response(response: httpx.Response, call: Call, t0: float, done: Done) -> Response:
-    """Relay the upstream's body chunk by chunk, unchanged, with its status and headers."""
-    answer = StreamingResponse(_relay(response, call, t0, done), status_code=response.status_code)
+async def first_chunk(response: httpx.Response, call: Call, t0: float) -> ChunkStream:
+    """Wait for a stream's first chunk (``call.ttft_ms``) and return it with the rest, so
+    the caller can still choose not to relay it (a canary past its deadline)."""
+    chunks = response.aiter_bytes()
+    try:
+        first = await anext(chunks)
+    except StopAsyncIteration:
+        first = b""
+    call.ttft_ms = _ms(t0)
+    return first, chunks
+
+
+
+def stream_response(
+    response: httpx.Response, call: Call, t0: float, done: Done, read: ChunkStream | None = None
+) -> Response:
+    """Relay the upstream's body chunk by chunk, unchanged, with its status and headers
+    (``read``: the first chunk, already read by :func:`first_chunk`, and the rest)."""
+    answer = StreamingResponse(
+        _relay(response, call, t0, done, read), status_code=response.status_code
+    )
     answer.raw_headers.extend(response_headers(response.headers, call.pair_id))
     return answer
 
 
 async def _relay(
-    response: httpx.Response, call: Call, t0: float, done: Done
+    response: httpx.Response, call: Call, t0: float, done: Done, read: ChunkStream | None
 ) -> AsyncIterator[bytes]:
     chunks: list[bytes] = []
+    source = response.aiter_bytes() if read is None else read[1]
     try:
-        async for chunk in response.aiter_bytes():
+        if read is not None and read[0]:
+            chunks.append(read[0])
+            yield read[0]
+        async for chunk in source:
             if call.ttft_ms is None:
                 call.ttft_ms = _ms(t0)
             chunks.append(chunk)

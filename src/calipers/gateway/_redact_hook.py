@@ -1,7 +1,7 @@
 """Redaction of what the gateway logs, with the redactor suites use (``calipers._util.redact``).
 
 Two strengths: :func:`make_redactor` with ``personal=True`` removes personal data (e-mail,
-phone and card numbers) and secrets; with ``personal=False`` only secrets (API keys, bearer
+phone, IBAN and card numbers) and secrets; with ``personal=False`` only secrets (API keys, bearer
 tokens, ``password=...``). Secrets are always removed: the gateway never stores a key.
 
 The rules are the ones suites apply to imported production logs (``calipers._util.redact``
@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SECRET_FIELDS", "make_redactor", "redact_json"]
+__all__ = ["SECRET_FIELDS", "make_redactor", "redact_json", "request_secrets", "with_secrets"]
 
 Redact = Callable[[str], str]
 _SHORTEST = 6
@@ -63,7 +63,7 @@ def make_redactor(*, personal: bool = True) -> Redact:
     except ImportError:
         rules = _fallback(personal)
     else:
-        off = [] if personal else ["EMAIL", "CARD", "PHONE"]
+        off = [] if personal else ["EMAIL", "IBAN", "CARD", "PHONE"]
         redactor = Redactor.create(RedactConfig(disable=off))
 
         def rules(text: str) -> str:
@@ -91,3 +91,31 @@ def redact_json(value: Any, redact: Redact) -> Any:
     if isinstance(value, list):
         return [redact_json(v, redact) for v in value]
     return value
+
+
+_KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key", b"proxy-authorization")
+
+
+def request_secrets(headers: list[tuple[bytes, bytes]], *keys: str | None) -> tuple[str, ...]:
+    """The keys a request carried (``Authorization`` without its scheme, ``X-Api-Key``,
+    ``Api-Key``) and the gateway's own upstream ``keys``: what :func:`with_secrets` removes
+    pieces of."""
+    out = [k for k in keys if k]
+    for name, value in headers:
+        if name in _KEY_HEADERS:
+            text = value.decode("latin-1").strip()
+            scheme, _, rest = text.partition(" ")
+            out.append(rest.strip() if rest and scheme.isalpha() else text)
+    return tuple(out)
+
+
+def with_secrets(redact: Redact, secrets: tuple[str, ...]) -> Redact:
+    """``redact`` after removing every piece of 8 characters or more of ``secrets``
+    (``calipers._util.redact.fragment_redactor``): a key the model echoes in part is not
+    stored."""
+    if not secrets:
+        return redact
+    from calipers._util.redact import fragment_redactor
+
+    strip = fragment_redactor(secrets)
+    return lambda text: redact(strip(text))

@@ -4,7 +4,10 @@ breaker. The user path only calls :meth:`Shadow.submit`, which never waits: a fu
 the copy and counts it.
 
 Every accepted copy ends as exactly one candidate call record: answered, failed, timed out,
-not sent because the breaker was open, or cancelled at shutdown.
+not sent because the breaker was open, or cancelled at shutdown. A copy not sent because the
+breaker was open, whether found at :meth:`Shadow.submit` or when a worker takes it, is
+logged with the error :data:`~calipers.store.NOT_SENT_BREAKER_OPEN`: the same row, and the
+same count (``not_sent_breaker_open``), as a canary request the breaker kept away.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import httpx
 from calipers.gateway._breaker import CircuitBreaker
 from calipers.gateway._calls import Call
 from calipers.gateway._proxy import RawHeaders, Upstream
+from calipers.store import NOT_SENT_BREAKER_OPEN
 
 __all__ = ["Shadow", "ShadowJob", "call_failed"]
 
@@ -39,6 +43,7 @@ class ShadowJob:
     content: bytes
     headers: RawHeaders
     stream: bool
+    secrets: tuple[str, ...] = ()
 
 
 def call_failed(call: Call) -> bool:
@@ -73,7 +78,6 @@ class Shadow:
         self._closing = False
         self.mirrored = 0
         self.dropped = 0
-        self.skipped_breaker_open = 0
         self.not_sent = 0
         self.completed = 0
         self.failed = 0
@@ -88,12 +92,16 @@ class Shadow:
         ]
 
     def submit(self, job: ShadowJob) -> bool:
-        """Queue a copy for the candidate without waiting; ``False`` when it is not taken."""
+        """Queue a copy for the candidate without waiting; ``False`` when it is not queued
+        (dropped: shutting down or the queue is full; or the breaker is open, which is
+        logged as not sent at once)."""
         if self._closing:
             self.dropped += 1
             return False
         if self._breaker.state == "open":
-            self.skipped_breaker_open += 1
+            self.mirrored += 1
+            self.not_sent += 1
+            self._finish(self._call(job), error=NOT_SENT_BREAKER_OPEN)
             return False
         try:
             self._queue.put_nowait(job)
@@ -133,13 +141,14 @@ class Shadow:
             pair_id=job.pair_id, role="candidate", served=False, mode=job.mode,
             endpoint=job.endpoint, upstream=self._upstream.base_url, ts=job.ts,
             user_key_hash=job.user_key_hash, body=job.body, raw=job.content, stream=job.stream,
+            secrets=job.secrets,
         )  # fmt: skip
 
     async def _run(self, job: ShadowJob) -> None:
         call = self._call(job)
         if not self._breaker.allow():
             self.not_sent += 1
-            self._finish(call, error="not sent: the circuit breaker was open")
+            self._finish(call, error=NOT_SENT_BREAKER_OPEN)
             return
         start = time.perf_counter()
         try:
@@ -176,14 +185,14 @@ class Shadow:
 
     @property
     def finished(self) -> int:
-        """Accepted copies that have their record: all of them once the queue is idle."""
+        """Copies that have their record (``mirrored``: all of them once the queue is
+        idle)."""
         return self.completed + self.failed + self.not_sent + self.cancelled
 
     def snapshot(self) -> dict[str, int]:
         return {
             "mirrored": self.mirrored,
             "dropped_queue_full": self.dropped,
-            "skipped_breaker_open": self.skipped_breaker_open,
             "not_sent_breaker_open": self.not_sent,
             "completed": self.completed,
             "failed": self.failed,

@@ -29,7 +29,13 @@ from calipers.monitor._ab_build import (
     build_guardrail,
     build_score_metric,
 )
-from calipers.monitor._ab_metrics import MetricPath, decide_at, effect_at, guardrail_status
+from calipers.monitor._ab_metrics import (
+    MetricPath,
+    crossed_at,
+    decide_at,
+    effect_at,
+    guardrail_status,
+)
 from calipers.monitor._online import (
     Progress,
     ScoringReport,
@@ -120,8 +126,12 @@ def _est(e: Estimate) -> dict[str, Any]:
 @dataclass(frozen=True)
 class MetricResult:
     """One metric: candidate minus baseline with its confidence sequence (``effect``), the
-    always-valid p-value of "no difference", and for a guardrail its tolerance and status
-    (``safe`` / ``harm`` / ``open``). A metric without data is ``skipped`` with the reason."""
+    always-valid p-value of "no difference", and for a guardrail its tolerance and status:
+    ``failing`` (worse than the tolerance for sure: the decision is roll back), ``safe``,
+    ``open`` or ``moved`` (the sequence became empty without showing harm); a primary or
+    secondary score is ``better``, ``worse``, ``open`` or ``moved``. A metric without data is
+    ``skipped`` with the reason. ``reason`` says the status in words; ``crossed`` holds the
+    bounds that crossed when the sequence is empty (``effect`` then has none)."""
 
     name: str
     what: str
@@ -132,12 +142,17 @@ class MetricResult:
     status: str = "open"
     skipped: str | None = None
     tolerance_text: str | None = None
+    reason: str | None = None
+    crossed: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        crossed = None if self.crossed is None else {
+            "low": _clean(self.crossed[0]), "high": _clean(self.crossed[1])}
         return {"name": self.name, "what": self.what, "effect": _est(self.effect),
                 "p_value": _clean(self.p_value), "higher_is_better": self.higher_is_better,
                 "tolerance": self.tolerance, "tolerance_text": self.tolerance_text,
-                "status": self.status, "skipped": self.skipped}
+                "status": self.status, "skipped": self.skipped, "reason": self.reason,
+                "crossed": crossed}
 
 
 @dataclass(frozen=True)
@@ -232,6 +247,8 @@ def _window(store: Store, cfg: ABConfig) -> tuple[str, list[Exchange], dict[str,
     counts["used"] = len(kept)
     counts["baseline"] = sum(e.baseline is not None for e in kept)
     counts["candidate"] = sum(e.candidate is not None for e in kept)
+    counts["breaker_open"] = sum(e.candidate is not None and e.candidate.breaker_open
+                                 for e in kept)
     return mode, kept, counts
 
 
@@ -260,13 +277,27 @@ def _result(name: str, built: Built, what: str, higher: bool, tolerance: float |
         return MetricResult(name, what, Estimate.empty("skipped"), math.nan, higher,
                             tolerance, "skipped", built, text), None
     m, _ts = built
-    effect = effect_at(m)
+    effect, crossed = effect_at(m), crossed_at(m)
     p = float(m.path.p_value[-1]) if m.path.p_value.size else 1.0
-    status = guardrail_status(effect, m.tolerance, higher) if guard else (
-        "better" if effect.low > 0 else "worse" if effect.high < 0 else "open")
+    status: str
+    reason: str | None = None
+    if guard:
+        status, reason = guardrail_status(name, effect, m.tolerance, higher, crossed)
+    else:
+        status = _score_status(effect, crossed, higher)
     tol = m.tolerance if guard else None
     text = _tolerance_text(name, tolerance, m.tolerance) if tolerance is not None else None
-    return MetricResult(name, m.what, effect, p, higher, tol, status, None, text), m
+    return MetricResult(name, m.what, effect, p, higher, tol, status, None, text, reason,
+                        crossed), m
+
+
+def _score_status(effect: Estimate, crossed: tuple[float, float] | None, higher: bool) -> str:
+    """A score's standing: ``better`` / ``worse`` for sure, ``open``, or ``moved`` (empty
+    sequence; ``worse`` when it still shows the candidate worse at some look)."""
+    if crossed is not None:
+        return "worse" if (crossed[1] < 0 if higher else crossed[0] > 0) else "moved"
+    gain_low, gain_high = (effect.low, effect.high) if higher else (-effect.high, -effect.low)
+    return "better" if gain_low > 0 else "worse" if gain_high < 0 else "open"
 
 
 def _path(built: Built) -> tuple[dict[str, Any], ...]:

@@ -23,6 +23,7 @@ from calipers.stats import (
     Guardrail,
     SequentialPath,
     decide_rollout,
+    guardrail_verdict,
     msprt_paired_path,
     msprt_two_sample_path,
 )
@@ -31,6 +32,7 @@ from calipers.types import Estimate
 __all__ = [
     "METHOD",
     "MetricPath",
+    "crossed_at",
     "decide_at",
     "effect_at",
     "exceed_p95",
@@ -43,7 +45,7 @@ __all__ = [
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 Transform = Literal["identity", "expm1"]
-Status = Literal["safe", "harm", "open", "skipped"]
+Status = Literal["safe", "failing", "open", "moved", "skipped"]
 METHOD = "msprt-normal-mixture"
 
 
@@ -162,15 +164,29 @@ def effect_at(m: MetricPath, k: int | None = None, stream: int | None = None) ->
     return Estimate(est, low, high, n, METHOD, 1 - m.alpha)
 
 
-def guardrail_status(effect: Estimate, tolerance: float, higher_is_better: bool) -> Status:
-    """``harm`` (worse than the tolerance for sure), ``safe`` (within it for sure) or
-    ``open``: the rule ``decide_rollout`` applies to each guardrail."""
-    low, high = (effect.low, effect.high) if higher_is_better else (-effect.high, -effect.low)
-    if math.isnan(low) or math.isnan(high):
-        return "open"
-    if high < -tolerance:
-        return "harm"
-    return "safe" if low >= -tolerance else "open"
+def crossed_at(m: MetricPath, k: int | None = None,
+               stream: int | None = None) -> tuple[float, float] | None:
+    """When the confidence sequence after ``k`` observations is empty, the crossed bounds
+    of the running intersection ``(highest lower, lowest upper)`` in the shown units (the
+    transform is monotone, so they stay the bounds they were); ``None`` when it is not."""
+    p = m.path
+    if p.estimate.shape[-1] == 0 or (k is not None and k < 1):
+        return None
+    i = _index(p, k)
+    low = float(p.low[..., i] if stream is None else p.low[stream, i])
+    high = float(p.high[..., i] if stream is None else p.high[stream, i])
+    if not low > high:
+        return None
+    if m.transform == "expm1":
+        low, high = math.expm1(low), math.expm1(high)
+    return low, high
+
+
+def guardrail_status(name: str, effect: Estimate, tolerance: float, higher_is_better: bool,
+                     crossed: tuple[float, float] | None = None) -> tuple[Status, str]:
+    """``failing``, ``safe``, ``open`` or ``moved`` with the reason: the rule
+    ``decide_rollout`` applies to each guardrail (``calipers.stats.guardrail_verdict``)."""
+    return guardrail_verdict(Guardrail(name, effect, higher_is_better, tolerance, crossed))
 
 
 def decide_at(primary: MetricPath | None, guardrails: Sequence[MetricPath], *,
@@ -185,8 +201,11 @@ def decide_at(primary: MetricPath | None, guardrails: Sequence[MetricPath], *,
     ks = [k] * len(guardrails) if guardrail_k is None else list(guardrail_k)
     effect = (effect_at(primary, k, stream) if primary is not None
               else Estimate.empty(METHOD, 0.95))
-    rails = [Guardrail(g.name, effect_at(g, gk, stream), g.higher_is_better, g.tolerance)
+    rails = [Guardrail(g.name, effect_at(g, gk, stream), g.higher_is_better, g.tolerance,
+                       crossed_at(g, gk, stream))
              for g, gk in zip(guardrails, ks, strict=True)]
     higher = primary.higher_is_better if primary is not None else True
+    crossed = crossed_at(primary, k, stream) if primary is not None else None
     return decide_rollout(effect, higher_is_better=higher, min_improvement=min_improvement,
-                          guardrails=rails, max_n=max_n if primary is not None else None)
+                          guardrails=rails, max_n=max_n if primary is not None else None,
+                          primary_crossed=crossed)

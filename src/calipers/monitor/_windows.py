@@ -7,6 +7,8 @@ Per window and arm (``served``: the call whose answer the user got; ``baseline``
 * ``latency_p50_ms`` / ``latency_p95_ms``: of the calls that answered (2xx), with the
   distribution-free order-statistic interval (an unbounded side is ``inf``: too few calls);
 * ``error_rate``: calls that got no usable answer (no response, non-2xx, an error), Wilson;
+  a candidate call not sent because the gateway's breaker was open is one (and is in the
+  volume), as in ``calipers ab`` (``docs/ab.md``);
 * ``refusal_rate``: answered calls whose reply starts with a refusal phrase (the ``refusal``
   scorer's patterns), Wilson;
 * ``cost_per_request_usd``: mean of ``(input_tokens * in + output_tokens * out) / 1e6`` over

@@ -24,7 +24,8 @@ from scipy import optimize
 from calipers.types import Estimate
 
 __all__ = [
-    "Decision", "Guardrail", "SequentialPath", "SequentialTest", "decide", "msprt_paired",
+    "Decision", "Guardrail", "GuardrailStatus", "SequentialPath", "SequentialTest", "decide",
+    "guardrail_verdict", "msprt_paired",
     "msprt_paired_path", "msprt_two_sample", "msprt_two_sample_path",
 ]
 
@@ -253,12 +254,21 @@ def msprt_two_sample(
 @dataclass(frozen=True, slots=True)
 class Guardrail:
     """A metric the candidate must not make worse by more than ``tolerance`` (>= 0, in the
-    metric's units). ``effect`` is candidate minus baseline with a confidence sequence."""
+    metric's units). ``effect`` is candidate minus baseline with a confidence sequence.
+
+    ``crossed`` is set when that sequence is empty (``effect`` has NaN bounds, method
+    ``...-empty``): the running intersection's highest lower bound and lowest upper bound,
+    ``(low, high)`` with ``low > high``. Each was a bound of the interval at some look, so
+    they still say where the effect was shown to be: see :func:`guardrail_verdict`."""
 
     name: str
     effect: Estimate
     higher_is_better: bool = True
     tolerance: float = 0.0
+    crossed: tuple[float, float] | None = None
+
+
+GuardrailStatus = Literal["failing", "safe", "open", "moved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,15 +284,47 @@ def _gain(e: Estimate, higher_is_better: bool) -> tuple[float, float]:
     return (e.low, e.high) if higher_is_better else (-e.high, -e.low)
 
 
-def _guardrail(g: Guardrail) -> tuple[str, str]:
-    """(``"harm"`` | ``"safe"`` | ``"open"``, reason) for one guardrail."""
+def _gain_of(bounds: tuple[float, float], higher_is_better: bool) -> tuple[float, float]:
+    low, high = bounds
+    return (low, high) if higher_is_better else (-high, -low)
+
+
+def _moved(name: str, crossed: tuple[float, float], higher: bool, limit: float,
+           what: str) -> tuple[bool, str]:
+    """Whether an empty sequence still shows the effect beyond ``limit`` (on the bad side,
+    gain units), and the words: the effect moved; where it was shown to be at some look."""
+    low, high = crossed
+    g_high = _gain_of(crossed, higher)[1]
+    shown = f"at one look at least {low:+.3g}, at another at most {high:+.3g}"
+    head = f"{name}: the effect moved over time: no single effect fits every look ({shown})"
+    if g_high < -limit:
+        worse = f"below {high:+.3g}" if higher else f"above {low:+.3g}"
+        return True, f"{head}; it was shown {worse}, {what}"
+    return False, f"{head}; not shown {what}: start a new experiment after the change " \
+                  "(--since) to tell where it stands now"
+
+
+def guardrail_verdict(g: Guardrail) -> tuple[GuardrailStatus, str]:
+    """``failing`` (worse than the tolerance for sure: roll back), ``safe`` (within it for
+    sure), ``open`` (not yet known) or ``moved`` (the sequence is empty without showing
+    harm: it cannot show safety either), with the reason in words.
+
+    ``failing`` is the same rule whether or not the sequence is empty: the lowest upper
+    bound of the improvement over all looks is below ``-tolerance``. Under any constant
+    effect within the tolerance that happens with probability at most alpha; an empty
+    sequence (the effect moved) does not hide it."""
     if g.tolerance < 0:
         raise ValueError(f"guardrail {g.name!r}: tolerance must be >= 0, got {g.tolerance}")
+    if g.crossed is not None:
+        harmful, why = _moved(g.name, g.crossed, g.higher_is_better, g.tolerance,
+                              f"worse than the tolerance {g.tolerance:g}")
+        return ("failing", why) if harmful else ("moved", why)
     low, high = _gain(g.effect, g.higher_is_better)
     if math.isnan(low) or math.isnan(high):
         return "open", f"{g.name}: no usable confidence sequence yet ({g.effect.method})"
     if high < -g.tolerance:
-        return "harm", f"{g.name}: worse by more than {g.tolerance:g} ({g.effect.format()})"
+        return "failing", f"{g.name}: worse by more than {g.tolerance:g} " \
+                          f"({g.effect.format()})"
     if low >= -g.tolerance:
         return "safe", f"{g.name}: not worse than {g.tolerance:g} ({g.effect.format()})"
     return "open", f"{g.name}: cannot yet rule out harm beyond {g.tolerance:g} " \
@@ -292,11 +334,14 @@ def _guardrail(g: Guardrail) -> tuple[str, str]:
 def decide(
     primary: Estimate, *, higher_is_better: bool = True, min_improvement: float = 0.0,
     guardrails: Sequence[Guardrail] = (), max_n: int | None = None,
+    primary_crossed: tuple[float, float] | None = None,
 ) -> Decision:
     """Promote, keep watching or roll back, from confidence sequences (valid at any look).
 
-    * roll back: a guardrail is worse than its tolerance for sure, or the primary metric is
-      worse for sure (its whole sequence below 0);
+    * roll back: a guardrail is ``failing`` (worse than its tolerance for sure, see
+      :func:`guardrail_verdict`), or the primary metric is worse for sure (the lowest upper
+      bound of its improvement over the looks is below 0, also when its sequence is empty:
+      ``primary_crossed`` as :attr:`Guardrail.crossed`);
     * promote: the primary improvement is above ``min_improvement`` for sure and every
       guardrail is within its tolerance for sure;
     * otherwise keep watching, except that once ``primary.n >= max_n`` (the traffic
@@ -304,16 +349,24 @@ def decide(
 
     The reasons list every metric's standing. Pure: it only reads the numbers given.
     """
-    rows = [_guardrail(g) for g in guardrails]
+    rows = [guardrail_verdict(g) for g in guardrails]
     low, high = _gain(primary, higher_is_better)
     reasons = [r for _, r in rows]
-    if any(s == "harm" for s, _ in rows) or high < 0:
+    moved: tuple[bool, str] | None = None
+    if primary_crossed is not None:
+        moved = _moved("primary", primary_crossed, higher_is_better, 0.0,
+                       "worse than the baseline")
+    if any(s == "failing" for s, _ in rows) or high < 0 or (moved and moved[0]):
         if high < 0:
             reasons.insert(0, f"primary: the candidate is worse ({primary.format()})")
+        elif moved and moved[0]:
+            reasons.insert(0, moved[1])
         return Decision("roll_back", tuple(reasons))
     if math.isnan(low) or math.isnan(high) or math.isinf(low):
         head = f"primary: not enough data for a conclusion yet (n={primary.n})"
-        if primary.method.endswith("-empty"):
+        if moved is not None:
+            head = f"{moved[1]}; investigate (novelty, drift, a changed mix of traffic)"
+        elif primary.method.endswith("-empty"):
             head = "primary: no effect is consistent with every look; the effect changed " \
                    "over time (novelty, drift, a changed mix of traffic): investigate"
     elif low > min_improvement:

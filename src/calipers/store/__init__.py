@@ -11,6 +11,7 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
 
 from calipers.store._engine import default_sqlite_path
 from calipers.store._records import (
+    NOT_SENT_BREAKER_OPEN,
     RUN_STATUSES,
     TRAFFIC_ROLES,
     OnlineScoreRecord,
@@ -24,6 +25,7 @@ from calipers.store._records import (
 from calipers.store._store import Store
 
 __all__ = [
+    "NOT_SENT_BREAKER_OPEN",
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
     "OnlineScoreRecord",

@@ -16,6 +16,7 @@ from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
 
 __all__ = [
+    "NOT_SENT_BREAKER_OPEN",
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
     "OnlineScoreRecord",
@@ -116,6 +117,12 @@ class SampleRecord(_Record):
         return self.error is None
 
 
+NOT_SENT_BREAKER_OPEN = "not sent: the circuit breaker was open"
+"""The ``error`` of a candidate call the gateway chose to make but did not send because its
+circuit breaker was open: logged like any call, a candidate failure everywhere (see
+``docs/ab.md``)."""
+
+
 class TrafficRecord(_Record):
     """One upstream call the gateway made for one user request: the baseline's or the
     candidate's. The two calls of one request share ``pair_id``; ``served`` says whose answer
@@ -156,6 +163,11 @@ class TrafficRecord(_Record):
     def ok(self) -> bool:
         """The upstream answered 2xx with a usable body."""
         return self.error is None and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def breaker_open(self) -> bool:
+        """A call not sent because the circuit breaker was open (not ``ok``: a failure)."""
+        return self.error == NOT_SENT_BREAKER_OPEN
 
 
 class OnlineScoreRecord(_Record):
