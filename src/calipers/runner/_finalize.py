@@ -1,8 +1,10 @@
 """Finalize: reduce stored sample records to Estimates, per task and per category.
 
 Errored samples are excluded from every score and counted on their own; a NaN metric value
-(unscorable) is excluded the same way. Bootstrap randomness is seeded from the run's seed, the
-task and the metric, so a summary is reproducible from the stored records alone.
+(unscorable) is excluded the same way. Samples a scorer flagged for tampering (code that
+exits before its tests ran, ...) stay scored, as failures, and are counted apart as well.
+Bootstrap randomness is seeded from the run's seed, the task and the metric, so a summary is
+reproducible from the stored records alone.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from calipers.store import SampleRecord
 from calipers.tasks import Derived
 from calipers.types import Estimate
 
-__all__ = ["summarize_records", "summarize_task"]
+__all__ = ["summarize_records", "summarize_task", "tampering_of"]
 
 
 def _rng(seed: int, *parts: str) -> np.random.Generator:
@@ -38,6 +40,15 @@ def _estimate(
         values, clusters=cl if has_clusters else None,
         rng=_rng(seed, metric, *tag), confidence=confidence,
     )
+
+
+def tampering_of(r: SampleRecord) -> list[str]:
+    """What the record's scorers flagged as tampering (``score_details[scorer]["tampering"]``)."""
+    found: list[str] = []
+    for d in (r.score_details or {}).values():
+        if isinstance(d, dict) and isinstance(d.get("tampering"), list):
+            found += [str(t) for t in d["tampering"]]
+    return found
 
 
 def summarize_task(
@@ -77,6 +88,8 @@ def summarize_task(
         "input_tokens": sum(r.input_tokens or 0 for r in recs),
         "output_tokens": sum(r.output_tokens or 0 for r in recs),
         "errors": sorted({(r.error or "").split(":")[0] for r in errors}),
+        "n_tampering": sum(bool(tampering_of(r)) for r in recs),
+        "tampering": sorted({t for r in recs for t in tampering_of(r)}),
     }
 
 
