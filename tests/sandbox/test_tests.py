@@ -10,8 +10,7 @@ import types
 
 import pytest
 
-from calipers.sandbox import TAMPERING, SandboxResult, run_tests
-from calipers.sandbox import _checker
+from calipers.sandbox import TAMPERING, SandboxResult, _checker, run_tests
 from calipers.sandbox._tests import judge
 
 STUB = "def add(a, b):\n"

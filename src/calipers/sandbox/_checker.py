@@ -21,7 +21,6 @@ import builtins
 import os
 import sys
 import threading
-import traceback
 import types
 from typing import Any
 
@@ -32,7 +31,7 @@ _th_gettrace = getattr(threading, "gettrace", lambda: None)  # Python >= 3.10
 _th_getprofile = getattr(threading, "getprofile", lambda: None)
 _th_settrace, _th_setprofile = threading.settrace, threading.setprofile
 _monitoring: Any = getattr(sys, "monitoring", None)  # Python >= 3.12
-_SystemExit, _BaseException, _print_exception = SystemExit, BaseException, traceback.print_exception
+_SystemExit, _BaseException = SystemExit, BaseException
 _FunctionType = types.FunctionType
 _BUILTINS = dict(builtins.__dict__)
 
@@ -97,8 +96,18 @@ def _failed(e: BaseException, report_fd: int) -> None:
             _report(report_fd, "tamper early-exit")
         _say(f"SystemExit({e.code!r}) before the tests finished")
         return
+    _print_exception(e, skip=1)
+
+
+def _print_exception(e: BaseException, skip: int) -> None:
+    """The traceback, as Python prints an uncaught one, less this harness's ``skip`` frames.
+    ``traceback`` is imported only now (it takes longer to import than most tests take)."""
+    import traceback
+
     tb = e.__traceback__
-    _print_exception(type(e), e, tb.tb_next if tb is not None else None)
+    for _ in range(skip):
+        tb = tb.tb_next if tb is not None else None
+    traceback.print_exception(type(e), e, tb)
 
 
 def _run(code: types.CodeType, ns: dict[str, Any], report_fd: int) -> bool:
@@ -133,7 +142,7 @@ def _test(nonce: str, report_fd: int, entry: str) -> int:
     try:
         solution = _compile("solution.py")
     except SyntaxError as e:
-        _print_exception(type(e), e, None)
+        _print_exception(e, skip=99)
         return 1
     module = types.ModuleType("__main__")
     module.__dict__.update(__file__="solution.py", __builtins__=builtins)
