@@ -142,3 +142,10 @@ def test_the_harness_rejects_a_check_replaced_after_the_tests_defined_it() -> No
     ns["check"] = imposter
     assert _checker._check_of(ns, tests, "add") is False
     assert _checker._check_of(ns, compile("assert 1", "t", "exec"), "add") is None
+
+
+def test_a_pass_does_not_wait_for_threads_the_solution_left_running() -> None:
+    lingering = ("import threading, time\n"
+                 "threading.Thread(target=time.sleep, args=(30,)).start()\n")  # not a daemon
+    r = run(CORRECT + lingering)
+    assert (r.passed, r.timed_out, r.tampering) == (True, False, ()) and r.wall_s < 5

