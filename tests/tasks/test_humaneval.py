@@ -47,7 +47,10 @@ def score(sample: Sample, text: str, **kw: float) -> Score:
 def test_card() -> None:
     task = get_task("humaneval")
     assert (task.name, task.version, task.kind, task.metrics) == (
-        "humaneval", "1", "generate", ["pass"])
+        "humaneval", "2", "generate", ["pass"])
+    # openai/human-eval's per-problem time limit, recorded in the scorer spec (methodology)
+    assert task.scorers[0].spec.model_dump() == {"name": "code_tests",
+                                                 "args": {"timeout_s": 3.0}}
     assert task.prompt.template == "{input}" and task.default_few_shot == 0
     assert task.params.max_tokens == 384 and task.params.temperature == 0
     assert task.params.stop == ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
@@ -187,3 +190,110 @@ def test_chat_template_runs_without_the_completion_stops() -> None:
     # "\ndef" would end a fenced chat reply that repeats the signature after one line
     assert params(chat=False) == (STOP, 384)
     assert params(chat=True) == ((), 512)
+
+
+# Each returns a wrong answer, then tries to be scored a pass anyway: all passed before the
+# harness required evidence that check returned (see tests/sandbox/test_tests.py).
+TAMPERING = {
+    "module-os-exit": ("    return False\nimport os\nos._exit(0)\n", "early-exit"),
+    "module-sys-exit": ("    return False\nimport sys\nsys.exit(0)\n", "early-exit"),
+    "atexit-os-exit": ("    return False\nimport atexit, os\n"
+                       "atexit.register(lambda: os._exit(0))\n", "early-exit"),
+    "reexec-python-O": ("    return False\nimport os, sys\nif sys.flags.optimize == 0:\n"
+                        "    os.execv(sys.executable, [sys.executable, '-O', *sys.argv])\n",
+                        "assertions-disabled"),
+    "settrace-exit-on-check": ("    return False\nimport os, sys\n"
+                               "def _t(frame, event, arg):\n"
+                               "    if event == 'call' and frame.f_code.co_name == 'check':\n"
+                               "        os._exit(0)\nsys.settrace(_t)\n", "trace-hook"),
+    "threading-settrace": (
+        "    import time\n    time.sleep(0.5)\n    return False\n"
+        "import os, sys, threading, time\n_main = threading.get_ident()\n"
+        "def _watch(frame, event, arg):\n"
+        "    f = sys._current_frames().get(_main)\n"
+        "    while f is not None:\n"
+        "        if f.f_code.co_name == 'check':\n"
+        "            os._exit(0)\n"
+        "        f = f.f_back\n"
+        "    return _watch\n"
+        "threading.settrace(_watch)\n"
+        "def _spin():\n    while True:\n        time.sleep(0.001)\n"
+        "threading.Thread(target=_spin, daemon=True).start()\n", "thread-hook"),
+}
+
+
+@needs_data
+@pytest.mark.parametrize("name", sorted(TAMPERING))
+def test_tampering_fails_and_is_flagged(name: str, problems: list[Sample]) -> None:
+    attack, kind = TAMPERING[name]
+    s = score(problems[0], attack)
+    assert s.values == {"pass": 0.0}
+    assert kind in s.tampering and s.explanation and s.explanation.startswith("tampering: ")
+    assert s.metadata["tests_completed"] is False
+
+
+@needs_data
+def test_legitimate_completions_are_not_flagged(problems: list[Sample]) -> None:
+    right, wrong = score(problems[0], str(problems[0].target)), score(problems[0], "    return 1\n")
+    assert (right.values, right.tampering, right.metadata["tests_completed"]) == (
+        {"pass": 1.0}, (), True)
+    assert (wrong.values, wrong.tampering, wrong.explanation) == (
+        {"pass": 0.0}, (), "AssertionError")
+
+
+@needs_data
+def test_a_plain_completion_with_a_fence_in_a_comment_runs_as_written(
+    problems: list[Sample],
+) -> None:
+    # correct, and the comment's fence would have been taken for a markdown fence: the
+    # code "extracted" from it (the last line alone) fails with a NameError
+    body = ("    pairs = [(a, b) for i, a in enumerate(numbers) for b in numbers[i + 1:]]\n"
+            "    # a chat reply would come wrapped in ```python\n"
+            "    return any(abs(a - b) < threshold for a, b in pairs)\n")
+    s = score(problems[0], body)
+    assert s.values == {"pass": 1.0} and s.answer == body
+
+
+@needs_data
+def test_the_default_time_limit_is_human_evals_3_s(problems: list[Sample]) -> None:
+    slow = str(problems[0].target) + "\n\nimport time\ntime.sleep(3.5)  # once: 3.5 s in all\n"
+    fails = score(problems[0], slow)
+    assert fails.values == {"pass": 0.0} and fails.metadata["timed_out"]
+    assert fails.explanation == "timed out after 3 s" and fails.tampering == ()
+    assert score(problems[0], slow, timeout_s=8).values == {"pass": 1.0}
+
+
+@needs_data
+def test_a_run_counts_tampering_in_its_summary_and_shows_it(
+    problems: list[Sample], tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from calipers.cli import cli
+    from calipers.reports import write_report
+
+    cheat = TAMPERING["module-os-exit"][0]
+    solutions = {s.input: str(s.target) for s in problems[:3]}
+    solutions[problems[1].input] = cheat
+
+    def respond(req: ModelRequest) -> str:
+        return solutions[req.prompt or ""]
+
+    config = RunConfig(model="fake:script", tasks=("humaneval",), chat_template=False,
+                       data_dir=str(DATA), limit=3)
+    url = str(tmp_path / "store.db")
+    with Store.open(url) as store:
+        result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
+        records = store.get_samples(result.run_id)
+        run = store.get_run(result.run_id)
+    ts = result.summary["tasks"]["humaneval"]
+    assert (ts["n_tampering"], ts["tampering"], ts["n_errors"]) == (1, ["early-exit"], 0)
+    assert (ts["metrics"]["pass"]["value"], ts["metrics"]["pass"]["n"]) == (2 / 3, 3)
+    flagged = [r.sample_id for r in records
+               if (r.score_details or {}).get("code_tests", {}).get("tampering")]
+    assert flagged == [problems[1].id]
+    shown = CliRunner().invoke(cli, ["show", result.run_id, "--store", url])
+    assert shown.exit_code == 0, shown.output
+    assert "tampering humaneval: 1 sample(s)" in " ".join(shown.output.split())
+    _html, md = write_report(run, records, tmp_path / "reports")
+    assert "**Tampering:** 1 sample tried to pass" in md.read_text(encoding="utf-8")

@@ -119,6 +119,10 @@ def _show_task(obj: Context, task: str, ts: dict[str, Any], samples: Any, k: int
                       f"{escape(repr(rec.answer))}, expected {escape(repr(rec.target))}")
     for rec in error_items(samples, task, k=k):
         out.print(f"[red]error[/] {task}/{escape(rec.sample_id)}: {escape(rec.error or '')}")
+    if ts.get("n_tampering"):
+        out.print(f"[bold red]tampering[/] {task}: {ts['n_tampering']} sample(s) tried to pass "
+                  f"without their tests running ({escape(', '.join(ts.get('tampering', [])))}); "
+                  "scored as failures")
 
 
 def _run_json(run: RunRecord) -> dict[str, Any]:

@@ -128,6 +128,9 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
     out += [f"{t.n_samples} samples: {t.n_scored} scored, {errs}, {t.n_cached} from the cache.", ""]
     if t.retries:
         out += [f"Model calls: {cell(t.retries)}.", ""]
+    if t.n_tampering:
+        out += [f"> **Tampering:** {_plural(t.n_tampering, 'sample')} tried to pass without their "
+                f"tests running ({', '.join(t.tampering_kinds)}); scored as failures.", ""]
     out += ["### Metrics", ""]
     out += table(["metric", "value [interval]", "n", "method"],
                   _metric_rows(t.metrics, primary), "llrl")

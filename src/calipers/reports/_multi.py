@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from calipers._util.private import private_dir, write_private_text
 from calipers.errors import ConfigError
 from calipers.reports._html import (
     clip,
@@ -91,17 +92,15 @@ def write_multi_report(
     needed), N being the number of runs after the first, and return both paths."""
     if not runs:
         raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = private_dir(Path(out_dir))
     stem = f"report-{runs[0].record.id}" + (f"-vs-{len(runs) - 1}" if len(runs) > 1 else "")
     html_path, md_path = out / f"{stem}.html", out / f"{stem}.md"
-    html_path.write_text(render_multi_html(runs, comparison=comparison, title=title),
-                         encoding="utf-8")
+    write_private_text(html_path, render_multi_html(runs, comparison=comparison, title=title))
     if len(runs) == 1 and comparison is None:
         md = single_markdown(runs[0], title)
     else:
         md = render_multi_markdown(runs, comparison=comparison,
                                    title=title or default_title(runs))
-    md_path.write_text(md, encoding="utf-8")
+    write_private_text(md_path, md)  # 0600, as the store: sandboxed code runs here too
     return html_path, md_path
 

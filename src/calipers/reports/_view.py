@@ -287,6 +287,8 @@ class TaskView:
     failing_rule: str
     errors: tuple[SampleRecord, ...]
     judge: str | None = None  # a judge-scored task: the judge's measured agreement with people
+    n_tampering: int = 0  # samples a scorer flagged for tampering (scored as failures)
+    tampering_kinds: tuple[str, ...] = ()
 
 
 def metric_view(name: str, est: Estimate) -> MetricView:
@@ -331,6 +333,7 @@ def _task_view(
         failing=tuple(failing[:k]), n_failing=len(failing),
         failing_rule=failing_rule(samples, name, primary) if primary else "",
         errors=tuple(error_items(samples, name, k=k)),
+        n_tampering=int(s.get("n_tampering", 0)), tampering_kinds=tuple(s.get("tampering") or ()),
     )
 
 

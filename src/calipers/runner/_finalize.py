@@ -1,10 +1,11 @@
 """Finalize: reduce stored sample records to Estimates, per task and per category.
 
 Errored samples are excluded from every score and counted on their own, with the commonest
-error message; a NaN metric value (unscorable) is excluded the same way. Retried model calls
-are counted per task and run (``calls``): retries change what latencies mean. Bootstrap
-randomness is seeded from the run's seed, the task and the metric, so a summary is
-reproducible from the stored records alone.
+error message; a NaN metric value (unscorable) is excluded the same way. Samples a scorer
+flagged for tampering (code that exits before its tests ran, ...) stay scored, as failures,
+and are counted apart as well. Retried model calls are counted per task and run (``calls``):
+retries change what latencies mean. Bootstrap randomness is seeded from the run's seed, the
+task and the metric, so a summary is reproducible from the stored records alone.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from calipers.store import SampleRecord
 from calipers.tasks import Derived
 from calipers.types import Estimate
 
-__all__ = ["summarize_records", "summarize_task"]
+__all__ = ["summarize_records", "summarize_task", "tampering_of"]
 
 
 def _rng(seed: int, *parts: str) -> np.random.Generator:
@@ -67,6 +68,15 @@ def call_counts(recs: Sequence[SampleRecord]) -> dict[str, Any]:
     }
 
 
+def tampering_of(r: SampleRecord) -> list[str]:
+    """What the record's scorers flagged as tampering (``score_details[scorer]["tampering"]``)."""
+    found: list[str] = []
+    for d in (r.score_details or {}).values():
+        if isinstance(d, dict) and isinstance(d.get("tampering"), list):
+            found += [str(t) for t in d["tampering"]]
+    return found
+
+
 def summarize_task(
     task: str, recs: Sequence[SampleRecord], metrics: Sequence[str], seed: int,
     confidence: float,
@@ -106,6 +116,8 @@ def summarize_task(
         "errors": sorted({(r.error or "").split(":")[0] for r in errors}),
         "top_error": top_error(errors),
         "calls": call_counts(recs),
+        "n_tampering": sum(bool(tampering_of(r)) for r in recs),
+        "tampering": sorted({t for r in recs for t in tampering_of(r)}),
     }
 
 

@@ -63,7 +63,8 @@ def _details(results: list[tuple[Scorer, Score]], out: SampleOutput) -> dict[str
     """What scorers explained, and the raw log-likelihoods, for the stored record."""
     details: dict[str, Any] = {
         s.spec.name: {k: v for k, v in (("explanation", sc.explanation),
-                                        ("metadata", sc.metadata)) if v}
+                                        ("metadata", sc.metadata),
+                                        ("tampering", list(sc.tampering))) if v}
         for s, sc in results
     }
     if out.loglikelihood is not None:

@@ -4,10 +4,12 @@ It is the supervisor: inside the new namespaces (when the harness could create t
 mounts a private ``/tmp`` (the work directory), fresh tmpfs on the other world-writable
 directories and a ``/proc`` of the new PID namespace; then it forks the program's process,
 which sets the resource limits, drops to the unprivileged user, forbids new privileges and
-execs ``python -I -S main.py``. The supervisor waits for it and writes its exit status as one
-JSON line to the status pipe, which the program itself never holds, and exits with the
-same status (the harness requires both to say 0 for a pass). When the supervisor is
-the PID namespace's init, its exit kills every process the program left behind.
+execs ``python -I -S main.py [args]``, keeping only the descriptors in ``keep_fds`` (the test
+harness's nonce and report pipes) and closing its own copies of them. The supervisor waits
+for it and writes its exit status as one JSON line to the status pipe, which the program
+itself never holds, and exits with the same status (the harness requires both to say 0 for
+a pass). When the supervisor is the PID namespace's init, its exit kills every process the
+program left behind.
 
 Only the standard library, and nothing from calipers: the interpreter running this file may
 not be the one calipers is installed in.
@@ -76,7 +78,7 @@ def _program(cfg: dict[str, Any], status_fd: int) -> None:
         if sys.platform.startswith("linux") and _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         exe = sys.executable
-        os.execve(exe, [exe, "-I", "-S", cfg["main"]], dict(os.environ))
+        os.execve(exe, [exe, "-I", "-S", cfg["main"], *cfg["args"]], dict(os.environ))
     except BaseException as e:
         msg = json.dumps({"start_error": f"{type(e).__name__}: {e}"}) + "\n"
         os.write(status_fd, msg.encode())
@@ -95,6 +97,8 @@ def main() -> None:
     pid = os.fork()
     if pid == 0:
         _program(cfg, status_fd)
+    for fd in cfg["keep_fds"]:
+        os.close(fd)  # the program's alone: the nonce is read by it, the report written by it
     # A backstop for the harness's own timeout (say the harness itself was killed): past the
     # deadline the program is killed; as the PID namespace's init, exiting ends the rest.
     signal.signal(signal.SIGALRM, lambda _sig, _frame: os.kill(pid, signal.SIGKILL))

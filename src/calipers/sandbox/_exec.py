@@ -9,13 +9,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from calipers.sandbox._result import SandboxError, SandboxResult
 
-__all__ = ["BOOT_SOURCE", "Isolation", "Limits", "execute"]
+__all__ = ["BOOT_SOURCE", "Isolation", "Limits", "execute", "launch"]
 
 BOOT_SOURCE = (Path(__file__).parent / "_boot.py").read_text(encoding="utf-8")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -121,18 +122,25 @@ def _read_stream(f: IO[bytes], limit: int) -> str:
             + tail.decode("utf-8", errors="replace"))
 
 
+def _drain(fd: int, limit: int = 65536) -> bytes:
+    """What is in the pipe now (at most ``limit`` bytes), without waiting; closes ``fd``."""
+    os.set_blocking(fd, False)
+    data = b""
+    try:
+        while len(data) < limit and (chunk := os.read(fd, limit - len(data))):
+            data += chunk
+    except BlockingIOError:
+        pass  # a writer the program left behind still holds it: what is there is all
+    finally:
+        os.close(fd)
+    return data
+
+
 def _status(fd: int) -> int | None:
     """The program's exit status from the supervisor's pipe (None if it wrote none, or
     something that is not what it writes)."""
-    os.set_blocking(fd, False)
-    try:
-        data = os.read(fd, 65536)
-    except BlockingIOError:
-        data = b""
-    finally:
-        os.close(fd)
     code = None
-    for line in data.decode("utf-8", errors="replace").splitlines():
+    for line in _drain(fd).decode("utf-8", errors="replace").splitlines():
         try:
             msg = json.loads(line)
             if "start_error" in msg:
@@ -161,9 +169,10 @@ def _reason(timed_out: bool, code: int, stderr: str) -> str | None:
     return None
 
 
-def _prepare(work: Path, code: str, iso: Isolation) -> None:
-    (work / "main.py").write_text(code, encoding="utf-8")
-    (work / "main.py").chmod(0o644)
+def _prepare(work: Path, files: Mapping[str, str], iso: Isolation) -> None:
+    for name, text in files.items():
+        (work / name).write_text(text, encoding="utf-8")
+        (work / name).chmod(0o644)
     if iso.uid is not None and iso.gid is not None:
         os.chown(work, iso.uid, iso.gid)
     work.chmod(0o700)
@@ -171,48 +180,84 @@ def _prepare(work: Path, code: str, iso: Isolation) -> None:
 
 def execute(code: str, iso: Isolation, limits: Limits, *, network: bool) -> SandboxResult:
     """Run ``code`` as ``main.py`` in a fresh work directory under ``iso`` and ``limits``."""
+    return launch({"main.py": code}, iso, limits, network=network)[0]
+
+
+def _pipes(secret: bytes | None) -> tuple[list[int], list[int]]:
+    """(descriptors the program keeps, ours to read): with a secret, a pipe that holds it
+    (only the read end goes to the program) and a report pipe back (``[nonce_r, report_w]``
+    and ``[report_r]``); without, none."""
+    if secret is None:
+        return [], []
+    nonce_r, nonce_w = os.pipe()
+    try:
+        os.write(nonce_w, secret)  # far below a pipe's capacity: never blocks
+    finally:
+        os.close(nonce_w)
+    report_r, report_w = os.pipe()
+    return [nonce_r, report_w], [report_r]
+
+
+def launch(
+    files: Mapping[str, str], iso: Isolation, limits: Limits, *, network: bool,
+    args: Sequence[str] = (), secret: bytes | None = None,
+) -> tuple[SandboxResult, bytes]:
+    """Run ``files["main.py"]`` (the other files beside it) as ``python -I -S main.py
+    [fds] [args]`` and return its verdict and what it wrote on its report pipe. With a
+    ``secret``, the program's first two arguments are a descriptor to read the secret from
+    and one to write its report to; without, the report is empty."""
     active = iso.active_namespaces(network)
     mounts = "mount" in active
     with tempfile.TemporaryDirectory(prefix="calipers-sandbox-") as tmp, \
             tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         work = Path(tmp)
-        _prepare(work, code, iso)
+        _prepare(work, files, iso)
         home = "/tmp" if mounts else str(work)
         env = {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home,
                "TMPDIR": home}
+        keep, ours = _pipes(secret)
         r, w = os.pipe()
         cfg = {
             "status_fd": w, "mounts": mounts, "proc": mounts and "pid" in active,
             "workdir": str(work), "tmpfs_mb": limits.file_mb, "uid": iso.uid, "gid": iso.gid,
-            "main": "main.py", "limits": limits.rlimits(), "deadline_s": limits.timeout_s + 2,
+            "main": "main.py", "args": [*map(str, keep), *args], "keep_fds": keep,
+            "limits": limits.rlimits(), "deadline_s": limits.timeout_s + 2,
         }
         cmd = [*iso.command(network), iso.python, "-I", "-S", "-c", BOOT_SOURCE, json.dumps(cfg)]
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
                 cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, pass_fds=(w,),
+                start_new_session=True, pass_fds=(w, *keep),
             )
         except OSError as e:
-            os.close(r)
+            for fd in (r, *ours):
+                os.close(fd)
             raise SandboxError(f"The sandbox could not launch {cmd[0]}: {e}") from e
         finally:
-            os.close(w)
+            for fd in (w, *keep):
+                os.close(fd)
         timed_out = _wait(proc, limits.timeout_s)
         wall = time.monotonic() - start
+        report = _drain(ours[0]) if ours else b""
         status = _status(r)
         stdout, stderr = _read_stream(out, limits.max_output), _read_stream(err, limits.max_output)
-    returncode = status if status is not None else proc.returncode
+    return _verdict(proc.returncode, status, timed_out, stdout, stderr, wall,
+                    iso.layers(network)), report
+
+
+def _verdict(exit_code: int, status: int | None, timed_out: bool, stdout: str, stderr: str,
+             wall: float, layers: tuple[str, ...]) -> SandboxResult:
+    returncode = status if status is not None else exit_code
     reason = _reason(timed_out, returncode, stderr)
     # The supervisor's status line and its exit status must agree. No status, or a status the
     # exit contradicts, means the supervisor was disturbed (only possible under the weaker
     # fallbacks, where the program can reach it, or by the OOM killer): a failure, not a pass.
-    consistent = status is not None and (proc.returncode == 0) == (status == 0)
+    consistent = status is not None and (exit_code == 0) == (status == 0)
     if not timed_out and not consistent:
         reason = "supervisor-lost"
     return SandboxResult(
-        passed=status == 0 and proc.returncode == 0 and not timed_out, returncode=returncode,
-        stdout=stdout,
-        stderr=stderr, timed_out=timed_out, killed_reason=reason, wall_s=wall,
-        isolation=iso.layers(network),
+        passed=status == 0 and exit_code == 0 and not timed_out, returncode=returncode,
+        stdout=stdout, stderr=stderr, timed_out=timed_out, killed_reason=reason, wall_s=wall,
+        isolation=layers,
     )

@@ -29,7 +29,10 @@ class SandboxResult:
     limit: a MemoryError), ``file-size``, ``killed`` or ``signal:NAME``; None when the program
     ended on its own. ``stdout`` and ``stderr`` are clipped (head and tail kept).
     ``isolation`` lists the layers applied, ``warnings`` the ones that were asked for but
-    missing.
+    missing. For unit tests (:func:`run_tests`), ``tests_completed`` says whether the harness
+    saw them return (None for a plain program) and ``tampering`` names what the program did
+    to pass without them (``early-exit``, ``trace-hook``, ...; see docs/sandbox.md): either
+    makes ``passed`` False.
     """
 
     passed: bool
@@ -41,6 +44,8 @@ class SandboxResult:
     wall_s: float
     isolation: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    tests_completed: bool | None = None
+    tampering: tuple[str, ...] = ()
 
     @property
     def stderr_tail(self) -> str:

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from calipers._util.private import private_dir, private_file
 from calipers.errors import StoreError
 
 __all__ = [
@@ -60,7 +61,7 @@ def resolve_url(url: str | None) -> sa.URL:
     """
     if url is None:
         path = default_sqlite_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)  # 0700: sandboxed programs run as another user
         return sa.URL.create("sqlite", database=str(path))
     if "://" not in url:
         return sa.URL.create("sqlite", database=str(Path(url).expanduser().absolute()))
@@ -89,6 +90,7 @@ def create_engine(url: sa.URL) -> Engine:
                 f"Cannot open the store {shown}: the folder {folder} does not exist.",
                 hint="Create the folder first, or leave --store unset to use the default.",
             )
+        _create_private(Path(url.database), shown)
     kwargs: dict[str, Any] = (
         {} if sqlite else {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
     )
@@ -116,6 +118,16 @@ def create_engine(url: sa.URL) -> Engine:
         )
         raise StoreError(f"Cannot open the store {shown}: {_reason(e)}.", hint=hint) from e
     return engine
+
+
+def _create_private(path: Path, shown: str) -> None:
+    """A new SQLite file is created ``0600`` (not world-readable, as SQLite would): it holds
+    every prompt and response, and sandboxed programs run on this machine."""
+    try:
+        private_file(path)
+    except OSError as e:
+        raise StoreError(f"Cannot create the store {shown}: {e.strerror}.",
+                         hint="Check the folder's permissions, or choose another path.") from e
 
 
 def _reason(e: sa.exc.DBAPIError) -> str:

@@ -9,7 +9,11 @@ standard stop sequences (``\\ndef``, ``\\nclass``, ``\\nif __name__``, ``\\nprin
 while with the chat template there are none (``Task.chat_params``): they would cut a fenced
 reply that repeats the signature or adds a helper. ``code_tests`` runs prompt + completion +
 the problem's tests + ``check(entry_point)`` in the sandbox (docs/sandbox.md): ``pass`` is 1
-when they all pass.
+when ``check`` returned (positive evidence, not only exit status 0; a completion that exits
+early or disables the tests scores 0 and is flagged as tampering). Each program has human-
+eval's time limit, 3 s (recorded in the scorer spec). A plain completion runs as written, a
+markdown fence in it included (a fence is unwrapped only from a reply that does not already
+continue the prompt as Python, a chat reply).
 
 With one generation per problem, the ``pass`` metric is pass@1. When a run holds several
 generations per problem (epochs, at temperature > 0), ``pass@k`` for k in 1, 10, 100 (k at
@@ -125,13 +129,13 @@ def pass_at_k_metrics(records: Sequence[Any]) -> dict[str, Estimate]:
 def humaneval_task() -> Task:
     return Task(
         name="humaneval",
-        version="1",
+        version="2",  # 2: evidence that check returned, 3 s per problem, fences kept in code
         description="HumanEval: 164 Python functions to complete from signature and docstring; "
         "the completion runs against the problem's unit tests in the sandbox (pass@1; pass@k "
         "with several generations per problem).",
         kind="generate",
         load=_load,
-        scorers=(build_scorer("code_tests"),),
+        scorers=(build_scorer({"name": "code_tests", "args": {"timeout_s": 3.0}}),),
         prompt=PromptTemplate(template="{input}"),
         derived=pass_at_k_metrics,
         params=GenerateParams(max_tokens=384, temperature=0.0, stop=STOP),
