@@ -22,8 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from calipers._util.yamlloc import load_yaml
 from calipers.cards._card import ModelCard, load_card, parse_card
 from calipers.cards._mof import MOF_COMPONENTS, MofResult, mof_classify
 from calipers.cards._openness import OpennessVerdict, classify_openness
@@ -79,7 +78,8 @@ def _builtin() -> list[CatalogEntry]:
     for item in sorted(folder.iterdir(), key=lambda t: t.name):
         if item.is_file() and item.name.endswith(_SUFFIXES):
             text = item.read_text(encoding="utf-8")
-            card = parse_card(yaml.safe_load(text), source=f"builtin/{item.name}", text=text)
+            card = parse_card(load_yaml(text, f"builtin/{item.name}"),
+                              source=f"builtin/{item.name}", text=text)
             out.append(CatalogEntry(card, BUILTIN))
     return out
 

@@ -19,10 +19,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from calipers._util.yamlloc import yaml_line
+from calipers._util.yamlloc import YamlError, load_yaml, yaml_line
 from calipers.datasets import read_records
 from calipers.errors import CalipersError, DataError, TaskSpecError
 from calipers.scorers import ScorerSpec, build_scorer
@@ -85,14 +84,11 @@ def _parse(path: Path) -> tuple[dict[str, Any], str]:
     except FileNotFoundError:
         raise TaskSpecError(f"Task file {path} does not exist.") from None
     try:
-        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        raw = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text, path)
     except json.JSONDecodeError as e:
         raise TaskSpecError(f"{path}:{e.lineno}: not valid JSON ({e.msg}).") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(e, "problem", None) or str(e)
-        raise TaskSpecError(f"{where}: not valid YAML ({problem}).") from None
+    except YamlError as e:
+        raise TaskSpecError(e.message, hint=e.hint) from None
     if not isinstance(raw, dict):
         raise TaskSpecError(f"{path}: expected a mapping of task fields at the top level.")
     return raw, text
