@@ -14,7 +14,6 @@ part of a name is enough when only one card contains it (``olmo``).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from calipers._util.home import calipers_home
 from calipers._util.yamlloc import load_yaml
 from calipers.cards._card import ModelCard, load_card, parse_card
 from calipers.cards._mof import MOF_COMPONENTS, MofResult, mof_classify
@@ -68,8 +68,7 @@ class CatalogEntry:
 
 def user_cards_dir() -> Path:
     """``$CALIPERS_HOME/models``, else ``./.calipers/models``."""
-    home = os.environ.get("CALIPERS_HOME")
-    return (Path(home).expanduser() if home else Path.cwd() / ".calipers") / "models"
+    return calipers_home() / "models"
 
 
 def _builtin() -> list[CatalogEntry]:

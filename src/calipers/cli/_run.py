@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from calipers._util.home import calipers_home
 from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
 from calipers.cli._progress import BarProgress
 from calipers.cli._render import summary_table
@@ -29,8 +29,7 @@ __all__ = ["run_cmd"]
 def _report_dir(explicit: str | None) -> Path:
     if explicit:
         return Path(explicit)
-    home = os.environ.get("CALIPERS_HOME")
-    return (Path(home) if home else Path(".calipers")) / "reports"
+    return calipers_home() / "reports"
 
 
 def _config(opts: dict[str, Any]) -> RunConfig:

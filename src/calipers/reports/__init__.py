@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from calipers._util.home import make_folder
 from calipers.reports._html import render_html
 from calipers.reports._markdown import render_markdown
 from calipers.reports._multi import render_multi_html, write_multi_report
@@ -49,8 +50,7 @@ def write_report(
 ) -> tuple[Path, Path]:
     """Write ``<out_dir>/<run.id>.html`` and ``<out_dir>/<run.id>.md`` (creating ``out_dir``)
     and return both paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(Path(out_dir), "the report folder")
     html_path, md_path = out / f"{run.id}.html", out / f"{run.id}.md"
     html_path.write_text(render_html(run, samples), encoding="utf-8")
     md_path.write_text(render_markdown(run, samples), encoding="utf-8")

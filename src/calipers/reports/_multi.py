@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from calipers._util.home import make_folder
 from calipers.errors import ConfigError
 from calipers.reports._html import (
     clip,
@@ -90,8 +91,7 @@ def write_multi_report(
     needed), N being the number of runs after the first, and return both paths."""
     if not runs:
         raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(Path(out_dir), "the report folder")
     stem = f"report-{runs[0].record.id}" + (f"-vs-{len(runs) - 1}" if len(runs) > 1 else "")
     html_path, md_path = out / f"{stem}.html", out / f"{stem}.md"
     html_path.write_text(render_multi_html(runs, comparison=comparison, title=title),

@@ -9,7 +9,6 @@ crash of the process and of the machine). SQLAlchemy, not the ``sqlite3`` module
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from calipers._util.home import calipers_home, folder_problem, make_folder
 from calipers.errors import StoreError
 
 __all__ = [
@@ -43,9 +43,7 @@ _URL_HINT = (
 
 def default_sqlite_path() -> Path:
     """``$CALIPERS_HOME/calipers.db``, else ``./.calipers/calipers.db``."""
-    home = os.environ.get("CALIPERS_HOME")
-    folder = Path(home).expanduser() if home else Path.cwd() / ".calipers"
-    return folder.absolute() / "calipers.db"
+    return calipers_home() / "calipers.db"
 
 
 def display_url(url: sa.URL) -> str:
@@ -60,7 +58,7 @@ def resolve_url(url: str | None) -> sa.URL:
     """
     if url is None:
         path = default_sqlite_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent, "the store's folder")
         return sa.URL.create("sqlite", database=str(path))
     if "://" not in url:
         return sa.URL.create("sqlite", database=str(Path(url).expanduser().absolute()))
@@ -83,11 +81,19 @@ def create_engine(url: sa.URL) -> Engine:
     shown = display_url(url)
     sqlite = url.get_backend_name() == "sqlite"
     if sqlite and url.database not in (None, "", ":memory:"):
-        folder = Path(url.database).parent
-        if not folder.is_dir():
+        path = Path(url.database)
+        folder = path.parent
+        if path.is_dir():
+            raise StoreError(f"Cannot open the store {shown}: {path} is a folder, not a "
+                             "database file.", hint="Give a file path, e.g. DIR/calipers.db.")
+        problem = folder_problem(folder)
+        if problem is None and not folder.is_dir():
+            problem = f"the folder {folder} does not exist"
+        if problem is not None:
             raise StoreError(
-                f"Cannot open the store {shown}: the folder {folder} does not exist.",
-                hint="Create the folder first, or leave --store unset to use the default.",
+                f"Cannot open the store {shown}: {problem}.",
+                hint="Give a path in a folder that exists and you can write, or leave --store "
+                "unset to use the default.",
             )
     kwargs: dict[str, Any] = (
         {} if sqlite else {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
