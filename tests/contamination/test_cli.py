@@ -81,3 +81,24 @@ def test_probes_cli_runs_all_three_with_a_reference(tmp_path: Path) -> None:
     assert [r["probe"] for r in results] == ["min-k%++", "completion", "ts-guessing"]
     # the benchmark as its own reference: the excess over the reference is exactly zero
     assert [r["excess"]["value"] for r in results] == [0.0, 0.0, 0.0]
+
+
+def test_probe_names_are_the_ones_help_shows(tmp_path: Path) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["contamination", "probes", "--help"]).output
+    assert "[min-k%++|completion|ts-guessing]" in shown
+    spec = _task(tmp_path)
+    base = ["contamination", "probes", "-m", "fake:echo", "-t", str(spec), "--reference",
+            "none", "-n", "4", "--json"]
+    for spelling, name in [("min-k%++", "min-k%++"), ("min_k_pp", "min-k%++"),
+                           ("ts-guessing", "ts-guessing"), ("TS_Guessing", "ts-guessing")]:
+        res = runner.invoke(cli, [*base, "--probe", spelling])
+        assert res.exit_code == 0, res.output
+        assert [r["probe"] for r in json.loads(res.stdout)] == [name]
+    bad = runner.invoke(cli, [*base, "--probe", "min-k"])
+    assert bad.exit_code == 2 and "Unknown probe 'min-k'" in bad.output
+    assert "min-k%++" in bad.output
+    from calipers.cli._contamination import PROBE_NAMES  # the CLI's copy, kept without
+    from calipers.contamination import PROBES  # importing the probes for --help
+
+    assert PROBE_NAMES == PROBES

@@ -54,3 +54,17 @@ def test_bad_feedback_is_refused_with_a_reason(rig_factory: Any) -> None:
     rig.stop()
     with Store.open(str(rig.store_path)) as store:
         assert store.get_online_scores(scorer="feedback") == []
+
+
+def test_a_boolean_is_not_a_score(rig_factory: Any) -> None:
+    rig = rig_factory(mode="off")
+    (answer, _), = send_many(rig.url, [chat_body("hi")])
+    rid = answer.headers["x-calipers-request-id"]
+    for value in (True, False):
+        r = _feedback(rig, request_id=rid, score=value)
+        assert r.status_code == 400, r.text
+        assert "not the boolean" in r.json()["error"]["message"]
+    assert _feedback(rig, request_id=rid, score=1).status_code == 200  # a number still counts
+    rig.stop()
+    with Store.open(str(rig.store_path)) as store:
+        assert [s.value for s in store.get_online_scores(scorer="feedback")] == [1.0]

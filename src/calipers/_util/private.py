@@ -1,5 +1,6 @@
-"""Files only their owner may read: the store and reports hold every prompt and response, and
-the code sandbox runs model-written programs as another user (``nobody``) on this machine."""
+"""Files only their owner may read: the store and reports hold every prompt and response,
+and the code sandbox runs model-written programs as another user (``nobody``) on this
+machine. Private folders: ``make_folder(..., private=True)`` in ``_util.home``."""
 
 from __future__ import annotations
 
@@ -7,14 +8,7 @@ import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["private_dir", "private_file", "write_private_text"]
-
-
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) as ``0700``; an existing folder is left as is."""
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+__all__ = ["private_file", "write_private_text"]
 
 
 def private_file(path: Path) -> Path:

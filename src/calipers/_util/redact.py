@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from calipers._util.pii import iban_spans, phone_spans
+from calipers._util.yamlloc import load_yaml
 from calipers.errors import ConfigError
 
 __all__ = [
@@ -128,9 +128,10 @@ class RedactConfig(BaseModel):
         raw: object = {}
         if path is not None:
             try:
-                raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError) as e:
-                raise ConfigError(f"Cannot read redaction config {path}: {e}") from None
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as e:
+                raise ConfigError(f"Cannot read redaction config {path}: {e.strerror}.") from None
+            raw = load_yaml(text, path) or {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: expected a mapping with `patterns:` and `disable:`.")
         raw = {**raw, "patterns": {**raw.get("patterns", {}), **(extra or {})}}

@@ -15,10 +15,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from calipers._util.yamlloc import yaml_line
+from calipers._util.yamlloc import YamlError, load_yaml, yaml_line
 from calipers.cards._mof import MOF_COMPONENTS
 from calipers.errors import ConfigError
 
@@ -147,14 +146,11 @@ def _read(path: Path) -> tuple[Any, str]:
     except FileNotFoundError:
         raise CardError([(str(path), "", "the file does not exist")]) from None
     try:
-        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        raw = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text, path)
     except json.JSONDecodeError as e:
         raise CardError([(f"{path}:{e.lineno}", "", f"not valid JSON ({e.msg})")]) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(e, "problem", None) or str(e)
-        raise CardError([(where, "", f"not valid YAML ({problem})")]) from None
+    except YamlError as e:
+        raise CardError([(e.where, "", e.problem)], hint=e.hint) from None
     return raw, text
 
 

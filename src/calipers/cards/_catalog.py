@@ -14,7 +14,6 @@ part of a name is enough when only one card contains it (``olmo``).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,8 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from calipers._util.home import calipers_home
+from calipers._util.yamlloc import load_yaml
 from calipers.cards._card import ModelCard, load_card, parse_card
 from calipers.cards._mof import MOF_COMPONENTS, MofResult, mof_classify
 from calipers.cards._openness import OpennessVerdict, classify_openness
@@ -69,8 +68,7 @@ class CatalogEntry:
 
 def user_cards_dir() -> Path:
     """``$CALIPERS_HOME/models``, else ``./.calipers/models``."""
-    home = os.environ.get("CALIPERS_HOME")
-    return (Path(home).expanduser() if home else Path.cwd() / ".calipers") / "models"
+    return calipers_home() / "models"
 
 
 def _builtin() -> list[CatalogEntry]:
@@ -79,7 +77,8 @@ def _builtin() -> list[CatalogEntry]:
     for item in sorted(folder.iterdir(), key=lambda t: t.name):
         if item.is_file() and item.name.endswith(_SUFFIXES):
             text = item.read_text(encoding="utf-8")
-            card = parse_card(yaml.safe_load(text), source=f"builtin/{item.name}", text=text)
+            card = parse_card(load_yaml(text, f"builtin/{item.name}"),
+                              source=f"builtin/{item.name}", text=text)
             out.append(CatalogEntry(card, BUILTIN))
     return out
 

@@ -14,7 +14,7 @@ from calipers.cli._progress import BarProgress
 from calipers.errors import ConfigError
 from calipers.types import Estimate
 
-__all__ = ["contamination_group"]
+__all__ = ["PROBE_NAMES", "contamination_group"]
 
 
 @cli.group("contamination")
@@ -209,14 +209,27 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
     obj.out.print(f"[dim]{escape(report.caveat)}[/]")
 
 
+PROBE_NAMES = ("min-k%++", "completion", "ts-guessing")  # calipers.contamination.PROBES
+
+
+def _probe_names(_ctx: click.Context, _param: click.Parameter,
+                 values: tuple[str, ...]) -> tuple[str, ...]:
+    from calipers.contamination import probe_name
+
+    try:
+        return tuple(probe_name(v) for v in values)
+    except ConfigError as e:
+        raise click.BadParameter(f"{e.message} {e.hint or ''}".strip()) from None
+
+
 @contamination_group.command("probes")
 @click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC",
               help="A model with log-probabilities for Min-K%++ (llamacpp, fake).")
 @click.option("-t", "--task", required=True, metavar="NAME|PATH", help="The benchmark.")
 @click.option("--reference", default="dyn_word_problems", show_default=True, metavar="NAME",
               help="Fresh items the model cannot have seen ('none': no reference).")
-@click.option("--probe", "probes", multiple=True,
-              type=click.Choice(["min_k_pp", "completion", "ts_guessing"]),
+@click.option("--probe", "probes", multiple=True, metavar="[" + "|".join(PROBE_NAMES) + "]",
+              callback=_probe_names,
               help="Only these probes (repeatable; default: all three).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=60, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)

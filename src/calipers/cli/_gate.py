@@ -18,6 +18,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from calipers._util.home import make_folder
 from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
 from calipers.errors import CalipersError
 from calipers.types import Estimate
@@ -152,7 +153,7 @@ def markdown_summary(result: GateResult | None, *, error: str | None = None) -> 
 def _write(path: str | None, text: str) -> None:
     if path:
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(p.parent, f"the folder of {p.name}")
         p.write_text(text, encoding="utf-8")
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
+from calipers._util.yamlloc import load_yaml
 from calipers.cli._app import Context, cli, store_option
 from calipers.cli._net import check_port
 from calipers.errors import ConfigError
@@ -24,9 +24,10 @@ def _file_settings(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"Cannot read the gateway config {path}: {e}") from None
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"Cannot read the gateway config {path}: {e.strerror}.") from None
+    data = load_yaml(text, path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of gateway settings.",
                           hint="See docs/gateway.md for the settings.")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.markup import escape
 
+from calipers._util.home import calipers_home
 from calipers.cli._app import (
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
@@ -38,8 +38,7 @@ __all__ = ["run_cmd"]
 def _report_dir(explicit: str | None) -> Path:
     if explicit:
         return Path(explicit)
-    home = os.environ.get("CALIPERS_HOME")
-    return (Path(home) if home else Path(".calipers")) / "reports"
+    return calipers_home() / "reports"
 
 
 def _config(opts: dict[str, Any]) -> RunConfig:

@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from calipers._util.home import make_folder
 from calipers.cli._app import Context, cli, store_option
 
 __all__ = ["select_cmd"]
@@ -46,8 +47,7 @@ def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...]
     catalog = CardCatalog.load(cards_dirs)
     with Store.open(obj.store_url) as store:
         result = select(sel, store, catalog=catalog, log=lambda m: obj.err.print(f"[dim]{m}[/]"))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(Path(out_dir), "the output folder")
     stem = "".join(ch if ch.isalnum() else "-" for ch in sel.name.lower()).strip("-") or "select"
     md, page = out / f"{stem}.md", out / f"{stem}.html"
     md.write_text(to_markdown(result), encoding="utf-8")

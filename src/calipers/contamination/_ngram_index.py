@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
+from calipers._util.home import make_folder
 from calipers.contamination._bloom import (
     NEGLIGIBLE_FP,
     BloomFilter,
@@ -153,9 +154,7 @@ def _prepare(out: Path, overwrite: bool) -> None:
     if (out / _INFO).exists() and not overwrite:
         raise ConfigError(f"{out} already holds an n-gram index.",
                           hint="Choose another directory, delete it, or pass overwrite=True.")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} exists and is not a directory.", hint="Choose another path.")
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out, "the index folder")
     (out / _INFO).unlink(missing_ok=True)
 
 

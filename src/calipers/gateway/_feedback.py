@@ -34,6 +34,14 @@ class Feedback(BaseModel):
     score: float
     comment: str | None = Field(default=None, max_length=4000)
 
+    @field_validator("score", mode="before")
+    @classmethod
+    def _not_bool(cls, v: object) -> object:
+        if isinstance(v, bool):  # pydantic would read true as 1.0 and false as 0.0
+            raise ValueError(f"score must be a number, not the boolean {str(v).lower()}: "
+                             "send 1 or 0 for thumbs up or down")
+        return v
+
     @field_validator("score")
     @classmethod
     def _finite(cls, v: float) -> float:

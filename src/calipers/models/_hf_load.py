@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calipers._util.home import calipers_home, make_folder
 from calipers.errors import ConfigError, ModelLoadError
 from calipers.models._gguf import (
     bundled_smollm2,
@@ -214,8 +215,7 @@ def source_identity(spec: HfSpec, local: LocalModel) -> ModelIdentity:
 
 def hf_home_cache() -> Path:
     """Where converted GGUF checkpoints are kept: ``$CALIPERS_HOME/hf-gguf``."""
-    home = os.environ.get("CALIPERS_HOME")
-    return (Path(home) if home else Path(".calipers")) / "hf-gguf"
+    return calipers_home() / "hf-gguf"
 
 
 def _converted_dir(local: LocalModel) -> Path | None:
@@ -268,7 +268,7 @@ def _save_converted(model: Any, tokenizer: Any, local: LocalModel, target: Path)
     model.hf_quantizer = None  # the weights are dense now; transformers refuses otherwise
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(target.parent, "the folder of converted checkpoints")
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         model.save_pretrained(tmp)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from calipers._util.clock import utc_now
+from calipers._util.home import make_folder
 from calipers.monitor._novelty import Novelty, NoveltyItem
 from calipers.monitor._traffic import messages_of
 from calipers.store import TrafficRecord
@@ -87,7 +88,7 @@ def export_to_suite(novelty: Novelty, name: str, *, build: bool = False, seed: i
     from calipers.suites import suites_home
 
     folder = suites_home().parent / "monitor" / "exports"
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, "the monitor's export folder")
     path = folder / f"{name}-{utc_now():%Y%m%dT%H%M%S%f}.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     report = import_logs(path, name, fmt="jsonl", mapping=FieldMapping(
@@ -152,7 +153,7 @@ def export_to_review(novelty: Novelty, path: str | Path) -> ExportResult:
             continue
         rows.append(_review_row(it, None if it.cluster is None else names.get(it.cluster)))
     if rows:
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(p.parent, f"the folder of {p.name}")
         with p.open("a", encoding="utf-8") as f:
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n"
                          for r in rows)

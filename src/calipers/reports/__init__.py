@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from calipers._util.private import private_dir, write_private_text
+from calipers._util.home import make_folder
+from calipers._util.private import write_private_text
 from calipers.reports._html import render_html
 from calipers.reports._markdown import render_markdown
 from calipers.reports._multi import render_multi_html, write_multi_report
@@ -52,7 +53,7 @@ def write_report(
 ) -> tuple[Path, Path]:
     """Write ``<out_dir>/<run.id>.html`` and ``<out_dir>/<run.id>.md`` (creating ``out_dir``)
     and return both paths."""
-    out = private_dir(Path(out_dir))
+    out = make_folder(Path(out_dir), "the report folder", private=True)
     html_path, md_path = out / f"{run.id}.html", out / f"{run.id}.md"
     write_private_text(html_path, render_html(run, samples))  # 0600, as the store
     write_private_text(md_path, render_markdown(run, samples))

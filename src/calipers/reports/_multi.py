@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calipers._util.private import private_dir, write_private_text
+from calipers._util.home import make_folder
+from calipers._util.private import write_private_text
 from calipers.errors import ConfigError
 from calipers.reports._html import (
     clip,
@@ -92,7 +93,7 @@ def write_multi_report(
     needed), N being the number of runs after the first, and return both paths."""
     if not runs:
         raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
-    out = private_dir(Path(out_dir))
+    out = make_folder(Path(out_dir), "the report folder", private=True)
     stem = f"report-{runs[0].record.id}" + (f"-vs-{len(runs) - 1}" if len(runs) > 1 else "")
     html_path, md_path = out / f"{stem}.html", out / f"{stem}.md"
     write_private_text(html_path, render_multi_html(runs, comparison=comparison, title=title))

@@ -85,15 +85,36 @@ def _draw_shots(
     if match == "category":  # e.g. MMLU: shots from the item's own subject
         candidates = [s for s in candidates if s.category == sample.category]
     if len(candidates) < k:
-        where = f" in category {sample.category!r}" if match == "category" else ""
-        raise ConfigError(
-            f"Few-shot k={k} but the pool has only {len(candidates)} examples{where}."
-        )
+        raise _too_few_shots(pool, sample, k, len(candidates), match)
     if sampling == "fixed":
         order = sorted(candidates, key=lambda s: json_hash([seed, "fixed", s.id]))
         return order[:k]
     rng = random.Random(json_hash([seed, sample.id]))
     return rng.sample(candidates, k)
+
+
+def _examples(n: int) -> str:
+    return f"{n} example" if n == 1 else f"{n} examples"
+
+
+def _too_few_shots(
+    pool: list[Sample], sample: Sample, k: int, usable: int, match: str | None
+) -> ConfigError:
+    """The shortage as the user counts it: the pool's size first, then what is left out."""
+    hint = f"Use --few-shot {usable} or fewer, or give a larger few-shot pool."
+    if len(pool) < k:
+        return ConfigError(f"Few-shot k={k} but the pool has only {_examples(len(pool))}.",
+                           hint=hint)
+    same = sum(1 for s in pool if s.id == sample.id or s.input == sample.input)
+    why = []
+    if same:
+        why.append(f"{same} {'is' if same == 1 else 'are'} the item itself (same id or input)")
+    if match == "category":
+        why.append(f"only {usable} of the rest {'is' if usable == 1 else 'are'} in its "
+                   f"category {sample.category!r}")
+    return ConfigError(
+        f"Few-shot k={k} but item {sample.id!r} can use only {_examples(usable)} of the pool's "
+        f"{len(pool)}: {' and '.join(why)}.", hint=hint)
 
 
 def _epochs(ps: PlannedSample, epochs: int) -> list[PlannedSample]:

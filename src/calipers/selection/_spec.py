@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from calipers._util.yamlloc import load_yaml
 from calipers.cards import OPENNESS_CLASSES
 from calipers.errors import ConfigError
 
@@ -87,10 +87,9 @@ def load_selection(path: str | Path) -> Selection:
     except OSError as e:
         raise ConfigError(f"Cannot read selection file {p}: {e.strerror}.") from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise ConfigError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: "
-                          f"{e}") from None
+        data = json.loads(text) if p.suffix == ".json" else load_yaml(text, p)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{p}:{e.lineno}: not valid JSON ({e.msg}).") from None
     try:
         return Selection.model_validate(data or {})
     except ValidationError as e:

@@ -9,7 +9,6 @@ crash of the process and of the machine). SQLAlchemy, not the ``sqlite3`` module
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -21,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from calipers._util.private import private_dir, private_file
+from calipers._util.home import calipers_home, folder_problem, make_folder
+from calipers._util.private import private_file
 from calipers.errors import StoreError
 
 __all__ = [
@@ -44,9 +44,7 @@ _URL_HINT = (
 
 def default_sqlite_path() -> Path:
     """``$CALIPERS_HOME/calipers.db``, else ``./.calipers/calipers.db``."""
-    home = os.environ.get("CALIPERS_HOME")
-    folder = Path(home).expanduser() if home else Path.cwd() / ".calipers"
-    return folder.absolute() / "calipers.db"
+    return calipers_home() / "calipers.db"
 
 
 def display_url(url: sa.URL) -> str:
@@ -61,7 +59,8 @@ def resolve_url(url: str | None) -> sa.URL:
     """
     if url is None:
         path = default_sqlite_path()
-        private_dir(path.parent)  # 0700: sandboxed programs run as another user
+        # 0700: sandboxed programs run as another user
+        make_folder(path.parent, "the store's folder", private=True)
         return sa.URL.create("sqlite", database=str(path))
     if "://" not in url:
         return sa.URL.create("sqlite", database=str(Path(url).expanduser().absolute()))
@@ -84,11 +83,19 @@ def create_engine(url: sa.URL) -> Engine:
     shown = display_url(url)
     sqlite = url.get_backend_name() == "sqlite"
     if sqlite and url.database not in (None, "", ":memory:"):
-        folder = Path(url.database).parent
-        if not folder.is_dir():
+        path = Path(url.database)
+        folder = path.parent
+        if path.is_dir():
+            raise StoreError(f"Cannot open the store {shown}: {path} is a folder, not a "
+                             "database file.", hint="Give a file path, e.g. DIR/calipers.db.")
+        problem = folder_problem(folder)
+        if problem is None and not folder.is_dir():
+            problem = f"the folder {folder} does not exist"
+        if problem is not None:
             raise StoreError(
-                f"Cannot open the store {shown}: the folder {folder} does not exist.",
-                hint="Create the folder first, or leave --store unset to use the default.",
+                f"Cannot open the store {shown}: {problem}.",
+                hint="Give a path in a folder that exists and you can write, or leave --store "
+                "unset to use the default.",
             )
         _create_private(Path(url.database), shown)
     kwargs: dict[str, Any] = (

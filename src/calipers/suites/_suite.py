@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from calipers._util.hashing import canonical_json, text_hash
+from calipers._util.home import calipers_home, make_folder
 from calipers.errors import ConfigError, DataError
 from calipers.suites._records import ImportReport, LogRecord, Source, Turn
 
@@ -128,8 +129,7 @@ class Manifest(BaseModel):
 
 
 def suites_home() -> Path:
-    home = os.environ.get("CALIPERS_HOME")
-    return ((Path(home).expanduser() if home else Path.cwd() / ".calipers") / "suites").absolute()
+    return calipers_home() / "suites"
 
 
 def check_name(name: str) -> str:
@@ -158,7 +158,7 @@ def add_to_pool(name: str, records: list[LogRecord], report: ImportReport, *,
     """Store an import's redacted records and its report; the same file (by sha256) is
     imported once unless ``replace``."""
     pool = suite_dir(name) / "pool"
-    pool.mkdir(parents=True, exist_ok=True)
+    make_folder(pool, f"the pool of suite {name!r}")
     stem = report.sha256[:16]
     target = pool / f"{stem}.jsonl"
     if target.exists() and not replace:
@@ -246,8 +246,8 @@ def save_version(name: str, items: list[SuiteItem], fields: dict[str, Any]
     manifest = Manifest(name=name, version=v, content_hash=digest, n_items=len(items),
                         **fields)
     d = suite_dir(name)
-    tmp = d / f".v{v}.tmp-{os.getpid()}"
-    tmp.mkdir(parents=True)
+    tmp = make_folder(d, f"the folder of suite {name!r}") / f".v{v}.tmp-{os.getpid()}"
+    tmp.mkdir()
     try:
         (tmp / "items.jsonl").write_text(_jsonl(list(items)), encoding="utf-8")
         doc = json_safe(manifest.model_dump(mode="json"))

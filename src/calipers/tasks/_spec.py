@@ -16,13 +16,13 @@ Every error names the file, the line (YAML) or the field, and what is expected.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from calipers._util.yamlloc import yaml_line
+from calipers._util.yamlloc import YamlError, load_yaml, yaml_line
 from calipers.datasets import read_records
 from calipers.errors import CalipersError, DataError, TaskSpecError
 from calipers.scorers import ScorerSpec, build_scorer
@@ -85,14 +85,11 @@ def _parse(path: Path) -> tuple[dict[str, Any], str]:
     except FileNotFoundError:
         raise TaskSpecError(f"Task file {path} does not exist.") from None
     try:
-        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        raw = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text, path)
     except json.JSONDecodeError as e:
         raise TaskSpecError(f"{path}:{e.lineno}: not valid JSON ({e.msg}).") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(e, "problem", None) or str(e)
-        raise TaskSpecError(f"{where}: not valid YAML ({problem}).") from None
+    except YamlError as e:
+        raise TaskSpecError(e.message, hint=e.hint) from None
     if not isinstance(raw, dict):
         raise TaskSpecError(f"{path}: expected a mapping of task fields at the top level.")
     return raw, text
@@ -127,13 +124,13 @@ def _to_sample(spec: TaskSpec, row: dict[str, Any], where: str, index: int) -> S
     f = spec.fields
 
     def need(col: str) -> Any:
-        if col not in row or row[col] is None:
+        if col not in row:
             raise TaskSpecError(
                 f"{where}: missing field {col!r}.",
                 hint=f"Columns present: {', '.join(map(str, row)) or '(none)'}; "
                 "map yours under `fields:` in the task spec.",
             )
-        return row[col]
+        return _value(row[col], col, where)
 
     text = str(need(f.input))
     choices: tuple[str, ...] | None = None
@@ -141,7 +138,7 @@ def _to_sample(spec: TaskSpec, row: dict[str, Any], where: str, index: int) -> S
         raw_choices = need(f.choices)
         if isinstance(raw_choices, str):
             try:
-                raw_choices = json.loads(raw_choices)
+                raw_choices = _value(json.loads(raw_choices), f.choices, where)
             except json.JSONDecodeError:
                 raw_choices = raw_choices.split("|")
         if not isinstance(raw_choices, list) or len(raw_choices) < 2:
@@ -159,6 +156,25 @@ def _to_sample(spec: TaskSpec, row: dict[str, Any], where: str, index: int) -> S
         cluster=str(row[f.cluster]) if f.cluster and row.get(f.cluster) is not None else None,
         fields={c: need(c) for c in f.extra},
     )
+
+
+def _value(value: Any, col: str, where: str) -> Any:
+    """A mapped column's value, refused when it is null or a number that is not finite
+    (JSON data read by Python may hold NaN, Infinity, or 1e999, which overflows to inf)."""
+    if value is None:
+        raise TaskSpecError(
+            f"{where}: field {col!r} is present but null (no value).",
+            hint="Give the item a value, or remove the row.",
+        )
+    bad = [v for v in (value if isinstance(value, list) else [value])
+           if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise TaskSpecError(
+            f"{where}: field {col!r} holds {bad[0]!r}, not a finite number.",
+            hint="NaN and Infinity are not JSON values; write the answer as text "
+            '("NaN") if the word is meant, or fix the row.',
+        )
+    return value
 
 
 def _target(
@@ -223,7 +239,9 @@ def _build(spec: TaskSpec, path: Path) -> Task:
     def fewshot(ctx: LoadContext) -> list[Sample]:
         if shot_file is None:
             return []
-        return _read(spec, shot_file)
+        # ids of their own: row numbers (or the file's ids) are not the items' ids, so a
+        # shot is never taken for "the item itself" because its id happens to match
+        return [s.model_copy(update={"id": f"fewshot:{s.id}"}) for s in _read(spec, shot_file)]
 
     return Task(
         name=spec.name,
