@@ -354,7 +354,7 @@ def _generation_config(model: Any, tok: Any, max_tokens: int, temperature: float
     eos = sorted(_eos_ids(model, tok))
     pad = tok.pad_token_id if tok.pad_token_id is not None else (eos[0] if eos else 0)
     sampled = temperature > 0
-    return GenerationConfig(  # type: ignore[no-untyped-call]
+    return GenerationConfig(  # type: ignore[no-untyped-call, unused-ignore]
         max_new_tokens=max_tokens, do_sample=sampled,
         temperature=temperature if sampled else None, top_p=top_p if sampled else None,
         top_k=0 if sampled else None, repetition_penalty=1.0, eos_token_id=eos or None,

@@ -154,8 +154,9 @@ def _block_attention(module: Any, query: Any, key: Any, value: Any, attention_ma
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if calipers_blocks is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask,
-                                      scaling=scaling, dropout=dropout, **kwargs)
+        plain: tuple[Any, None] = sdpa_attention_forward(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+        return plain
     import torch
     from torch.nn.functional import scaled_dot_product_attention
 
