@@ -175,8 +175,8 @@ def test_no_traffic_and_bad_parameters(client: TestClient) -> None:
 def test_default_reference_holds_traffic_or_the_page_says_none_does(client: TestClient
                                                                     ) -> None:
     """Without reference=: the first windows with traffic (here the first hour: 100
-    requests, a third of all); with all traffic in one window the page says no reference holds any and how
-    to set one, instead of a drift section that silently tests nothing."""
+    requests, a third of all); with all traffic in one window the page says no reference
+    holds any and how to set one, instead of a drift section that silently tests nothing."""
     span = urlencode({"since": hour(0).isoformat(), "until": hour(3).isoformat()})
     page = main(client.get(f"/monitor?{span}").text)
     assert f"({PER_HOUR} requests; " in page and "no-reference" not in page
