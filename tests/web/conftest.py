@@ -27,6 +27,7 @@ PAYLOAD = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 ALPHA_RIGHT = range(18)  # 18/30 = 60%
 BETA_RIGHT = range(27)  # 27/30 = 90%; beta right wherever alpha is, and on 9 more items
 XSS_ERRORS = (0, 1)
+LOOPBACK = "http://127.0.0.1"  # TestClient's base URL: the dashboard answers loopback names
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -23,7 +23,7 @@ from calipers.monitor import ABConfig, run_ab
 from calipers.store import Store, TrafficRecord
 from calipers.web import create_app
 from tests.monitor._ab_fixtures import Arm, canary_traffic, judge_script, shadow_traffic
-from tests.web.conftest import Tags
+from tests.web.conftest import LOOPBACK, Tags
 
 N, JUDGE = 400, "llm_judge:helpfulness"
 
@@ -41,7 +41,7 @@ def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, list[T
 
 @pytest.fixture(scope="module")
 def client(ab_store: tuple[str, str, list[TrafficRecord]]) -> Iterator[TestClient]:
-    with TestClient(create_app(ab_store[0])) as c:
+    with TestClient(create_app(ab_store[0]), base_url=LOOPBACK) as c:
         yield c
 
 
@@ -126,7 +126,7 @@ def test_no_traffic_mixed_modes_and_bad_parameters(client: TestClient, tmp_path:
     with Store.open(mixed) as store:
         store.add_traffic(shadow_traffic(30, Arm(), Arm(), seed=1)
                           + canary_traffic(30, Arm(), Arm(), seed=2))
-    with TestClient(create_app(mixed)) as c:
+    with TestClient(create_app(mixed), base_url=LOOPBACK) as c:
         page = c.get("/ab")
         assert page.status_code == 400 and "not mixed" in page.text
         assert 'href="/ab?mode=shadow"' in page.text

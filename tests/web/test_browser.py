@@ -68,7 +68,7 @@ class Page:
 
 
 @pytest.fixture
-def page(browser: Any, served: ServerThread) -> Iterator[Page]:
+def page(served: ServerThread, browser: Any) -> Iterator[Page]:  # the store first: asyncio.run
     p = Page(browser, served.url)
     yield p
     p.page.close()

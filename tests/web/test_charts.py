@@ -12,10 +12,12 @@ import pytest
 
 from calipers.types import Estimate
 from calipers.web._charts import (
+    MAX_LABEL,
     PLOT_BOTTOM,
     PLOT_LEFT,
     PLOT_RIGHT,
     PLOT_TOP,
+    WIDTH,
     Marker,
     PlotRow,
     Rule,
@@ -42,9 +44,9 @@ def circles(root: ET.Element) -> list[tuple[float, float]]:
     return [(float(c.get("cx", "nan")), float(c.get("cy", "nan"))) for c in root.iter("circle")]
 
 
-def flat(points: list[tuple[float, float]]) -> list[float]:
-    """pytest.approx compares flat sequences of numbers (pytest 9 refuses nested tuples)."""
-    return [c for p in points for c in p]
+def flat(pairs: list[tuple[float, ...]] | list[tuple[float, float]]) -> list[float]:
+    """Coordinate pairs as one flat list (pytest.approx does not compare nested ones)."""
+    return [v for pair in pairs for v in pair]
 
 
 def px_x(frac: float) -> float:
@@ -111,7 +113,9 @@ def test_alert_markers_are_placed_labelled_and_escaped() -> None:
     (g,) = [g for g in root.iter("g") if g.get("class") == "alert-marker"]
     (line,) = list(g.iter("line"))
     assert float(line.get("x1", "0")) == pytest.approx(px_x(3 / 4), abs=0.06)
-    assert [t.text for t in g.iter("text")] == [EVIL]  # the text, decoded, not markup
+    # the text, decoded, not markup; shortened to MAX_LABEL with the whole in the tooltip
+    assert [t.text for t in g.iter("text")] == [EVIL[:MAX_LABEL - 1] + "…"]
+    assert g.find("title") is not None and g.find("title").text == EVIL  # type: ignore[union-attr]
     assert root.find("title") is not None and root.find("title").text == EVIL  # type: ignore[union-attr]
     assert any(g.get("data-series") == EVIL for g in root.iter("g"))
 
@@ -173,7 +177,9 @@ def test_forest_plot_of_differences_is_symmetric_with_a_zero_line() -> None:
     assert not math.isnan(lo)
 
 
-def test_close_markers_get_labels_on_separate_rows_or_only_a_tooltip() -> None:
+def test_close_markers_get_one_row_of_labels_that_never_overlap_or_leave_the_chart() -> None:
+    """Five markers close together: the first gets its label, the others only their
+    tooltips (a label never covers another one, and all sit above the plot)."""
     pts = [TimePoint(float(i), est(0.5)) for i in range(10)]
     labels = [f"alert number {i}" for i in range(5)]
     markers = [Marker(5.0 + 0.1 * i, label) for i, label in enumerate(labels)]
@@ -181,9 +187,24 @@ def test_close_markers_get_labels_on_separate_rows_or_only_a_tooltip() -> None:
     groups = [g for g in root.iter("g") if g.get("class") == "alert-marker"]
     assert [g.find("title").text for g in groups] == labels  # type: ignore[union-attr]
     texts = [t for g in groups for t in g.iter("text")]
-    rows = [float(t.get("y", "0")) for t in texts]
-    assert len(texts) == 3 and len(set(rows)) == 3  # three label rows, then tooltips only
-    assert all(y < PLOT_TOP for y in rows)  # above the plot, never over the data
+    assert [t.text for t in texts] == ["alert number 0"]
+    assert all(float(t.get("y", "0")) < PLOT_TOP - 6 for t in texts)  # above the marker lines
+
+
+@pytest.mark.parametrize("where", [0.0, 0.02, 0.5, 0.55, 0.98, 1.0])
+def test_a_long_marker_label_stays_inside_the_viewbox(where: float) -> None:
+    """Wherever the marker is, its label (estimated at BOLD_W per character, generous for
+    11px bold) starts and ends inside the 0..WIDTH viewBox."""
+    from calipers.web._charts import BOLD_W
+
+    pts = [TimePoint(float(i), est(0.5)) for i in range(11)]
+    label = "drift: prompt_length, language, topic, embedding, response_length"
+    root = parse(time_series_svg([Series("s", pts)], title="t",
+                                 markers=[Marker(10 * where, label)]))
+    (text,) = [t for t in root.iter("text") if t.get("class") == "marker-label"]
+    x, n = float(text.get("x", "nan")), len(text.text or "")
+    assert text.get("text-anchor") == "start" and n <= MAX_LABEL
+    assert x >= 0 and x + BOLD_W * n <= WIDTH
 
 
 def test_rules_sit_at_their_value_and_x_label_names_the_axis() -> None:
@@ -199,3 +220,21 @@ def test_rules_sit_at_their_value_and_x_label_names_the_axis() -> None:
     assert float(lines[0].get("y1", "nan")) == pytest.approx(px_y(0.5), abs=0.06)
     assert "no difference" in svg and "off the axis" not in svg
     assert ">observations</text>" in svg and ">x</text>" not in svg
+
+
+def test_legend_names_fit_their_column_and_a_lone_series_gets_the_width() -> None:
+    name = "llm_judge:helpfulness: candidate − baseline"  # 43 characters
+    pts = [TimePoint(float(i), est(0.5)) for i in range(3)]
+    one = parse(time_series_svg([Series(name, pts)], title="t"))
+    assert [t.text for g in one.iter("g") if g.get("class", "").startswith("key")
+            for t in g.iter("text")] == [name]
+    many = parse(time_series_svg([Series(name + str(i), pts) for i in range(5)], title="t"))
+    keys = [g for g in many.iter("g") if g.get("class", "").startswith("key")]
+    from calipers.web._charts import CHAR_W, LEGEND_COLS
+
+    col_w = (PLOT_RIGHT - PLOT_LEFT) / LEGEND_COLS
+    for g in keys:  # shortened to fit its column, the whole name in the tooltip
+        (text,) = g.iter("text")
+        assert 14 + CHAR_W * len(text.text or "") <= col_w
+        assert g.find("title") is not None and g.find("title").text.startswith(name)  # type: ignore[union-attr]
+

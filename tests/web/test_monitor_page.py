@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from click.testing import CliRunner
@@ -21,7 +22,7 @@ from calipers.cli import cli
 from calipers.store import TrafficRecord
 from calipers.web import create_app
 from calipers.web._charts import PLOT_LEFT, PLOT_RIGHT
-from tests.web.conftest import PAYLOAD, Tags, pct
+from tests.web.conftest import LOOPBACK, PAYLOAD, Tags, pct
 from tests.web.traffic import (
     CALM,
     DRIFT,
@@ -43,7 +44,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Traf
 
 @pytest.fixture(scope="module")
 def client(store_path: tuple[str, list[TrafficRecord]]) -> Iterator[TestClient]:
-    with TestClient(create_app(store_path[0])) as c:
+    with TestClient(create_app(store_path[0]), base_url=LOOPBACK) as c:
         yield c
 
 
@@ -169,3 +170,22 @@ def test_no_traffic_and_bad_parameters(client: TestClient) -> None:
     j = client.get("/api/monitor?alpha=2")
     assert j.status_code == 400 and "alpha" in j.json()["error"]
     assert client.get("/api/monitor?embeddings=word2vec").status_code == 400
+
+
+def test_default_reference_holds_traffic_or_the_page_says_none_does(client: TestClient
+                                                                    ) -> None:
+    """Without reference=: the first windows with traffic (here the first hour: 100
+    requests, a third of all); with all traffic in one window the page says no reference
+    holds any and how to set one, instead of a drift section that silently tests nothing."""
+    span = urlencode({"since": hour(0).isoformat(), "until": hour(3).isoformat()})
+    page = main(client.get(f"/monitor?{span}").text)
+    assert f"({PER_HOUR} requests; " in page and "no-reference" not in page
+    assert "of 2 windows compared with the reference" in page
+    one = urlencode({"since": hour(0).isoformat(), "until": hour(6).isoformat(),
+                     "window": "1d"})
+    page = main(client.get(f"/monitor?{one}").text)
+    m = re.search(r'<p class="notice problem no-reference"[^>]*>(.*?)</p>', page, re.S)
+    assert m and "No reference period holds traffic" in m.group(1)
+    assert "--reference START..END" in m.group(1) and "No reference period." in page
+    api = client.get(f"/api/monitor?{one}").json()["reference"]
+    assert api["n_requests"] == 0 and "one window" in api["problem"]

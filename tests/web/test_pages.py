@@ -21,6 +21,7 @@ from calipers.web._sections import param_values
 from tests.web.conftest import (
     ALPHA_RIGHT,
     BETA_RIGHT,
+    LOOPBACK,
     PAYLOAD,
     XSS_ERRORS,
     N,
@@ -32,7 +33,7 @@ from tests.web.conftest import (
 
 @pytest.fixture(scope="module")
 def client(seeded: Seeded) -> Iterator[TestClient]:
-    with TestClient(create_app(seeded.url)) as c:
+    with TestClient(create_app(seeded.url), base_url=LOOPBACK) as c:
         yield c
 
 
@@ -237,7 +238,8 @@ def test_a_section_builder_can_be_replaced(tmp_path: Path) -> None:
             "alerts": ["<b>drift</b>"], "notes": [], "charts": [], "tables": []},
             {"ok": float("nan")}, 200, 418)
 
-    with TestClient(create_app(str(tmp_path / "s.db"), sections={"monitor": page})) as c:
+    app = create_app(str(tmp_path / "s.db"), sections={"monitor": page})
+    with TestClient(app, base_url=LOOPBACK) as c:
         r = c.get("/monitor?price=a&price=b")
         assert r.status_code == 200 and "&lt;b&gt;drift&lt;/b&gt;" in r.text
         j = c.get("/api/monitor")

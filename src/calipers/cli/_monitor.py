@@ -27,12 +27,15 @@ def _options(f: Callable[..., Any]) -> Callable[..., Any]:
     options given before the subcommand carry over to it)."""
     opts = [
         click.option("--since", help="Start: ISO time, or back from now (24h, 7d; rounded "
-                     "down to a whole window) [default: 24h before --until, rounded down]."),
+                     "down to a whole window) [default: the first window with traffic in the "
+                     "24h before --until]."),
         click.option("--until", help="End (exclusive): ISO time, back from now, or 'now' "
                      "[default: now]."),
         click.option("--window", help="Window width: 15m, 1h, 1d [default: 1h]."),
         click.option("--reference", metavar="START..END",
-                     help="Reference period [default: the first window]."),
+                     help="Reference period [default: the first windows with traffic, until "
+                     "they hold 100 requests and a quarter of all, leaving the last window "
+                     "with traffic to test]."),
         click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
                      help="False-alarm rate per window [default: 0.05]."),
         click.option("--price", "prices", multiple=True, metavar="[ARM=]IN/OUT",
@@ -216,7 +219,7 @@ def simulate_cmd(obj: Context, /, reps: int, n: int, drift: str, alpha: float,
                  permutations: int, seed: int, as_json: bool) -> None:
     """How often do the drift tests alarm without drift? (And with it.)
 
-    Synthetic traffic (TF-IDF vectors, the heuristic language detector) is drawn for a
+    Synthetic traffic (TF-IDF vectors) is drawn for a
     reference and a current window, every drift test runs as `calipers monitor` runs it, and
     windows with any alarm are counted, next to the rule "PSI > 0.1 on prompt length".
     """

@@ -8,7 +8,8 @@ alarm (the report says so). Features:
 
 ==================  ======  =================================================================
 prompt_length       input   KS, and PSI with a permutation-calibrated threshold
-language            input   chi-square on the languages' shares
+language            input   chi-square on the shares of the languages identified (``und``,
+                            unsure, left out: it never alarms)
 topic               input   chi-square on topic-cluster shares (k-means on the vectors)
 embedding           input   MMD permutation test, or a domain-classifier two-sample test
 response_length     output  KS (answered calls of the served arm)
@@ -34,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.monitor._features import Features
+from calipers.monitor._language import UNDETERMINED
 from calipers.monitor._vectors import Embedder, cluster_vectors
 from calipers.stats import (
     DriftTest,
@@ -117,6 +119,21 @@ def _share_detail(ref: Sequence[Hashable], cur: Sequence[Hashable],
     return f"{label}: {a[k] / len(ref):.0%} -> {b[k] / len(cur):.0%}"
 
 
+def _language_row(ref: Sequence[str], cur: Sequence[str], rng: np.random.Generator,
+                  o: DriftOptions) -> DriftRow:
+    """Shares of the languages identified; prompts the identifier was unsure of (``und``)
+    are left out of the test, so an unsure label never raises an alarm (their share is
+    said in the detail)."""
+    a = [x for x in ref if x != UNDETERMINED]
+    b = [x for x in cur if x != UNDETERMINED]
+    test = chi2_drift(a, b, rng=rng, alpha=o.alpha, n_permutations=o.n_permutations)
+    detail = _share_detail(a, b)
+    if ref and cur and (len(a) < len(ref) or len(b) < len(cur)):
+        unsure = f"unsure (left out) {1 - len(a) / len(ref):.0%} -> {1 - len(b) / len(cur):.0%}"
+        detail = f"{detail}; {unsure}" if detail else unsure
+    return DriftRow("language", "input", test, detail)
+
+
 def _rate_detail(ref: Sequence[int], cur: Sequence[int]) -> str:
     if not ref or not cur:
         return ""
@@ -169,9 +186,7 @@ def drift_tests(ref: Features, cur: Features, *, embedder: Embedder,
                  _median_detail(ref.prompt_length, cur.prompt_length, "chars")),
         DriftRow("prompt_length", "input", psi_drift(ref.prompt_length, cur.prompt_length,
                                                      rng=rng, alpha=a, n_permutations=perms)),
-        DriftRow("language", "input", chi2_drift(ref.language, cur.language, rng=rng, alpha=a,
-                                                 n_permutations=perms),
-                 _share_detail(ref.language, cur.language)),
+        _language_row(ref.language, cur.language, rng, o),
         *_text_tests(ref, cur, embedder, rng, o),
         DriftRow("response_length", "output",
                  ks_drift(ref.response_length, cur.response_length, alpha=a),

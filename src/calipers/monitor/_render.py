@@ -109,7 +109,12 @@ def render_report(report: MonitorReport, console: Console) -> None:
     a, b, n_ref = report.reference
     console.print(f"[bold]Traffic[/] {report.since:%Y-%m-%d %H:%M} .. "
                   f"{report.until:%Y-%m-%d %H:%M} UTC in windows of {report.window}; "
-                  f"reference {a:%Y-%m-%d %H:%M} .. {b:%Y-%m-%d %H:%M} ({n_ref:,} requests)")
+                  f"reference {a:%Y-%m-%d %H:%M} .. {b:%Y-%m-%d %H:%M} ({n_ref:,} requests)"
+                  if report.reference_problem is None else "no reference")
+    if report.reference_problem is not None:
+        console.print(f"[bold yellow]{escape(report.reference_problem)}[/]")
+    elif report.reference_why:
+        console.print(f"  [dim]reference: {escape(report.reference_why)}[/]")
     s = report.settings
     console.print(f"  embeddings {s['embeddings']}, language {s['language_detector']}, "
                   f"embedding test {s['embedding_test']}")

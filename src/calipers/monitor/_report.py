@@ -32,8 +32,13 @@ __all__ = ["MonitorConfig", "MonitorReport", "WindowMetrics", "monitor"]
 
 
 class MonitorConfig(BaseModel):
-    """What to monitor and how. ``since``/``until`` default to the 24 hours before now (the
-    start rounded down to a whole window); ``reference`` defaults to the first window."""
+    """What to monitor and how. ``until`` defaults to now and ``since`` to the first window
+    with traffic in the 24 hours before ``until`` (rounded down to a whole window).
+    ``reference`` defaults to the first windows with traffic, enough of them to hold
+    ``min_reference`` requests and a quarter of all requests (never the last window with
+    traffic, which is then tested);
+    when the traffic fills fewer than two windows no reference holds data, and the report
+    says so."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,6 +46,7 @@ class MonitorConfig(BaseModel):
     until: datetime | None = None
     window: timedelta = timedelta(hours=1)
     reference: tuple[datetime, datetime] | None = None
+    min_reference: int = Field(100, ge=1)
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
@@ -81,6 +87,8 @@ class MonitorReport:
     novelty: Novelty | None
     settings: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    reference_why: str = ""
+    reference_problem: str | None = None  # no reference holds traffic: why, and what to do
 
     @property
     def alarms(self) -> list[tuple[WindowDrift, int]]:
@@ -92,7 +100,8 @@ class MonitorReport:
         return {
             "since": self.since.isoformat(), "until": self.until.isoformat(),
             "window_seconds": self.window.total_seconds(), "alpha": self.alpha,
-            "reference": {"start": start.isoformat(), "end": end.isoformat(), "n_requests": n},
+            "reference": {"start": start.isoformat(), "end": end.isoformat(), "n_requests": n,
+                          "why": self.reference_why, "problem": self.reference_problem},
             "settings": self.settings, "notes": self.notes,
             "windows": [w.to_dict() for w in self.windows],
             "drift": [w.to_dict() for w in self.drift],
@@ -101,10 +110,16 @@ class MonitorReport:
         }
 
 
-def _span(c: MonitorConfig, now: datetime) -> tuple[datetime, datetime]:
+def _span(store: Store, c: MonitorConfig, now: datetime
+          ) -> tuple[datetime, datetime, list[Exchange]]:
+    """``since``, ``until`` and the requests between them. Without ``since``: from the first
+    window with traffic in the 24 hours before ``until``, so the view is not mostly empty."""
     until = c.until or now
     since = c.since or floor_time(until - timedelta(hours=24), c.window)
-    return since, until
+    exchanges = load_exchanges(store, since=since, until=until, modes=c.modes)
+    if c.since is None and exchanges:
+        since = max(since, floor_time(exchanges[0].ts, c.window))
+    return since, until, exchanges
 
 
 def _split(exchanges: Sequence[Exchange], edges: Sequence[tuple[datetime, datetime]]
@@ -137,14 +152,51 @@ def _metrics(groups: list[list[Exchange]], edges: Sequence[tuple[datetime, datet
     return out
 
 
+@dataclass(frozen=True)
+class _Reference:
+    span: tuple[datetime, datetime]
+    exchanges: list[Exchange]
+    first: int  # the first window compared with it
+    why: str
+    problem: str | None = None  # set when no reference holds traffic: why, and what to do
+
+
 def _reference(store: Store, c: MonitorConfig, groups: list[list[Exchange]],
-               edges: Sequence[tuple[datetime, datetime]]
-               ) -> tuple[tuple[datetime, datetime], list[Exchange], int]:
-    """The reference period, its requests, and the index of the first window compared."""
+               edges: Sequence[tuple[datetime, datetime]]) -> _Reference:
+    """The reference period: the one given, else the first windows with traffic until they
+    hold ``min_reference`` requests and a quarter of all requests (a reference shared by
+    every window should not be one hour's luck), leaving the last window with traffic to
+    be tested."""
     if c.reference is not None:
-        return c.reference, load_exchanges(store, since=c.reference[0], until=c.reference[1],
-                                           modes=c.modes), 0
-    return edges[0], groups[0], 1
+        ex = load_exchanges(store, since=c.reference[0], until=c.reference[1], modes=c.modes)
+        problem = None if ex else (
+            f"the reference period {_hm(c.reference[0])} .. {_hm(c.reference[1])} has no "
+            "traffic: no drift test ran. Set --reference START..END to a period with traffic.")
+        return _Reference(c.reference, ex, 0, "given (--reference)", problem)
+    filled = [i for i, g in enumerate(groups) if g]
+    if len(filled) < 2:
+        n = sum(map(len, groups))
+        where = f"all {n:,} requests fall in one window ({_hm(edges[filled[0]][0])})" \
+            if filled else "no traffic in this period"
+        return _Reference(edges[0], [], 1, "none", (
+            f"No reference period holds traffic to compare with: {where}, and the default "
+            "reference is the first windows with traffic, before the last one. No drift test "
+            "ran. Set one with --reference START..END (a period with traffic, e.g. the day "
+            "before), or use a narrower --window."))
+    end, n, total = filled[0], 0, sum(map(len, groups))
+    for i in range(filled[0], filled[-1]):
+        end, n = i, n + len(groups[i])
+        if n >= c.min_reference and 4 * n >= total:
+            break
+    span = (edges[filled[0]][0], edges[end][1])
+    why = (f"default: the first window{'s' if end > filled[0] else ''} with traffic, until "
+           f"{c.min_reference:,} requests and a quarter of all, or the last window with "
+           "traffic (set --reference to choose)")
+    return _Reference(span, [e for g in groups[filled[0]:end + 1] for e in g], end + 1, why)
+
+
+def _hm(t: datetime) -> str:
+    return f"{t:%Y-%m-%d %H:%M}"
 
 
 def monitor(store: Store, config: MonitorConfig | None = None, *,
@@ -152,51 +204,50 @@ def monitor(store: Store, config: MonitorConfig | None = None, *,
     """Metrics per window, drift of each later window (or the latest) against the reference,
     and outliers / new clusters of the recent traffic against the reference and suites."""
     c = config or MonitorConfig()
-    since, until = _span(c, now or utc_now())
+    since, until, exchanges = _span(store, c, now or utc_now())
     edges = window_edges(since, until, c.window)
-    exchanges = load_exchanges(store, since=since, until=until, modes=c.modes)
     groups = _split(exchanges, edges)
     rng = np.random.default_rng(c.seed)
     scores = load_scores(store, since=min(since, c.reference[0]) if c.reference else since,
                          until=max(until, c.reference[1]) if c.reference else until)
     windows = _metrics(groups, edges, c, scores, rng)
-    (ref_a, ref_b), ref_ex, first = _reference(store, c, groups, edges)
+    ref = _reference(store, c, groups, edges)
     detect, detector = language_detector()
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
-    drift = _drift(ref_ex, (ref_a, ref_b), groups, edges, first, c, scores, detect, embedder,
-                   rng, notes)
-    later = [g for g in groups[first:] if g]
+    drift = _drift(ref, groups, edges, c, scores, detect, embedder, rng, notes)
+    later = [g for g in groups[ref.first:] if g]
     recent = [e for g in (later if c.novelty == "all" else later[-1:]) for e in g]
     texts, suite_notes = suite_texts(c.suites)
-    novelty = find_novelty(ref_ex, recent, texts, embedder=embedder, rng=rng, suites=c.suites,
-                           quantile=c.outlier_quantile, min_cluster=c.min_cluster)
+    novelty = find_novelty(ref.exchanges, recent, texts, embedder=embedder, rng=rng,
+                           suites=c.suites, quantile=c.outlier_quantile,
+                           min_cluster=c.min_cluster)
     notes += suite_notes
     settings = _settings(c, detector, embedder, len(drift))
-    return MonitorReport(since, until, c.window, c.alpha, (ref_a, ref_b, len(ref_ex)), windows,
-                         drift, novelty, settings, notes)
+    return MonitorReport(since, until, c.window, c.alpha,
+                         (*ref.span, len(ref.exchanges)), windows, drift, novelty, settings,
+                         notes, ref.why, ref.problem)
 
 
-def _drift(ref_ex: list[Exchange], ref_span: tuple[datetime, datetime],
-           groups: list[list[Exchange]],
-           edges: Sequence[tuple[datetime, datetime]], first: int, c: MonitorConfig,
+def _drift(ref: _Reference, groups: list[list[Exchange]],
+           edges: Sequence[tuple[datetime, datetime]], c: MonitorConfig,
            scores: ScoreIndex, detect: Any, embedder: Embedder, rng: np.random.Generator,
            notes: list[str]) -> list[WindowDrift]:
-    if not ref_ex:
-        notes.append("the reference period has no traffic: no drift tests")
+    if not ref.exchanges:
         return []
     options = DriftOptions(alpha=c.alpha, embedding_test=c.embedding_test,
                            n_permutations=c.n_permutations)
-    ref = extract_features(ref_ex, scores, detect)
-    todo = range(len(groups) - 1, len(groups)) if c.latest_only else range(first, len(groups))
+    features = extract_features(ref.exchanges, scores, detect)
+    todo = range(len(groups) - 1, len(groups)) if c.latest_only else \
+        range(ref.first, len(groups))
     out, inside = [], 0
     for i in todo:
         if not groups[i]:
             continue
-        if edges[i][0] < ref_span[1] and edges[i][1] > ref_span[0]:
+        if edges[i][0] < ref.span[1] and edges[i][1] > ref.span[0]:
             inside += 1  # its requests are (part of) the reference: no test against itself
             continue
-        rows = drift_tests(ref, extract_features(groups[i], scores, detect),
+        rows = drift_tests(features, extract_features(groups[i], scores, detect),
                            embedder=embedder, rng=rng, options=options)
         out.append(WindowDrift(edges[i][0], edges[i][1], tuple(rows)))
     if inside:

@@ -20,7 +20,7 @@ import numpy as np
 
 from calipers.monitor._drift import DriftOptions, drift_tests
 from calipers.monitor._features import Features, extract_features
-from calipers.monitor._language import heuristic_language
+from calipers.monitor._language import language_detector
 from calipers.monitor._scores import ScoreIndex
 from calipers.monitor._synthetic import TrafficProfile, synthetic_traffic
 from calipers.monitor._traffic import pair_records
@@ -64,7 +64,8 @@ class SimulationResult:
 def _window(n: int, profile: TrafficProfile, rng: np.random.Generator) -> Features:
     records = synthetic_traffic(n, start=_T0, end=_T0 + timedelta(hours=1), rng=rng,
                                 profile=profile)
-    return extract_features(pair_records(records), ScoreIndex(), heuristic_language)
+    detect, _name = language_detector()
+    return extract_features(pair_records(records), ScoreIndex(), detect)
 
 
 def simulate_alarms(

@@ -34,6 +34,8 @@ __all__ = ["ab_page"]
 REFUSAL, FEEDBACK = "refusal", "feedback"
 _POINTS = ("error_rate", "refusal_rate", "latency_p95", "latency_p50")
 LABELS = {"promote": "promote", "keep_watching": "keep watching", "roll_back": "roll back"}
+FAILING = frozenset({"harm", "harmful", "fail", "failed", "failing", "worse"})
+"""Statuses of a metric that count against the candidate: shown in red."""
 
 
 @dataclass
@@ -141,12 +143,17 @@ def _row(role: str, r: MetricResult) -> dict[str, Any]:
     return {"role": role, "name": r.name, "what": r.what, "n": r.effect.n, "effect":
             effect_text(r), "p": "" if r.skipped else f"{r.p_value:.3g}",
             "confidence": r.effect.confidence, "tolerance": r.tolerance_text or "",
-            "status": r.status, "skipped": r.skipped}
+            "status": r.status, "skipped": r.skipped, "failing": r.status in FAILING}
 
 
-def _path_chart(result: ABResult, min_improvement: float) -> Any:
-    if result.primary is None or not result.path:
-        return None
+def _path_chart(result: ABResult, min_improvement: float, min_n: int) -> tuple[Any, str]:
+    """The primary effect's path with its confidence sequence, or (no observation yet, or
+    no finite interval yet) ``None`` and a sentence saying why there is no chart."""
+    if result.primary is None or result.primary.skipped:
+        return None, ""
+    if not result.path:
+        return None, ("No chart yet: no request has a score of the primary metric on both "
+                      "arms.")
 
     def f(x: Any) -> float:
         return math.nan if x is None else float(x)
@@ -155,6 +162,11 @@ def _path_chart(result: ABResult, min_improvement: float) -> Any:
     points = [TimePoint(p["n"], Estimate(f(p["estimate"]), f(p["low"]), f(p["high"]),
                                          int(p["n"]), "msprt-normal-mixture", conf))
               for p in result.path]
+    n = points[-1].est.n
+    if not any(math.isfinite(p.est.low) and math.isfinite(p.est.high) for p in points):
+        return None, (f"No chart yet: the confidence sequence is unbounded until the test's "
+                      f"burn-in of {min_n:,} observations, and there are {n:,}. An estimate "
+                      "without its interval would look like an answer; it is not one.")
     rules = [Rule(0.0, "no difference")]
     if min_improvement > 0:
         rules.append(Rule(min_improvement, f"needed to promote: +{min_improvement:g}"))
@@ -165,7 +177,7 @@ def _path_chart(result: ABResult, min_improvement: float) -> Any:
         [Series(f"{result.primary.name}: candidate − baseline", points)],
         title=f"{result.primary.name}: estimate and {100 * conf:.4g}% confidence sequence "
         "by number of observations", y_axis=axis, rules=rules,
-        x_label="observations, in arrival order")
+        x_label="observations, in arrival order"), ""
 
 
 def _commands(cfg: ABConfig, store: Store) -> dict[str, str]:
@@ -213,12 +225,13 @@ def ab_page(store: Store, params: Mapping[str, str]) -> SectionPage:
             return SectionPage("ab.html.j2", context, api, 200, 404)
         return SectionPage("ab.html.j2", context, api, 400)
     rows = [_row("primary", result.primary)] if result.primary else []
+    chart, chart_note = _path_chart(result, cfg.min_improvement, cfg.min_n)
     context.update(
         problem=None, result=result, note=note, stored=sorted(stored.items()),
         chosen=cfg.keys[0] if cfg.keys else "",  # the form keeps an automatic pick
         primary=rows[0] if rows else None,
         guardrails=[_row("guardrail", g) for g in result.guardrails],
         secondary=[_row("secondary", s) for s in result.secondary],
-        chart=_path_chart(result, cfg.min_improvement), commands=_commands(cfg, store),
+        chart=chart, chart_note=chart_note, min_n=cfg.min_n, commands=_commands(cfg, store),
         refusals_stored=stored.get(REFUSAL, 0))
     return SectionPage("ab.html.j2", context, result.to_dict())

@@ -4,13 +4,15 @@
     uvicorn.run(app, host="127.0.0.1", port=8765)
 
 Pages carry no script at all, and a Content-Security-Policy that forbids scripts, so even
-a model output that slipped past escaping could not run.
+a model output that slipped past escaping could not run. Requests whose Host header is not one
+of the dashboard's names are refused, and with a ``token`` every request must carry it
+(:mod:`calipers.web._guard`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -21,12 +23,15 @@ from calipers.errors import CalipersError, ConfigError, RunNotFoundError, StoreE
 from calipers.store import Store
 from calipers.web._api import health
 from calipers.web._api import router as api_router
+from calipers.web._guard import Guard
 from calipers.web._pages import router as page_router
 from calipers.web._pages import store_of
 from calipers.web._render import json_response, page
 from calipers.web._sections import Section, SectionBuilder, resolve_sections
 
-__all__ = ["CSP", "create_app"]
+__all__ = ["CSP", "MIN_TOKEN", "create_app"]
+
+MIN_TOKEN = 16
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -105,10 +110,21 @@ def _add_section(app: FastAPI, section: Section) -> None:
 
 
 def create_app(store: Store | str | None = None, *,
-               sections: Mapping[str, SectionBuilder] | None = None) -> FastAPI:
+               sections: Mapping[str, SectionBuilder] | None = None,
+               token: str | None = None, allowed_hosts: Iterable[str] = ()) -> FastAPI:
     """The dashboard over ``store``: a :class:`Store` (left open), or a URL (``None``: the
     default SQLite file) opened on first use and closed on shutdown. ``sections`` replaces the
-    page builders of the A/B and Monitor sections (see :mod:`calipers.web._sections`)."""
+    page builders of the A/B and Monitor sections (see :mod:`calipers.web._sections`).
+
+    Only requests whose Host header names ``127.0.0.1``, ``localhost``, ``[::1]`` or one of
+    ``allowed_hosts`` (``"*"``: any) are answered; with a ``token``, every request must carry
+    it (``?token=`` once, then a cookie; or ``Authorization: Bearer``). ``calipers ui`` makes
+    a token unless told otherwise."""
+    if token is not None and (len(token) < MIN_TOKEN or token != token.strip()):
+        raise ConfigError(f"The dashboard token is too short ({len(token)} characters) or "
+                          "has spaces at its ends: a short token can be guessed.",
+                          hint=f"Use at least {MIN_TOKEN} characters (calipers ui makes one "
+                          "when none is given).")
     ref = _StoreRef(store)
     resolved = resolve_sections(sections)
 
@@ -125,6 +141,7 @@ def create_app(store: Store | str | None = None, *,
     app.state.sections = resolved
     app.add_exception_handler(CalipersError, _calipers_error)
     app.middleware("http")(_headers)
+    app.add_middleware(Guard, token=token, hosts=allowed_hosts)  # outermost: runs first
     app.include_router(health)
     app.include_router(api_router)
     app.include_router(page_router)

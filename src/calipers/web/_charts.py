@@ -45,7 +45,11 @@ When = datetime | float
 
 WIDTH, PLOT_LEFT, PLOT_RIGHT, PLOT_TOP, PLOT_BOTTOM = 760, 64, 740, 48, 248
 AXIS_H, LEGEND_ROW, LEGEND_COLS, N_COLOURS = 40, 18, 4, 6
-LABEL_ROWS, LABEL_ROW_H, CHAR_W = 3, 13, 6.6  # alert labels above the plot
+LABEL_Y, CHAR_W, BOLD_W = 30, 7.0, 7.6  # alert labels: one row above the plot
+"""Text widths are estimated (no fonts on the server): CHAR_W and BOLD_W are a generous
+average advance of an 11px character (DejaVu Sans, the widest common fallback, averages
+about 0.62em), so an estimated box is never narrower than the drawn one."""
+MAX_LABEL = 30  # characters of a marker's label; its full text is the marker's tooltip
 _TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
                43200, 86400, 172800, 604800, 1209600, 2592000)
 
@@ -187,11 +191,12 @@ def _axes(scale: _XScale, axis: Axis, x_label: str | None = None) -> list[str]:
                 f'<text class="tick" x="{PLOT_LEFT - 6}" y="{_f(y_of(v, axis) + 4)}" '
                 f'text-anchor="end">{escape(axis.label(v))}</text>']
     for s, label in _x_ticks(scale):
-        x = _f(scale.x(s))
-        out += [f'<line class="tickmark" x1="{x}" y1="{PLOT_BOTTOM}" x2="{x}" '
+        x = scale.x(s)
+        tx, anchor = _inside(x, CHAR_W * len(label))
+        out += [f'<line class="tickmark" x1="{_f(x)}" y1="{PLOT_BOTTOM}" x2="{_f(x)}" '
                 f'y2="{PLOT_BOTTOM + 5}"/>',
-                f'<text class="tick" x="{x}" y="{PLOT_BOTTOM + 18}" text-anchor="middle">'
-                f"{escape(label)}</text>"]
+                f'<text class="tick" x="{_f(tx)}" y="{PLOT_BOTTOM + 18}" '
+                f'text-anchor="{anchor}">{escape(label)}</text>']
     caption = x_label or ("time (UTC)" if scale.is_time else "x")
     out += [f'<line class="axis" x1="{PLOT_LEFT}" y1="{PLOT_BOTTOM}" x2="{PLOT_RIGHT}" '
             f'y2="{PLOT_BOTTOM}"/>',
@@ -253,37 +258,50 @@ def _series(i: int, s: Series, scale: _XScale, axis: Axis) -> list[str]:
     return out
 
 
+def _inside(x: float, width: float) -> tuple[float, str]:
+    """``(x, text-anchor)`` for a label of ``width`` centred on ``x``, moved to stay inside
+    the viewBox: anchored at its start or end where centring would cross an edge."""
+    if x - width / 2 < 2:
+        return max(x - 4, 2.0), "start"
+    if x + width / 2 > WIDTH - 2:
+        return min(x + 4, WIDTH - 2.0), "end"
+    return x, "middle"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _label_places(xs: Sequence[float], labels: Sequence[str]
-                  ) -> list[tuple[float, str, int] | None]:
-    """Where each marker's label goes, ``(x, anchor, row)``: right of its line (left of it in
-    the plot's right half), in the first of LABEL_ROWS rows where it overlaps no other label;
-    None when every row is taken there (the label is then only the line's tooltip)."""
-    ends = [-math.inf] * LABEL_ROWS
-    out: list[tuple[float, str, int] | None] = [None] * len(xs)
+                  ) -> list[tuple[float, float, float] | None]:
+    """Where each marker's label goes, ``(x, left, right)``: in one row above the plot,
+    starting right of its line (ending left of it where it would leave the viewBox),
+    never outside the viewBox and never over another label; None when it would overlap
+    the previous one (the label is then only the line's tooltip)."""
+    end = -math.inf
+    out: list[tuple[float, float, float] | None] = [None] * len(xs)
     for i in sorted(range(len(xs)), key=lambda j: xs[j]):
-        w = CHAR_W * len(labels[i])
-        right = xs[i] + 4 + w <= WIDTH - 2 or xs[i] <= (PLOT_LEFT + PLOT_RIGHT) / 2
-        lo, hi = (xs[i] + 4, xs[i] + 4 + w) if right else (xs[i] - 4 - w, xs[i] - 4)
-        row = next((r for r in range(LABEL_ROWS) if ends[r] + 6 <= lo), None)
-        if row is not None:
-            ends[row] = hi
-            out[i] = (xs[i] + 4 if right else xs[i] - 4, "start" if right else "end", row)
+        w = BOLD_W * len(labels[i])
+        lo = xs[i] + 4 if xs[i] + 4 + w <= WIDTH - 2 else xs[i] - 4 - w
+        lo = min(max(lo, 2.0), WIDTH - 2 - w)
+        if lo >= end + 8:
+            out[i] = (lo, lo, lo + w)
+            end = lo + w
     return out
 
 
 def _markers(markers: Sequence[Marker], scale: _XScale) -> list[str]:
     xs = [scale.x(m.t) for m in markers]
-    places = _label_places(xs, [m.label for m in markers])
+    shown = [_short(m.label, MAX_LABEL) for m in markers]
+    places = _label_places(xs, shown)
     out = []
-    for m, x, place in zip(markers, xs, places, strict=True):
+    for m, x, text, place in zip(markers, xs, shown, places, strict=True):
         out += [f'<g class="{escape(m.css)}" data-x="{_f(x)}"><title>{escape(m.label)}</title>',
                 f'<line class="marker-line" x1="{_f(x)}" y1="{_f(PLOT_TOP - 6)}" x2="{_f(x)}" '
                 f'y2="{PLOT_BOTTOM}"/>']
         if place is not None:
-            tx, anchor, row = place
-            out.append(f'<text class="marker-label" x="{_f(tx)}" '
-                       f'y="{_f(12 + LABEL_ROW_H * row)}" text-anchor="{anchor}">'
-                       f"{escape(m.label)}</text>")
+            out.append(f'<text class="marker-label" x="{_f(place[0])}" y="{LABEL_Y}" '
+                       f'text-anchor="start">{escape(text)}</text>')
         out.append("</g>")
     return out
 
@@ -303,15 +321,19 @@ def _rules(rules: Sequence[Rule], axis: Axis) -> list[str]:
 
 
 def _legend(series: Sequence[Series], top: float) -> list[str]:
+    """A key per series in up to LEGEND_COLS columns as wide as the plot allows (one
+    series: the whole width), each name shortened to fit its column."""
     out = []
-    col_w = (PLOT_RIGHT - PLOT_LEFT) / LEGEND_COLS
+    cols = max(1, min(len(series), LEGEND_COLS))
+    col_w = (PLOT_RIGHT - PLOT_LEFT) / cols
+    fits = max(4, int((col_w - 22) / CHAR_W))
     for i, s in enumerate(series):
-        x = PLOT_LEFT + (i % LEGEND_COLS) * col_w
-        y = top + (i // LEGEND_COLS) * LEGEND_ROW
-        name = s.name if len(s.name) <= 26 else s.name[:25] + "…"
-        out += [f'<g class="key s{i % N_COLOURS}">',
+        x = PLOT_LEFT + (i % cols) * col_w
+        y = top + (i // cols) * LEGEND_ROW
+        out += [f'<g class="key s{i % N_COLOURS}"><title>{escape(s.name)}</title>',
                 f'<rect class="swatch" x="{_f(x)}" y="{_f(y - 9)}" width="10" height="10"/>',
-                f'<text class="sub" x="{_f(x + 14)}" y="{_f(y)}">{escape(name)}</text></g>']
+                f'<text class="sub" x="{_f(x + 14)}" y="{_f(y)}">{escape(_short(s.name, fits))}'
+                "</text></g>"]
     return out
 
 
@@ -329,16 +351,16 @@ def time_series_svg(
     ests = [p.est for s in series for p in s.points if _present(p)]
     axis = y_axis or score_axis(ests)
     rows = math.ceil(len(series) / LEGEND_COLS)
-    height = PLOT_BOTTOM + AXIS_H + rows * LEGEND_ROW
+    height = PLOT_BOTTOM + AXIS_H + rows * LEGEND_ROW + 6  # room for descenders
     parts = [f'<svg class="plot timeseries" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
              f'role="img" aria-label="{escape(title)}">',
-             f"<title>{escape(title)}</title>", *_axes(scale, axis, x_label),
-             *_rules(rules, axis)]
+             f"<title>{escape(title)}</title>", *_axes(scale, axis, x_label)]
     if not ests:
         parts.append(f'<text class="na" x="{(PLOT_LEFT + PLOT_RIGHT) / 2:g}" '
                      f'y="{(PLOT_TOP + PLOT_BOTTOM) / 2:g}" text-anchor="middle">no data</text>')
     for i, s in enumerate(series):
         parts += _series(i, s, scale, axis)
+    parts += _rules(rules, axis)  # over the data, so their labels stay readable
     parts += _markers(markers, scale)
     parts += _legend(series, PLOT_BOTTOM + AXIS_H + 8)
     return Markup("\n".join([*parts, "</svg>"]))

@@ -119,11 +119,12 @@ def window_rows(report: MonitorReport) -> list[dict[str, Any]]:
     """Each window, its requests and its drift tests: ``reference`` for the window that is the
     reference period, ``not tested`` for one without traffic (or without a reference)."""
     tested = {w.start: w for w in report.drift}
-    ref = report.reference[:2]
+    a, b, _n = report.reference
+    in_ref = report.reference_problem is None and a < b
     out = []
     for w in report.windows:
         d = tested.get(w.start)
-        status = str(len(d.rows)) if d else "reference" if (w.start, w.end) == ref else \
+        status = str(len(d.rows)) if d else "reference" if in_ref and a <= w.start < b else \
             "not tested"
         out.append({"window": _when(report, w.start), "start": iso(w.start),
                     "n": w.n_requests, "tests": status, "alarms": _features(d) if d else []})
@@ -190,7 +191,8 @@ def monitor_view(report: MonitorReport, config: MonitorConfig, store_url: str
                     for w in drifted],
         "n_tested": len(report.drift), "novelty": _novelty(report),
         "reference": {"start": report.reference[0], "end": report.reference[1],
-                      "n": report.reference[2]},
+                      "n": report.reference[2], "why": report.reference_why,
+                      "problem": report.reference_problem},
         "n_requests": sum(w.n_requests for w in report.windows),
         "window": _duration(report.window),
         "commands": {"report": command([*base, *args]),
