@@ -62,13 +62,13 @@ def test_worse_errors_roll_back_with_the_guardrail_marked(
     assert ">roll back</p>" in html
     rows = {a["data-metric"]: a["data-status"] for t, a in tags
             if t == "tr" and "guardrail" in (a.get("class") or "")}
-    assert rows["error_rate"] == "harm" and rows["cost"] == "skipped"
+    assert rows["error_rate"] == "failing" and rows["cost"] == "skipped"
     # the effect is the difference of the two arms' failure rates, counted here
     failed = {role: sum(r.status != 200 for r in ab_store[2] if r.role == role)
               for role in ("baseline", "candidate")}
     diff = 100 * (failed["candidate"] - failed["baseline"]) / N
     row = re.search(r'data-metric="error_rate".*?</tr>', html, re.S)
-    assert row and f"{diff:+.2f} [" in row.group(0) and "HARM" in row.group(0)
+    assert row and f"{diff:+.2f} [" in row.group(0) and "FAILING" in row.group(0)
     assert "error_rate: worse by more than 0.01" in html
     assert f'<span class="n-used">{N}</span>' in html
 

@@ -173,7 +173,7 @@ def test_ab_failing_guardrail_is_red(page: Page) -> None:
     assert layout_problems(page, f"/ab?{AB_HARM}") == []
     pg = page.page
     row = pg.locator("tr.guardrail[data-metric=error_rate]")
-    assert row.get_attribute("data-status") == "harm" and "failing" in (
+    assert row.get_attribute("data-status") == "failing" and "failing" in (
         row.get_attribute("class") or "")
     cell_bg = row.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor")
     status = row.locator("td.status").evaluate("e => getComputedStyle(e).color")

@@ -34,8 +34,9 @@ __all__ = ["ab_page"]
 REFUSAL, FEEDBACK = "refusal", "feedback"
 _POINTS = ("error_rate", "refusal_rate", "latency_p95", "latency_p50")
 LABELS = {"promote": "promote", "keep_watching": "keep watching", "roll_back": "roll back"}
-FAILING = frozenset({"harm", "harmful", "fail", "failed", "failing", "worse"})
-"""Statuses of a metric that count against the candidate: shown in red."""
+FAILING = frozenset({"failing", "worse"})
+"""Statuses of a metric that count against the candidate (a guardrail beyond its tolerance, a
+score shown worse): shown in red."""
 
 
 @dataclass
