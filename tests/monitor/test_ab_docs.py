@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ def test_ab_doc_example_runs_as_written(tmp_path: Path) -> None:
     assert script is not None
     code = script.group(1).replace('cd "$(mktemp -d)"', f"cd {tmp_path}")
     env = {k: v for k, v in os.environ.items() if k not in ("CALIPERS_STORE", "CALIPERS_HOME")}
+    # the doc's `calipers` is the one installed beside this interpreter (venv not activated)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     out = subprocess.run(["bash", "-c", code], capture_output=True, text=True, env=env,
                          timeout=300, check=False)
     assert out.returncode == 0, out.stderr

@@ -21,7 +21,7 @@ from calipers.cli._gate import EXIT_GATE_ERROR, EXIT_GATE_INTERNAL, GateCommand
 from calipers.errors import CalipersError, ConfigError
 
 if TYPE_CHECKING:
-    from calipers.monitor._ab import ABResult, MetricResult
+    from calipers.monitor._ab import ABResult
 
 __all__ = ["ab_cmd", "parse_time"]
 
@@ -79,23 +79,6 @@ def _config(opts: dict[str, Any]) -> Any:
         raise ConfigError(f"Invalid ab option: {e}") from None
 
 
-def _fmt(r: MetricResult) -> str:
-    e = r.effect
-    if r.skipped or e.is_empty:
-        return "n/a"
-    low, high = e.low, e.high
-    if r.crossed is not None:  # empty: show the bounds that crossed
-        low, high = r.crossed
-    if r.name in ("error_rate", "refusal_rate", "latency_p95", "latency_p50"):
-        scale, unit, digits = 100.0, "%" if r.name == "latency_p50" else " pts", ".2f"
-    else:
-        scale, unit, digits = 1.0, " $/1k req" if r.name == "cost" else "", ".4g"
-    if r.crossed is not None:
-        return f"{scale * e.value:+{digits}} empty: ≥{scale * low:+{digits}} and " \
-               f"≤{scale * high:+{digits}}{unit}"
-    return f"{scale * e.value:+{digits}} [{scale * low:+{digits}}, {scale * high:+{digits}}]{unit}"
-
-
 def _table(result: ABResult) -> Table:
     t = Table(header_style="bold", title_justify="left", title=(
         f"candidate − baseline, always-valid {100 * (1 - result.alpha):.4g}% confidence "
@@ -111,7 +94,7 @@ def _table(result: ABResult) -> Table:
         assert r is not None
         p = "" if r.skipped else f"{r.p_value:.3g}"
         t.add_row(escape(r.name), role, f"{r.effect.n:,}" if not r.skipped else "",
-                  _fmt(r), p, escape(r.tolerance_text or ""), _MARK.get(r.status, r.status))
+                  r.effect_text(), p, escape(r.tolerance_text or ""), _MARK.get(r.status, r.status))
     return t
 
 

@@ -123,6 +123,9 @@ def _est(e: Estimate) -> dict[str, Any]:
     return {k: (_clean(v) if isinstance(v, float) else v) for k, v in e.to_dict().items()}
 
 
+_POINT_METRICS = ("error_rate", "refusal_rate", "latency_p95", "latency_p50")
+
+
 @dataclass(frozen=True)
 class MetricResult:
     """One metric: candidate minus baseline with its confidence sequence (``effect``), the
@@ -153,6 +156,26 @@ class MetricResult:
                 "tolerance": self.tolerance, "tolerance_text": self.tolerance_text,
                 "status": self.status, "skipped": self.skipped, "reason": self.reason,
                 "crossed": crossed}
+
+    def effect_text(self) -> str:
+        """The effect with its confidence sequence, as ``calipers ab`` and the dashboard show
+        it: rates in points, ``latency_p50`` in percent; an empty sequence shows the bounds
+        that crossed."""
+        e = self.effect
+        if self.skipped or e.is_empty:
+            return "n/a"
+        if self.name in _POINT_METRICS:
+            scale, unit, fmt = 100.0, "%" if self.name == "latency_p50" else " pts", "+.2f"
+        else:
+            scale, unit, fmt = 1.0, " $/1k req" if self.name == "cost" else "", "+.4g"
+
+        def f(x: float) -> str:
+            return ("−∞" if x < 0 else "+∞") if math.isinf(x) else format(scale * x, fmt)
+
+        if self.crossed is not None:
+            low, high = self.crossed
+            return f"{f(e.value)} empty: ≥{f(low)} and ≤{f(high)}{unit}"
+        return f"{f(e.value)} [{f(e.low)}, {f(e.high)}]{unit}"
 
 
 @dataclass(frozen=True)

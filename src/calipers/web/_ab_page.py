@@ -32,7 +32,6 @@ from calipers.web._sections import SectionPage
 __all__ = ["ab_page"]
 
 REFUSAL, FEEDBACK = "refusal", "feedback"
-_POINTS = ("error_rate", "refusal_rate", "latency_p95", "latency_p50")
 LABELS = {"promote": "promote", "keep_watching": "keep watching", "roll_back": "roll back"}
 FAILING = frozenset({"failing", "worse"})
 """Statuses of a metric that count against the candidate (a guardrail beyond its tolerance, a
@@ -119,30 +118,9 @@ def _config(store: Store, q: ABQuery, params: Mapping[str, str], now: datetime
 # -- the view -----------------------------------------------------------------------------------
 
 
-def effect_text(r: MetricResult) -> str:
-    """As ``calipers ab`` prints it: rates in points, ``latency_p50`` in percent."""
-    e = r.effect
-    if r.skipped or e.is_empty:
-        return "n/a"
-
-    if math.isnan(e.low) or math.isnan(e.high):  # every look's interval did not overlap
-        return f"{100 * e.value if r.name in _POINTS else e.value:+.4g} (no interval: the " \
-            "effect moved over time)"
-
-    def b(x: float, scale: float, fmt: str) -> str:
-        return ("−∞" if x < 0 else "+∞") if math.isinf(x) else format(scale * x, fmt)
-
-    if r.name in _POINTS:
-        unit = "%" if r.name == "latency_p50" else " pts"
-        return f"{b(e.value, 100, '+.2f')} [{b(e.low, 100, '+.2f')}, {b(e.high, 100, '+.2f')}]" \
-            f"{unit}"
-    unit = " $/1k req" if r.name == "cost" else ""
-    return f"{b(e.value, 1, '+.4g')} [{b(e.low, 1, '+.4g')}, {b(e.high, 1, '+.4g')}]{unit}"
-
-
 def _row(role: str, r: MetricResult) -> dict[str, Any]:
     return {"role": role, "name": r.name, "what": r.what, "n": r.effect.n, "effect":
-            effect_text(r), "p": "" if r.skipped else f"{r.p_value:.3g}",
+            r.effect_text(), "p": "" if r.skipped else f"{r.p_value:.3g}",
             "confidence": r.effect.confidence, "tolerance": r.tolerance_text or "",
             "status": r.status, "skipped": r.skipped, "failing": r.status in FAILING}
 
