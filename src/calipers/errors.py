@@ -17,6 +17,22 @@ only with ``--debug``::
     │   └── RunNotFoundError   no run with that id or prefix
     ├── ResumeError            a run cannot be resumed as asked
     └── DeadlineError          a run reached its --deadline; what is left waits for --resume
+
+The one exit-code table. Most commands: 0 done, 1 a bug in calipers, 2 an error (any
+CalipersError, a usage error), 130 interrupted (Ctrl-C); ``calipers run`` adds 3 (finished,
+but every sample of some task failed) and 4 (``--deadline`` reached; resumable). Commands
+whose exit code is a decision for CI (``gate``, ``ab``) use 0, 1 and 2 for the decision
+(pass / fail / inconclusive; promote / roll back / keep watching), so their error is 3 and
+their bug is 4: an error never reads as a decision::
+
+    code   most commands        run                       gate, ab
+    0      done                 finished                  pass / promote
+    1      bug                  bug                       fail / roll back
+    2      error                error                     inconclusive / keep watching
+    3      -                    every sample of a task    error
+                                failed
+    4      -                    --deadline reached        bug
+    130    interrupted          interrupted (resumable)   interrupted
 """
 
 from __future__ import annotations
@@ -25,6 +41,13 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    "EXIT_DECISION_ERROR",
+    "EXIT_DECISION_INTERNAL",
+    "EXIT_ERROR",
+    "EXIT_INCOMPLETE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_RUN_FAILED",
     "CalipersError",
     "ConfigError",
     "DataError",
@@ -39,6 +62,14 @@ __all__ = [
     "TaskSpecError",
     "UnknownNameError",
 ]
+
+EXIT_INTERNAL = 1
+EXIT_ERROR = 2
+EXIT_RUN_FAILED = 3  # `calipers run`: every sample of some task failed (stored and reported)
+EXIT_INCOMPLETE = 4  # `calipers run`: --deadline reached; resumable with --resume
+EXIT_DECISION_ERROR = 3  # gate, ab: usage, configuration, data or model error: no decision
+EXIT_DECISION_INTERNAL = 4  # gate, ab: a bug in calipers: no decision
+EXIT_INTERRUPTED = 130
 
 
 class CalipersError(Exception):

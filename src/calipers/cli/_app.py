@@ -14,7 +14,14 @@ import click
 from rich.console import Console
 
 from calipers._util.environment import calipers_version
-from calipers.errors import CalipersError
+from calipers.errors import (  # the exit-code table lives with the errors
+    EXIT_ERROR,
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_RUN_FAILED,
+    CalipersError,
+)
 
 __all__ = [
     "EXIT_ERROR",
@@ -28,11 +35,6 @@ __all__ = [
     "store_option",
 ]
 
-EXIT_ERROR = 2
-EXIT_INTERNAL = 1
-EXIT_INTERRUPTED = 130
-EXIT_RUN_FAILED = 3  # `calipers run`: every sample of some task failed (stored and reported)
-EXIT_INCOMPLETE = 4  # `calipers run`: --deadline reached; resumable with --resume
 
 
 class Context:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from calipers._util.home import make_folder
 from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
-from calipers.errors import CalipersError
+from calipers.errors import EXIT_DECISION_ERROR, EXIT_DECISION_INTERNAL, CalipersError
 from calipers.types import Estimate
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXIT_GATE_ERROR", "EXIT_GATE_INTERNAL", "gate_cmd", "junit_xml", "markdown_summary"]
 
-EXIT_GATE_ERROR = 3  # usage, configuration, data or model error: no verdict
-EXIT_GATE_INTERNAL = 4  # a bug in calipers: no verdict
+EXIT_GATE_ERROR = EXIT_DECISION_ERROR  # errors.py: the one exit-code table
+EXIT_GATE_INTERNAL = EXIT_DECISION_INTERNAL
 _MARK = {"pass": "[green]PASS[/]", "fail": "[bold red]FAIL[/]",
          "inconclusive": "[yellow]INCONCLUSIVE[/]"}
 _BULLET = {"pass": "[green]●[/]", "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
