@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from calipers._util.duration import parse_seconds
 from calipers.errors import ConfigError
 
 __all__ = [
@@ -20,22 +21,20 @@ __all__ = [
     "parse_when", "window_edges",
 ]
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 MAX_WINDOWS = 10_000
 
 
 def parse_duration(text: str) -> timedelta:
     """``90s``, ``15m``, ``1h``, ``1d``, ``2w`` as a positive ``timedelta``."""
-    m = _DURATION.match(text.lower())
-    if not m or float(m.group(1)) <= 0:  # "0h" is not a duration (write "now" for a time)
+    seconds = parse_seconds(text, unit_required=True)
+    if seconds is None or seconds <= 0:  # "0h" is not a duration (write "now" for a time)
         raise ConfigError(f"Bad duration {text!r}.",
                           hint="Use a number and a unit: 30m, 1h, 6h, 1d, 1w.")
-    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    return timedelta(seconds=seconds)
 
 
 def is_relative(text: str) -> bool:
-    return bool(_DURATION.match(text.strip().lower()))
+    return parse_seconds(text, unit_required=True) is not None
 
 
 def parse_when(text: str, now: datetime) -> datetime:
