@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from calipers.errors import ModelCallError, ModelLoadError, NotSupportedError
-from calipers.models import ModelOptions, resolve_model
+from calipers.models import CallStats, ModelOptions, resolve_model, track_calls
 from calipers.models._openai import OpenAIModel, is_loopback
 from calipers.types import (
     ChatMessage,
@@ -185,6 +185,13 @@ def stub_model(stub: Stub, **options: Any) -> OpenAIModel:
     return OpenAIModel("stub", ModelOptions(base_url=stub.url, **options), backoff_base_s=0.05)
 
 
+def counted(call: Any) -> tuple[Any, CallStats]:
+    """Run ``call`` under a call tracker (as the runner does per sample)."""
+    with track_calls() as calls:
+        result = run(call)
+    return result, calls
+
+
 def error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error"}}
 
@@ -192,9 +199,9 @@ def error(message: str) -> dict[str, Any]:
 def test_retries_with_backoff_then_succeeds(stub: Stub) -> None:
     stub.script = [(503, {}, error("busy")), (503, {}, error("busy")), (200, {}, OK_BODY)]
     model = stub_model(stub, max_retries=4)
-    response = run(model.generate(chat("hi")))
+    response, calls = counted(model.generate(chat("hi")))
     assert response.text == "ok"
-    assert model.retries == 2
+    assert (calls.attempts, calls.retries, calls.rate_limited) == (3, 2, 0)
     assert len(stub.arrivals) == 3
     gaps = [b - a for a, b in zip(stub.arrivals, stub.arrivals[1:], strict=False)]
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1  # 0.05 * 2**attempt, plus up to 25% jitter
@@ -204,8 +211,9 @@ def test_retries_with_backoff_then_succeeds(stub: Stub) -> None:
 def test_429_honours_retry_after(stub: Stub) -> None:
     stub.script = [(429, {"Retry-After": "0.4"}, error("slow down")), (200, {}, OK_BODY)]
     model = stub_model(stub)
-    assert run(model.generate(ModelRequest(prompt="x"))).text == "ok"
-    assert model.retries == 1
+    response, calls = counted(model.generate(ModelRequest(prompt="x")))
+    assert response.text == "ok"
+    assert (calls.retries, calls.rate_limited) == (1, 1) and calls.wait_s >= 0.4
     assert stub.arrivals[1] - stub.arrivals[0] >= 0.4
     assert stub.requests[0][0] == "/v1/completions"
 
@@ -222,9 +230,10 @@ def test_400_is_not_retried(stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("CALIPERS_TEST_KEY", SECRET)
     stub.script = [(400, {}, error("max_tokens is too large"))]
     model = stub_model(stub, api_key_env="CALIPERS_TEST_KEY")
-    with pytest.raises(ModelCallError, match=r"HTTP 400.*max_tokens is too large") as err:
+    with track_calls() as calls, pytest.raises(
+            ModelCallError, match=r"HTTP 400.*max_tokens is too large") as err:
         run(model.generate(chat("hi")))
-    assert len(stub.arrivals) == 1 and model.retries == 0
+    assert len(stub.arrivals) == 1 and (calls.attempts, calls.retries) == (1, 0)
     assert SECRET not in str(err.value) and SECRET not in repr(err.value)
 
 

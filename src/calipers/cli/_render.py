@@ -9,7 +9,7 @@ from rich.table import Table
 
 from calipers.types import Estimate
 
-__all__ = ["retries_text", "summary_table"]
+__all__ = ["summary_table"]
 
 
 def _pct(e: Estimate) -> tuple[str, str]:
@@ -27,18 +27,6 @@ def _num(e: Estimate) -> tuple[str, str]:
 ERROR_CHARS = 140  # of the commonest error message, in the table
 
 
-def retries_text(calls: dict[str, Any] | None) -> str:
-    """``"3 (1 rate-limited, 4.5s waited)"``; ``"0"`` when no call was retried, ``"-"`` for a
-    run summarized before retries were counted."""
-    if not calls:
-        return "-"
-    if not calls.get("retries"):
-        return "0"
-    parts = [f"{calls['rate_limited']} rate-limited"] if calls.get("rate_limited") else []
-    parts.append(f"{calls.get('wait_s', 0.0):.1f}s waited")
-    return f"{calls['retries']} ({', '.join(parts)})"
-
-
 def _top_error(ts: dict[str, Any]) -> str:
     top = ts.get("top_error")
     if not top:
@@ -50,6 +38,8 @@ def _top_error(ts: dict[str, Any]) -> str:
 
 
 def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table:
+    from calipers.reports import calls_text  # the reports' wording; jinja2 only when drawn
+
     t = Table(title=title, title_justify="left", header_style="bold")
     tasks: dict[str, Any] = summary.get("tasks", {})
     any_errors = any(ts.get("top_error") for ts in tasks.values())
@@ -62,7 +52,7 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
         t.add_column(col, **kw)  # type: ignore[arg-type]
     for task, ts in tasks.items():
         tail = [_top_error(ts)] if any_errors else []
-        retries = retries_text(ts.get("calls"))
+        retries = calls_text(ts.get("calls"), short=True)
         primary = ts.get("primary")
         if primary is None:
             t.add_row(task, "-", str(ts["n_samples"]), "n/a", "", "", str(ts["n_errors"]),

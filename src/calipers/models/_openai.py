@@ -132,7 +132,6 @@ class OpenAIModel(ModelProvider):
         self.base_url = (self.options.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.concurrency = self.options.concurrency or DEFAULT_CONCURRENCY
         self.backoff_base_s = backoff_base_s
-        self.retries = 0  # retries made so far, over all requests
         self._rng = random.Random(jitter_seed)
         self._reached = False  # has the server answered at least once?
         self._client: httpx.AsyncClient | None = None
@@ -236,7 +235,6 @@ class OpenAIModel(ModelProvider):
                             hint="The server is overloaded or failing; retry later or lower "
                             "--concurrency.",
                         ) from None
-                    self.retries += 1
                     wait = self._delay(attempt, e.retry_after)
                     if calls is not None:
                         calls.retry(Retry(attempt + 1, attempts, wait, str(e), e.rate_limited))

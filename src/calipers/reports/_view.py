@@ -200,17 +200,22 @@ def _task_rows(name: str, t: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def calls_text(calls: dict[str, Any] | None) -> str:
-    """Retried model calls in words ("" for runs summarized before they were counted)."""
+def calls_text(calls: dict[str, Any] | None, *, short: bool = False) -> str:
+    """Retried model calls in words ("" for runs summarized before they were counted);
+    ``short`` for a table cell: ``"3 (1 rate-limited, 4.5s waited)"``, ``"0"``, ``"-"``."""
     if not calls:
-        return ""
+        return "-" if short else ""
     if not calls.get("retries"):
-        return "no retries"
+        return "0" if short else "no retries"
     limited = calls.get("rate_limited") or 0
+    waited = calls.get("wait_s", 0.0)
+    if short:
+        parts = [f"{limited} rate-limited"] if limited else []
+        return f"{calls['retries']} ({', '.join([*parts, f'{waited:.1f}s waited'])})"
     rl = f", {limited} rate-limited (HTTP 429)" if limited else ""
     samples = calls.get("samples_retried") or 0
     return (f"{calls['retries']} retries on {samples} sample{'s' if samples != 1 else ''}"
-            f"{rl}; {calls.get('wait_s', 0.0):.1f} s waiting between attempts")
+            f"{rl}; {waited:.1f} s waiting between attempts")
 
 
 def methodology_rows(
