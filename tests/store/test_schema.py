@@ -266,7 +266,14 @@ def test_docs_show_the_migrated_schema(sqlite_engine: sa.Engine) -> None:
     expected = sqlite_schema_sql(sqlite_engine)
     match = re.search(r"<!-- schema -->\n```sql\n(.*?)\n```", DOCS.read_text(), re.DOTALL)
     assert match, f"{DOCS} has no schema block"
-    assert match.group(1) == expected, f"update the schema block in {DOCS} to:\n{expected}"
+    # SQLAlchemy 2.0.0 writes server defaults as DEFAULT (0), later releases as DEFAULT 0:
+    # the same schema, so the text is compared with that spelling made one.
+    assert _defaults(match.group(1)) == _defaults(expected), (
+        f"update the schema block in {DOCS} to:\n{expected}")
+
+
+def _defaults(sql: str) -> str:
+    return re.sub(r"DEFAULT \(([^()]*)\)", r"DEFAULT \1", sql)
 
 
 def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
