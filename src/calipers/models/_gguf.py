@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from calipers._util.digests import cached_file_sha256
 from calipers.errors import ModelLoadError
 
 __all__ = [
@@ -90,7 +91,7 @@ _FILE_TYPES: dict[int, str] = {
 }
 _MAX_KV = 1_000_000  # a sanity bound against garbage headers
 _TOKENS_KEY = "tokenizer.ggml.tokens"
-_HASHES: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+_HASHES: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, ctime_ns) -> sha256
 
 
 @dataclass(frozen=True)
@@ -152,16 +153,13 @@ def check_gguf(path: Path) -> None:
 
 
 def file_sha256(path: Path) -> str:
-    """The full sha256 of a file, read in 1 MiB chunks; remembered per process for as long as
-    the file's size and modification time do not change."""
+    """The full sha256 of a file, remembered per process and on disk under the calipers home
+    for as long as the file's size, modification and status-change times do not change
+    (``calipers._util.digests``)."""
     st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if key not in _HASHES:
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _HASHES[key] = h.hexdigest()
+        _HASHES[key] = cached_file_sha256(path)
     return _HASHES[key]
 
 

@@ -21,7 +21,6 @@ the log-probability over the whole vocabulary.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -43,6 +42,8 @@ from calipers.models._gguf import (
     quantization_name,
     read_metadata,
 )
+from calipers.models._llamacpp_spec import parse_llamacpp_spec
+from calipers.models._threads import ThreadGovernor, Threads
 from calipers.types import (
     ChatMessage,
     LoglikelihoodRequest,
@@ -64,7 +65,9 @@ Logits = npt.NDArray[np.float64]
 
 
 def llamacpp_from_spec(rest: str, options: ModelOptions) -> LlamaCppModel:
-    """``rest`` is a path to a ``.gguf`` file or ``@smollm2``."""
+    """``rest`` is a path to a ``.gguf`` file or ``@smollm2``, then options after commas
+    (``threads=1``; see ``_llamacpp_spec``)."""
+    rest, options = parse_llamacpp_spec(rest, options)
     if rest.startswith("@"):
         if rest not in _BUNDLED:
             raise ConfigError(
@@ -93,6 +96,9 @@ class LlamaCppModel(ModelProvider):
         check_gguf(path)
         self.path = path.resolve()
         self.options = options or ModelOptions()
+        opts = self.options
+        self.threads = ThreadGovernor(opts.n_threads, opts.n_threads_batch or opts.n_threads)
+        self._set_threads: Threads | None = None
         self.loads = 0  # how many times the weights were loaded (0 on a fully cached re-run)
         self._llama: Any = None
         self._lock = threading.Lock()
@@ -164,12 +170,14 @@ class LlamaCppModel(ModelProvider):
                 "The llamacpp provider needs llama-cpp-python, which is not installed.",
                 hint="pip install llama-cpp-python",
             ) from None
+        threads = self.threads.pick()
         try:
             self._llama = Llama(
                 model_path=str(self.path),
                 n_ctx=self.options.n_ctx,
                 n_batch=N_BATCH,
-                n_threads=self.options.n_threads or os.cpu_count(),
+                n_threads=threads.decode,
+                n_threads_batch=threads.batch,
                 seed=SEED,
                 logits_all=False,
                 verbose=False,
@@ -180,13 +188,28 @@ class LlamaCppModel(ModelProvider):
                 hint="Check the file is a complete GGUF model supported by this llama.cpp.",
             ) from None
         self.loads += 1
+        self._set_threads = threads
         return self._llama
+
+    def _ready(self) -> Any:
+        """The loaded ``Llama``, its thread counts chosen for this call (``_threads``). Call
+        with the lock held."""
+        if self._llama is None:
+            return self._ensure_loaded()
+        threads = self.threads.pick()
+        if threads != self._set_threads:
+            self._llama._ctx.set_n_threads(threads.decode, threads.batch)
+            self._set_threads = threads
+        return self._llama
+
+    def runtime(self) -> dict[str, int | str]:
+        return self.threads.describe()
 
     async def aclose(self) -> None:
         with self._lock:
             if self._llama is not None:
                 self._llama.close()
-                self._llama, self._trusted = None, 0
+                self._llama, self._trusted, self._set_threads = None, 0, None
 
     # -- generation --------------------------------------------------------------------------
 
@@ -197,7 +220,7 @@ class LlamaCppModel(ModelProvider):
         p = request.params
         stop = list(p.stop)
         with self._lock:
-            llama = self._ensure_loaded()
+            llama = self._ready()
             start = time.perf_counter()
             if request.messages is not None:
                 # The same tokens llama-cpp-python's chat handler builds: the rendered template,
@@ -259,7 +282,7 @@ class LlamaCppModel(ModelProvider):
 
     def _loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
         with self._lock:
-            llama = self._ensure_loaded()
+            llama = self._ready()
             start = time.perf_counter()
             ctx, conts = _encode(llama, request.context, request.continuations)
             n_ctx = int(llama.n_ctx())
@@ -307,7 +330,7 @@ class LlamaCppModel(ModelProvider):
 
     def _token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
         with self._lock:
-            llama = self._ensure_loaded()
+            llama = self._ready()
             start = time.perf_counter()
             head, (toks,) = _encode(llama, "", [request.text])
             seq, n_ctx = head + toks, int(llama.n_ctx())

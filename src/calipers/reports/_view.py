@@ -197,6 +197,8 @@ def methodology_rows(methodology: dict[str, Any]) -> list[tuple[str, str]]:
     labelled ``"<task> · <label>"``; missing fields read "not recorded"."""
     m = methodology or {}
     rows = _model_rows(m.get("model") or {}, m.get("model_spec"))
+    if m.get("model_runtime"):  # e.g. llama.cpp's thread counts
+        rows.append(("model runtime", _kv(m["model_runtime"])))
     tasks: dict[str, dict[str, Any]] = m.get("tasks") or {}
     for name, t in tasks.items():
         task_rows = _task_rows(name, t)
