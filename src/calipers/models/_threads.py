@@ -44,25 +44,45 @@ class Threads:
 
 @dataclass(frozen=True)
 class CpuSample:
-    """Cumulative CPU seconds: all CPUs busy, all CPUs in total, this process."""
+    """Cumulative CPU seconds of the CPUs this process may run on (busy, and in total: busy
+    plus idle) and of this process, all its threads."""
 
     busy_s: float
     total_s: float
     own_s: float
+    n_cpus: int
+
+
+def _affinity() -> set[int] | None:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
 
 
 def read_cpu(proc_stat: Path = _PROC_STAT) -> CpuSample | None:
-    """The machine's CPU counters (``/proc/stat``) and this process's CPU time; None where
-    ``/proc/stat`` cannot be read (not Linux)."""
+    """The counters of this process's CPUs (the ``cpuN`` lines of ``/proc/stat``) and its own
+    CPU time; None where they cannot be read (not Linux)."""
     try:
-        fields = [int(x) for x in proc_stat.read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
+        lines = proc_stat.read_text().splitlines()
+    except OSError:
+        return None
+    cpus = _affinity()
+    busy = total = n = 0
+    for line in lines:
+        name, *values = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit()):
+            continue
+        if cpus is not None and int(name[3:]) not in cpus:
+            continue
+        fields = [int(v) for v in values[:8]]  # guest time is already in user time
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        busy, total, n = busy + sum(fields) - idle, total + sum(fields), n + 1
+    if not n:
         return None
     tick = float(os.sysconf("SC_CLK_TCK"))
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    total = sum(fields[:8])  # guest time is already counted in user time
     own = os.times()
-    return CpuSample((total - idle) / tick, total / tick, own.user + own.system)
+    return CpuSample(busy / tick, total / tick, own.user + own.system, n)
 
 
 def _quota_cores(cpu_max: Path) -> int | None:
@@ -87,9 +107,9 @@ def usable_cores(cpu_max: Path = _CGROUP_CPU_MAX) -> int:
 class ThreadGovernor:
     """Chooses the thread counts for each llama.cpp call; fixed counts are kept as given.
 
-    ``pick()`` looks at the window since the last decision: the machine's busy CPU seconds
-    minus this process's are what others used; ``others / window * machine CPUs`` of the
-    ``cores`` are taken. ``sample`` reads the counters (tests pass a fake)."""
+    ``pick()`` looks at the window since the last decision: the busy CPU seconds of this
+    process's CPUs minus its own are what others used there, ``others / window`` cores.
+    ``sample`` reads the counters (tests pass a fake)."""
 
     def __init__(
         self, decode: int | None = None, batch: int | None = None, *, cores: int | None = None,
@@ -98,7 +118,6 @@ class ThreadGovernor:
         self.cores = cores or usable_cores()
         self.fixed = Threads(decode or 0, batch or 0)
         self._sample = sample
-        self._machine_cpus = os.cpu_count() or self.cores
         self._base = sample()
         self._free = float(self.cores)  # until a window says otherwise
         self.used: Counter[Threads] = Counter()  # calls per choice, for reports and tests
@@ -110,14 +129,15 @@ class ThreadGovernor:
     def free_cores(self) -> float:
         """Cores other processes left free over the window since the last decision."""
         now = self._sample()
-        if now is None or self._base is None:
+        if now is None or self._base is None or now.n_cpus != self._base.n_cpus:
+            self._base = now
             return self._free
-        window = now.total_s - self._base.total_s  # CPU seconds of all CPUs together
-        if window < MIN_WINDOW_S * self._machine_cpus:
+        wall = (now.total_s - self._base.total_s) / now.n_cpus  # seconds the window lasted
+        if wall < MIN_WINDOW_S:
             return self._free
-        others = max(0.0, (now.busy_s - self._base.busy_s) - (now.own_s - self._base.own_s))
+        others = (now.busy_s - self._base.busy_s) - (now.own_s - self._base.own_s)
         self._base = now
-        self._free = self.cores - min(self.cores, others / window * self._machine_cpus)
+        self._free = self.cores - min(float(self.cores), max(0.0, others) / wall)
         return self._free
 
     def pick(self) -> Threads:

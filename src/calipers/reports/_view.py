@@ -308,7 +308,7 @@ def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> 
     summary = (run.summary or {}).get("tasks") or {}
     cards = (run.methodology or {}).get("tasks") or {}
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
-    from calipers.analysis._judge_calibration import judge_agreement_line
+    from calipers.analysis import judge_agreement_line
 
     return [
         replace(_task_view(t, str((cards.get(t) or {}).get("version", "?")), summary.get(t),
