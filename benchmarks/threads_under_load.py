@@ -159,7 +159,7 @@ class _Nothing:
 def _print(models: dict[str, LlamaCppModel], times: dict[tuple[str, str], list[float]],
            stats: dict[tuple[str, str], list[dict[str, Any]]], args: argparse.Namespace,
            cores: int) -> None:
-    console = Console()
+    console = Console(width=150)
     table = Table(title=f"{args.gens} generations of {args.new_tokens} tokens from "
                   f"~{args.prompt_tokens}-token prompts, SmolLM2 Q4_1, {cores} usable cores, "
                   f"median of {args.rounds}")

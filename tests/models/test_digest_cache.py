@@ -1,5 +1,6 @@
-"""The model file's sha256 is cached on disk by (real path, device, inode, size, mtime, ctime)
-and re-hashed whenever one of them changes (calipers._util.digests)."""
+"""The model file's sha256 and parsed GGUF header are cached on disk by (real path, device,
+inode, size, mtime, ctime) and computed again whenever one of them changes
+(calipers._util.digests)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_first_call_hashes_and_stores(weights: Path, calipers_home: Path, settle
     assert cached_file_sha256(weights) == _sha(weights.read_bytes())
     entries = json.loads((calipers_home / "digests.json").read_text())["entries"]
     assert list(entries) == [os.path.realpath(weights)]
-    assert entries[os.path.realpath(weights)]["sha256"] == _sha(weights.read_bytes())
+    assert entries[os.path.realpath(weights)]["facts"]["sha256"] == _sha(weights.read_bytes())
 
 
 def test_a_cache_hit_does_not_read_the_file(
@@ -109,3 +110,38 @@ def test_gguf_identity_digest_goes_through_the_cache(
     monkeypatch.setattr(_gguf, "_HASHES", {})  # a new process: only the disk cache is left
     monkeypatch.setattr(digests, "_sha256", _no_reading)
     assert _gguf.file_sha256(weights) == expected
+
+
+def test_the_gguf_header_is_cached_with_the_digest(
+    tmp_path: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small GGUF written by hand: version 3, no tensors, three metadata pairs."""
+    import struct
+
+    def kv_str(key: str, value: str) -> bytes:
+        k, v = key.encode(), value.encode()
+        return struct.pack("<Q", len(k)) + k + struct.pack("<IQ", 8, len(v)) + v
+
+    def header(name: str) -> bytes:
+        tokens = [b"<s>", b"</s>", b"hi"]
+        arr = struct.pack("<Q", len(b"tokenizer.ggml.tokens")) + b"tokenizer.ggml.tokens"
+        arr += struct.pack("<IIQ", 9, 8, len(tokens))
+        arr += b"".join(struct.pack("<Q", len(t)) + t for t in tokens)
+        eos = struct.pack("<Q", 27) + b"tokenizer.ggml.eos_token_id" + struct.pack("<II", 4, 1)
+        return b"GGUF" + struct.pack("<IQQ", 3, 0, 3) + kv_str("general.name", name) + arr + eos
+
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(header("tiny-a"))
+    first = _gguf.read_metadata(path)
+    assert first.metadata == {"general.name": "tiny-a", "tokenizer.ggml.eos_token_id": 1}
+    assert first.special_tokens == {"eos": "</s>"}
+
+    def no_parsing(p: Path) -> None:
+        raise AssertionError(f"{p} was parsed although its header is cached")
+
+    monkeypatch.setattr(_gguf, "_parse_header", no_parsing)
+    assert _gguf.read_metadata(path) == first
+    monkeypatch.undo()
+    monkeypatch.setattr(digests, "RACY_S", -1.0)
+    path.write_bytes(header("tiny-b"))  # same size, new content: parsed again
+    assert _gguf.read_metadata(path).metadata["general.name"] == "tiny-b"

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from calipers._util.digests import cached_file_sha256
+from calipers._util.digests import cached_file_fact, cached_file_sha256
 from calipers.errors import ModelLoadError
 
 __all__ = [
@@ -91,6 +91,7 @@ _FILE_TYPES: dict[int, str] = {
 }
 _MAX_KV = 1_000_000  # a sanity bound against garbage headers
 _CHUNK = 1 << 20
+_HEADER_FACT = "gguf_header_v1"  # bump when what _parse_header returns changes
 _TOKENS_KEY = "tokenizer.ggml.tokens"
 _HASHES: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, ctime_ns) -> sha256
 
@@ -253,8 +254,15 @@ def _read_value(r: _Reader, vtype: int, keep: list[bytes] | None = None) -> Meta
 
 
 def read_metadata(path: Path) -> GgufInfo:
-    """The scalar and string metadata of a GGUF file (version 2 or 3), without the weights."""
+    """The scalar and string metadata of a GGUF file (version 2 or 3), without the weights;
+    remembered with the file's digest (``calipers._util.digests``) while the file is
+    unchanged."""
     check_gguf(path)
+    header = cached_file_fact(path, _HEADER_FACT, _parse_header)
+    return GgufInfo(dict(header["metadata"]), dict(header["special"]))
+
+
+def _parse_header(path: Path) -> dict[str, Any]:
     out: dict[str, MetaValue] = {}
     tokens: list[bytes] = []
     try:
@@ -284,7 +292,7 @@ def read_metadata(path: Path) -> GgufInfo:
         tid = out.get(f"tokenizer.ggml.{name}_token_id")
         if isinstance(tid, int) and 0 <= tid < len(tokens):
             special[name] = tokens[tid].decode("utf-8", errors="replace")
-    return GgufInfo(out, special)
+    return {"metadata": out, "special": special}
 
 
 class ChatTemplate:
