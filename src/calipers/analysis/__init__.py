@@ -1,38 +1,87 @@
 """Comparing runs: paired tests, intervals, corrected p-values and verdicts in words; format
-sensitivity studies; practical factors (latency, cost) measured from stored runs."""
+sensitivity studies; practical factors (latency, cost) measured from stored runs.
 
-from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
-from calipers.analysis._audit import (
-    Annotation,
-    AuditReport,
-    FlagAgreement,
-    FlaggedItem,
-    RunAudit,
-    audit,
-)
-from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
-from calipers.analysis._floors import Floor, format_floors
-from calipers.analysis._gate import GateConfig, GateResult, GateRow, gate
-from calipers.analysis._judge_calibration import (
-    JudgeCalibrationReport,
-    calibrate_judge,
-    judge_agreement_line,
-)
-from calipers.analysis._practical import RunFactors, Stability, run_factors, stability
-from calipers.analysis._saturation import (
-    ItemRow,
-    ItemStats,
-    SaturationReport,
-    item_statistics,
-    saturation,
-)
-from calipers.analysis._sensitivity import (
-    RobustnessReport,
-    SensitivityReport,
-    robustness,
-    sensitivity,
-)
-from calipers.analysis._study import StudyPlan, load_study, plan_study, run_study
+Names load on first use (``calipers._util.lazy``): ``from calipers.analysis import
+judge_agreement_line`` imports that one module, not the statistics the others need.
+"""
+
+from typing import TYPE_CHECKING
+
+from calipers._util.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
+    from calipers.analysis._audit import (
+        Annotation,
+        AuditReport,
+        FlagAgreement,
+        FlaggedItem,
+        RunAudit,
+        audit,
+    )
+    from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
+    from calipers.analysis._floors import Floor, format_floors
+    from calipers.analysis._gate import GateConfig, GateResult, GateRow, gate
+    from calipers.analysis._judge_calibration import JudgeCalibrationReport, calibrate_judge
+    from calipers.analysis._judge_line import judge_agreement_line
+    from calipers.analysis._practical import RunFactors, Stability, run_factors, stability
+    from calipers.analysis._saturation import (
+        ItemRow,
+        ItemStats,
+        SaturationReport,
+        item_statistics,
+        saturation,
+    )
+    from calipers.analysis._sensitivity import (
+        RobustnessReport,
+        SensitivityReport,
+        robustness,
+        sensitivity,
+    )
+    from calipers.analysis._study import StudyPlan, load_study, plan_study, run_study
+
+_MODULES = {
+    "Annotation": "_audit",
+    "AuditReport": "_audit",
+    "ComparisonRow": "_compare",
+    "ComparisonSet": "_compare",
+    "FlagAgreement": "_audit",
+    "FlaggedItem": "_audit",
+    "Floor": "_floors",
+    "GateConfig": "_gate",
+    "GateResult": "_gate",
+    "GateRow": "_gate",
+    "ItemRow": "_saturation",
+    "ItemStats": "_saturation",
+    "JudgeCalibrationReport": "_judge_calibration",
+    "Paired": "_align",
+    "RobustnessReport": "_sensitivity",
+    "RunAudit": "_audit",
+    "RunFactors": "_practical",
+    "SaturationReport": "_saturation",
+    "SensitivityReport": "_sensitivity",
+    "Stability": "_practical",
+    "StoredRun": "_align",
+    "StudyPlan": "_study",
+    "audit": "_audit",
+    "calibrate_judge": "_judge_calibration",
+    "compare": "_compare",
+    "format_floors": "_floors",
+    "gate": "_gate",
+    "item_statistics": "_saturation",
+    "judge_agreement_line": "_judge_line",
+    "load_runs": "_compare",
+    "load_study": "_study",
+    "methodology_differences": "_align",
+    "pair": "_align",
+    "plan_study": "_study",
+    "robustness": "_sensitivity",
+    "run_factors": "_practical",
+    "run_study": "_study",
+    "saturation": "_saturation",
+    "sensitivity": "_sensitivity",
+    "stability": "_practical",
+}
 
 __all__ = [
     "Annotation",
@@ -76,3 +125,5 @@ __all__ = [
     "sensitivity",
     "stability",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES)

@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from calipers.analysis._judge_line import JUDGE_SCORERS, judge_agreement_line
 from calipers.datasets import read_records
 from calipers.errors import ConfigError, DataError
 from calipers.scorers._similarity import ThresholdCalibration, calibrate_threshold
@@ -43,7 +44,6 @@ __all__ = ["JUDGE_SCORERS", "JudgeCalibrationReport", "calibrate_judge",
            "calibrate_similarity", "find_scorer", "judge_agreement_line", "load_labels",
            "save_judge_calibration"]
 
-JUDGE_SCORERS = ("llm_judge", "llm_judge_pairwise")
 JudgeMode = Literal["scale", "pass_fail", "pairwise"]
 Key = tuple[str, int]
 
@@ -261,25 +261,6 @@ def save_judge_calibration(store: Store, report: JudgeCalibrationReport) -> None
     stored[report.task] = report.model_dump(mode="json")
     summary["judge_calibration"] = stored
     store.update_run(run.id, summary=summary)
-
-
-_NAMES = {"cohens_kappa": "Cohen's kappa", "krippendorff_alpha_ordinal": "Krippendorff's alpha "
-          "(ordinal)"}
-
-
-def judge_agreement_line(run: RunRecord, task: str) -> str | None:
-    """One line for reports next to a judge-scored task's scores: its stored judge-human
-    agreement, or that it was not measured; None when no judge scored ``task``."""
-    scorers = run.methodology.get("tasks", {}).get(task, {}).get("scorers", [])
-    if not any(s.get("name") in JUDGE_SCORERS for s in scorers):
-        return None
-    cal = ((run.summary or {}).get("judge_calibration") or {}).get(task)
-    if not cal:
-        return (f"judge-human agreement: not measured (calipers judge-calibrate {run.id} "
-                f"--labels FILE)")
-    est = Estimate.from_dict(cal["agreement"])
-    return (f"judge-human agreement: {_NAMES.get(cal['statistic'], cal['statistic'])} "
-            f"{est.format()} (n={est.n} labelled items, judge {cal['judge']})")
 
 
 def calibrate_similarity(run: RunRecord, samples: Sequence[SampleRecord], labels: str | Path,

@@ -1,26 +1,9 @@
-"""The ``calipers`` command line (layer 4: thin, calls the library API)."""
+"""The ``calipers`` command line (layer 5: thin, calls the library API).
 
-from calipers.cli import (  # noqa: F401 - registers the commands
-    _ab,
-    _audit,
-    _catalog,
-    _compare,
-    _contamination,
-    _gate,
-    _gateway,
-    _judge,
-    _leaderboard,
-    _model_cards,
-    _monitor,
-    _plan,
-    _report,
-    _run,
-    _runs,
-    _select,
-    _sensitivity,
-    _suite,
-    _ui,
-)
+Each command's module is imported when the command is used (``_app.COMMANDS``), so
+``calipers --help`` and ``calipers show`` do not pay for the imports of every other command.
+"""
+
 from calipers.cli._app import cli, main
 
 __all__ = ["cli", "main"]

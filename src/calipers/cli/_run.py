@@ -48,6 +48,8 @@ def _config(opts: dict[str, Any]) -> RunConfig:
     model_opts: dict[str, Any] = {
         k: opts[k] for k in ("base_url", "api_key_env", "n_ctx") if opts[k] is not None
     }
+    if opts["threads"] is not None:
+        model_opts["n_threads"] = opts["threads"]
     if opts["concurrency"] is not None:
         model_opts["concurrency"] = opts["concurrency"]
     model_opts.update(_request_options(opts))
@@ -133,6 +135,9 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Override max new tokens.")
 @click.option("--temperature", type=click.FloatRange(min=0), help="Override temperature.")
 @click.option("--n-ctx", type=click.IntRange(min=256), help="Context size for llamacpp.")
+@click.option("--threads", type=click.IntRange(min=1), metavar="N",
+              help="llama.cpp threads [default: one core fewer than usable for generation, "
+              "all for prompts]; see docs/models.md.")
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Reuse stored responses to identical requests.")
 @click.option("--resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")

@@ -91,7 +91,7 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
     for label, value in methodology_rows(run.methodology, run.summary):
         card.add_row(f"[dim]{escape(label)}[/]", escape(value))
     out.print(card)
-    from calipers.analysis._judge_calibration import judge_agreement_line
+    from calipers.analysis import judge_agreement_line
 
     for task, ts in (run.summary or {}).get("tasks", {}).items():
         line = judge_agreement_line(run, task)

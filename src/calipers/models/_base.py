@@ -33,7 +33,8 @@ class ModelOptions(BaseModel):
     timeout_s: float = Field(120.0, gt=0)  # per attempt of one request, all of it
     max_retries: int = Field(4, ge=0)  # attempts after the first (429, 5xx, timeouts)
     n_ctx: int = 4096
-    n_threads: int | None = None
+    n_threads: int | None = None  # llamacpp: threads generating tokens (and prompts, unless
+    n_threads_batch: int | None = None  # ... this is set); None: see calipers.models._threads
 
 
 class ModelProvider(ABC):
@@ -93,6 +94,11 @@ class ModelProvider(ABC):
             f"The {self.provider_name} provider cannot render its chat template locally.",
             hint="Run log-likelihood tasks with --no-chat-template on this provider.",
         )
+
+    def runtime(self) -> dict[str, int | str]:
+        """How the model is run where that changes speed but not answers (llamacpp: thread
+        counts); recorded in the methodology card, not part of the identity."""
+        return {}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, model memory)."""

@@ -34,7 +34,7 @@ def _fake(rest: str, options: ModelOptions) -> ModelProvider:
 
 def register() -> None:
     register_provider(
-        "llamacpp", _llamacpp, usage="llamacpp:PATH.gguf",
+        "llamacpp", _llamacpp, usage="llamacpp:PATH.gguf [,threads=N,threads_batch=N,n_ctx=N]",
         description="A local GGUF model through llama-cpp-python (generation + log-likelihood).",
     )
     register_provider(

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from calipers._util.digests import cached_file_fact, cached_file_sha256
 from calipers.errors import ModelLoadError
 
 __all__ = [
@@ -89,8 +90,10 @@ _FILE_TYPES: dict[int, str] = {
     38: "MXFP4_MOE",
 }
 _MAX_KV = 1_000_000  # a sanity bound against garbage headers
+_CHUNK = 1 << 20
+_HEADER_FACT = "gguf_header_v1"  # bump when what _parse_header returns changes
 _TOKENS_KEY = "tokenizer.ggml.tokens"
-_HASHES: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+_HASHES: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, ctime_ns) -> sha256
 
 
 @dataclass(frozen=True)
@@ -152,16 +155,13 @@ def check_gguf(path: Path) -> None:
 
 
 def file_sha256(path: Path) -> str:
-    """The full sha256 of a file, read in 1 MiB chunks; remembered per process for as long as
-    the file's size and modification time do not change."""
+    """The full sha256 of a file, remembered per process and on disk under the calipers home
+    for as long as the file's size, modification and status-change times do not change
+    (``calipers._util.digests``)."""
     st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if key not in _HASHES:
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _HASHES[key] = h.hexdigest()
+        _HASHES[key] = cached_file_sha256(path)
     return _HASHES[key]
 
 
@@ -179,58 +179,110 @@ def quantization_name(metadata: dict[str, MetaValue], path: Path) -> str | None:
     return None
 
 
-def _read(f: BinaryIO, n: int) -> bytes:
-    data = f.read(n)
-    if len(data) != n:
-        raise ValueError("truncated GGUF header")
-    return data
+class _Reader:
+    """Buffered reading of a GGUF header: one ``read`` per MiB rather than two per string (the
+    vocabulary and merges are ~100,000 strings), decoding only the strings asked for."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self._buf = b""
+        self._pos = 0
+
+    def _fill(self, n: int) -> None:
+        if self._pos + n > len(self._buf):
+            self._buf = self._buf[self._pos :] + self._f.read(max(n, _CHUNK))
+            self._pos = 0
+            if len(self._buf) < n:
+                raise ValueError("truncated GGUF header")
+
+    def take(self, n: int) -> bytes:
+        self._fill(n)
+        out = self._buf[self._pos : self._pos + n]
+        self._pos += n
+        return out
+
+    def unpack(self, fmt: str) -> tuple[Any, ...]:
+        size = struct.calcsize(fmt)
+        self._fill(size)
+        out = struct.unpack_from(fmt, self._buf, self._pos)
+        self._pos += size
+        return out
+
+    def skip(self, n: int) -> None:
+        ahead = len(self._buf) - self._pos
+        if n <= ahead:
+            self._pos += n
+        else:
+            self._f.seek(n - ahead, 1)
+            self._buf, self._pos = b"", 0
+
+    def strings(self, count: int, keep: list[bytes] | None) -> None:
+        """Read ``count`` strings, appending their bytes to ``keep`` when it is given."""
+        unpack_from = struct.unpack_from
+        for _ in range(count):
+            if self._pos + 8 > len(self._buf):
+                self._fill(8)
+            (n,) = unpack_from("<Q", self._buf, self._pos)
+            self._pos += 8
+            if self._pos + n > len(self._buf):
+                self._fill(n)
+            if keep is not None:
+                keep.append(self._buf[self._pos : self._pos + n])
+            self._pos += n
 
 
-def _read_value(f: BinaryIO, vtype: int, keep: list[str] | None = None) -> MetaValue | None:
+def _read_value(r: _Reader, vtype: int, keep: list[bytes] | None = None) -> MetaValue | None:
     """Read one value. Arrays read as ``None``; a string array's items go to ``keep`` when it
     is given, otherwise they are skipped."""
     if vtype in _SCALARS:
-        fmt = _SCALARS[vtype]
-        value: MetaValue = struct.unpack(fmt, _read(f, struct.calcsize(fmt)))[0]
+        value: MetaValue = r.unpack(_SCALARS[vtype])[0]
         return value
     if vtype == _STRING:
-        (n,) = struct.unpack("<Q", _read(f, 8))
-        return _read(f, n).decode("utf-8", errors="replace")
+        (n,) = r.unpack("<Q")
+        return r.take(n).decode("utf-8", errors="replace")
     if vtype == _ARRAY:
-        item_type, count = struct.unpack("<IQ", _read(f, 12))
+        item_type, count = r.unpack("<IQ")
         if item_type in _SCALARS:
-            f.seek(struct.calcsize(_SCALARS[item_type]) * count, 1)
+            r.skip(struct.calcsize(_SCALARS[item_type]) * count)
+        elif item_type == _STRING:
+            r.strings(count, keep)
         else:
             for _ in range(count):
-                item = _read_value(f, item_type)
-                if keep is not None and isinstance(item, str):
-                    keep.append(item)
+                _read_value(r, item_type)
         return None
     raise ValueError(f"unknown GGUF value type {vtype}")
 
 
 def read_metadata(path: Path) -> GgufInfo:
-    """The scalar and string metadata of a GGUF file (version 2 or 3), without the weights."""
+    """The scalar and string metadata of a GGUF file (version 2 or 3), without the weights;
+    remembered with the file's digest (``calipers._util.digests``) while the file is
+    unchanged."""
     check_gguf(path)
+    header = cached_file_fact(path, _HEADER_FACT, _parse_header)
+    return GgufInfo(dict(header["metadata"]), dict(header["special"]))
+
+
+def _parse_header(path: Path) -> dict[str, Any]:
     out: dict[str, MetaValue] = {}
-    tokens: list[str] = []
+    tokens: list[bytes] = []
     try:
         with path.open("rb") as f:
-            _read(f, 4)
-            (version,) = struct.unpack("<I", _read(f, 4))
+            r = _Reader(f)
+            r.take(4)
+            (version,) = r.unpack("<I")
             if version < 2:
                 raise ValueError(f"GGUF version {version} is not supported (need 2 or 3)")
-            _n_tensors, n_kv = struct.unpack("<QQ", _read(f, 16))
+            _n_tensors, n_kv = r.unpack("<QQ")
             if n_kv > _MAX_KV:
                 raise ValueError(f"implausible metadata count {n_kv}")
             for _ in range(n_kv):
-                (klen,) = struct.unpack("<Q", _read(f, 8))
-                key = _read(f, klen).decode("utf-8", errors="replace")
-                (vtype,) = struct.unpack("<I", _read(f, 4))
-                value = _read_value(f, vtype, tokens if key == _TOKENS_KEY else None)
+                (klen,) = r.unpack("<Q")
+                key = r.take(klen).decode("utf-8", errors="replace")
+                (vtype,) = r.unpack("<I")
+                value = _read_value(r, vtype, tokens if key == _TOKENS_KEY else None)
                 if value is not None:
                     out[key] = value
-    except (ValueError, struct.error, OverflowError) as e:
+    except (ValueError, struct.error, OverflowError, MemoryError) as e:
         raise ModelLoadError(
             f"Cannot read the GGUF header of {path} ({e}).",
             hint="The file may be truncated or corrupt; download it again.",
@@ -239,8 +291,8 @@ def read_metadata(path: Path) -> GgufInfo:
     for name in ("bos", "eos"):
         tid = out.get(f"tokenizer.ggml.{name}_token_id")
         if isinstance(tid, int) and 0 <= tid < len(tokens):
-            special[name] = tokens[tid]
-    return GgufInfo(out, special)
+            special[name] = tokens[tid].decode("utf-8", errors="replace")
+    return {"metadata": out, "special": special}
 
 
 class ChatTemplate:

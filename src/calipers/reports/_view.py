@@ -227,6 +227,8 @@ def methodology_rows(
     attempt's alone, without the failed attempts and waits before it."""
     m = methodology or {}
     rows = _model_rows(m.get("model") or {}, m.get("model_spec"))
+    if m.get("model_runtime"):  # e.g. llama.cpp's thread counts
+        rows.append(("model runtime", _kv(m["model_runtime"])))
     tasks: dict[str, dict[str, Any]] = m.get("tasks") or {}
     for name, t in tasks.items():
         task_rows = _task_rows(name, t)
@@ -347,7 +349,7 @@ def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> 
     summary = (run.summary or {}).get("tasks") or {}
     cards = (run.methodology or {}).get("tasks") or {}
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
-    from calipers.analysis._judge_calibration import judge_agreement_line
+    from calipers.analysis import judge_agreement_line
 
     return [
         replace(_task_view(t, str((cards.get(t) or {}).get("version", "?")), summary.get(t),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from calipers._util.clock import utc_now_iso
 from calipers._util.environment import calipers_version, git_revision, package_versions
@@ -57,16 +57,20 @@ class Methodology(BaseModel):
     git_revision: str | None
     packages: dict[str, str]
     created_at: str
+    # How the model ran where that changes speed, not answers (llamacpp: n_threads and
+    # n_threads_batch); recorded, never compared.
+    model_runtime: dict[str, int | str] = Field(default_factory=dict)
 
     @classmethod
     def create(
         cls, model: ModelIdentity, model_spec: str, tasks: dict[str, TaskMethodology],
-        confidence: float,
+        confidence: float, model_runtime: dict[str, int | str] | None = None,
     ) -> Methodology:
         return cls(
             model=model, model_spec=model_spec, tasks=tasks, confidence=confidence,
             calipers_version=calipers_version(), git_revision=git_revision(),
             packages=package_versions(), created_at=utc_now_iso(),
+            model_runtime=model_runtime or {},
         )
 
 

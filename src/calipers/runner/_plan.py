@@ -219,6 +219,6 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
     planned = tuple(_plan_task(t, config, provider, fallbacks.get(t.name)) for t in tasks)
     card = Methodology.create(
         provider.identity(), config.model, {p.task.name: p.methodology for p in planned},
-        config.confidence,
+        config.confidence, model_runtime=provider.runtime(),
     )
     return Plan(config, provider, planned, card)

@@ -7,8 +7,6 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
-from statsmodels.regression.linear_model import OLS
 
 from calipers.stats._proportion import check_confidence
 from calipers.types import Estimate
@@ -59,6 +57,9 @@ def clustered_mean(
     n_clusters = int(groups.max()) + 1
     if n_clusters < 2:
         return Estimate(value, -math.inf, math.inf, int(x.size), "cluster-t", c)
+    from scipy import stats  # imported here: most runs have no clusters
+    from statsmodels.regression.linear_model import OLS
+
     fit = OLS(x, np.ones((x.size, 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
     se = float(np.asarray(fit.bse)[0])
     half = float(stats.t.ppf(0.5 + c / 2, n_clusters - 1)) * se
