@@ -143,9 +143,9 @@ def test_timeout_bounds_a_request_that_hangs(upstream: tuple[Upstream, str], ite
             in task["top_error"]["message"])
     # two attempts of 0.4 s and one backoff (0.5-0.625 s) per sample, both samples at once
     assert app.posts == 4 and elapsed < 6, elapsed
-    assert task["calls"] == {"retries": 2, "samples_retried": 2, "rate_limited": 0,
-                             "wait_s": pytest.approx(task["calls"]["wait_s"])}
-    assert 2 * 0.5 <= task["calls"]["wait_s"] <= 2 * 0.625
+    calls = dict(task["calls"])
+    assert 2 * 0.5 <= calls.pop("wait_s") <= 2 * 0.625
+    assert calls == {"retries": 2, "samples_retried": 2, "rate_limited": 0}
 
 
 def test_deadline_leaves_the_rest_pending_and_resume_finishes(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from calipers._util.pii import iban_spans, phone_spans
+from calipers._util.pii import _DATE, iban_spans, phone_spans  # one date rule for both
 from calipers._util.yamlloc import load_yaml
 from calipers.errors import ConfigError
 
@@ -56,7 +56,6 @@ _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}[\s.\-]?)?(?:\(\d{1,4}\)[\s.\-]?)?\d{2,4}(?:[\s.\-]\d{2,4}){1,4}"
     r"(?![\w\-])|(?<![\w+])\+\d{8,15}\b"
 )
-_DATE = re.compile(r"^\d{4}[\-./]\d{1,2}[\-./]\d{1,2}$|^\d{1,2}[\-./]\d{1,2}[\-./]\d{2,4}$")
 
 BUILTIN_KINDS = ("API_KEY", "TOKEN", "SECRET", "EMAIL", "IBAN", "CARD", "PHONE")
 

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from calipers._util.home import make_folder
+from calipers._util.home import calipers_home, make_folder
 from calipers.cli._app import Context, cli, store_option
 
 __all__ = ["select_cmd"]
@@ -19,13 +19,14 @@ __all__ = ["select_cmd"]
 @click.argument("selection_file", type=click.Path(dir_okay=False))
 @click.option("--cards", "cards_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Extra directory of model cards (repeatable).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=".calipers/reports",
-              show_default=True, help="Where the HTML and Markdown reports go.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Where the HTML and Markdown reports go (default: reports/ in the calipers "
+              "home, as for `calipers run`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_option
 @click.pass_obj
-def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...], out_dir: str,
-               as_json: bool) -> None:
+def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...],
+               out_dir: str | None, as_json: bool) -> None:
     """Choose a model: constraints, capability, cost, latency and openness in one report.
 
     SELECTION_FILE (YAML or JSON) names the candidates (model cards and/or specs), the
@@ -47,7 +48,8 @@ def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...]
     catalog = CardCatalog.load(cards_dirs)
     with Store.open(obj.store_url) as store:
         result = select(sel, store, catalog=catalog, log=lambda m: obj.err.print(f"[dim]{m}[/]"))
-    out = make_folder(Path(out_dir), "the output folder")
+    out = make_folder(Path(out_dir) if out_dir else calipers_home() / "reports",
+                      "the output folder", private=out_dir is None)
     stem = "".join(ch if ch.isalnum() else "-" for ch in sel.name.lower()).strip("-") or "select"
     md, page = out / f"{stem}.md", out / f"{stem}.html"
     md.write_text(to_markdown(result), encoding="utf-8")

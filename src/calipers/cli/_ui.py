@@ -33,7 +33,7 @@ def _token(token: str | None, no_token: bool, allow_remote: bool) -> tuple[str |
         return None, False
     if token is not None:
         return token, False
-    from calipers.web._guard import new_token
+    from calipers.web import new_token
 
     return new_token(), True
 

@@ -15,6 +15,7 @@ serves them, instead of the candidate timeout (30 s).
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
 
 __all__ = ["MIN_SAMPLES", "WINDOW", "FirstByteDeadline"]
@@ -35,11 +36,9 @@ class _Kind:
 
 def _p95(values: deque[float]) -> float:
     """numpy's default (linear) 95th percentile."""
-    s = sorted(values)
-    pos = 0.95 * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
 
 class FirstByteDeadline:

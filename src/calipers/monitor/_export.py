@@ -88,7 +88,7 @@ def export_to_suite(novelty: Novelty, name: str, *, build: bool = False, seed: i
     from calipers.suites import suites_home
 
     folder = suites_home().parent / "monitor" / "exports"
-    make_folder(folder, "the monitor's export folder")
+    make_folder(folder, "the monitor's export folder", private=True)
     path = folder / f"{name}-{utc_now():%Y%m%dT%H%M%S%f}.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     report = import_logs(path, name, fmt="jsonl", mapping=FieldMapping(

@@ -158,7 +158,7 @@ def add_to_pool(name: str, records: list[LogRecord], report: ImportReport, *,
     """Store an import's redacted records and its report; the same file (by sha256) is
     imported once unless ``replace``."""
     pool = suite_dir(name) / "pool"
-    make_folder(pool, f"the pool of suite {name!r}")
+    make_folder(pool, f"the pool of suite {name!r}", private=True)
     stem = report.sha256[:16]
     target = pool / f"{stem}.jsonl"
     if target.exists() and not replace:
@@ -246,7 +246,7 @@ def save_version(name: str, items: list[SuiteItem], fields: dict[str, Any]
     manifest = Manifest(name=name, version=v, content_hash=digest, n_items=len(items),
                         **fields)
     d = suite_dir(name)
-    tmp = make_folder(d, f"the folder of suite {name!r}") / f".v{v}.tmp-{os.getpid()}"
+    tmp = make_folder(d, f"the folder of suite {name!r}", private=True) / f".v{v}.tmp-{os.getpid()}"
     tmp.mkdir()
     try:
         (tmp / "items.jsonl").write_text(_jsonl(list(items)), encoding="utf-8")

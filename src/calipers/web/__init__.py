@@ -10,6 +10,7 @@ usable without FastAPI. See ``docs/ui.md``.
 """
 
 from calipers.web._app import CSP, create_app
+from calipers.web._guard import new_token
 from calipers.web._sections import (
     BUILTIN_BUILDERS,
     SECTIONS,
@@ -26,4 +27,5 @@ __all__ = [
     "SectionBuilder",
     "SectionPage",
     "create_app",
+    "new_token",
 ]
