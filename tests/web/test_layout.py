@@ -22,7 +22,8 @@ from tests.web.layout_data import (
     LayoutStore,
     build_layout_store,
 )
-from tests.web.test_browser import CHROMIUM, Page, sync_api
+from tests.web.test_browser import CHROMIUM, Page
+from tests.web.test_browser import browser as browser  # the fixture, shared
 
 assert CHROMIUM is not None
 
@@ -91,15 +92,6 @@ def base(layout: LayoutStore) -> Iterator[str]:
     server = ServerThread(create_app(layout.url), graceful_s=5).start()
     yield server.url
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        yield b
-        b.close()
 
 
 @pytest.fixture
