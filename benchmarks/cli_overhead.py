@@ -9,7 +9,7 @@ made with the fake model (4 dynamic tasks x 50 items); the first run and its re-
 ``--model`` (default: the embedded SmolLM2). The re-run must not load the model: every sample
 comes from the response cache.
 
-Targets (issue 7, section 7): ``--help`` < 0.5 s, ``show`` < 1 s, cached re-run >= 50x faster
+Targets (issue 16, section 7): ``--help`` < 0.5 s, ``show`` < 1 s, cached re-run >= 50x faster
 than the first run.
 
     python benchmarks/cli_overhead.py [--repeat 5] [--limit 16] [--no-extra-buffers]

@@ -9,7 +9,7 @@ for fixed counts. Each condition is measured alone and with one busy neighbour
 shows medians, the load average and the share of CPU other processes used meanwhile (on a
 shared machine "alone" is only alone if that share is near 0).
 
-Targets (issue 7, section 7): the default under one busy neighbour <= 2.5x its time alone;
+Targets (issue 16, section 7): the default under one busy neighbour <= 2.5x its time alone;
 alone, the default within 10% of the previous default.
 
     python benchmarks/threads_under_load.py [--rounds 3] [--gens 3] [--no-extra-buffers]

@@ -6,9 +6,9 @@ through the real ``calipers ui`` under uvicorn on loopback."""
 from __future__ import annotations
 
 import os
-import selectors
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,13 +112,19 @@ def _start_ui(db: Path, port: int) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "calipers", "--store", str(db), "ui", "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    assert proc.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline, seen = time.monotonic() + 60, ""
-    while "?token=" not in seen and time.monotonic() < deadline and proc.poll() is None:
-        if sel.select(timeout=1):
-            seen += proc.stdout.readline()
+    out = proc.stdout
+    assert out is not None
+    # A thread reads the lines: select() on the pipe would miss a line that readline() has
+    # already buffered (the address and the token line come in one burst).
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(out.readline, "")),
+                              daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while not any("?token=" in x for x in lines) and time.monotonic() < deadline \
+            and proc.poll() is None:
+        time.sleep(0.05)
+    seen = "".join(lines)
     assert "?token=" in seen, seen
     url = next(w for w in seen.split() if "?token=" in w)
     for _ in range(100):  # the address is printed just before uvicorn listens
