@@ -114,3 +114,17 @@ def test_home_is_absolute_and_expands_the_user(monkeypatch: pytest.MonkeyPatch,
     assert calipers_home() == tmp_path / "cal"
     monkeypatch.delenv("CALIPERS_HOME")
     assert calipers_home() == Path.cwd() / ".calipers"
+
+
+def test_a_private_folder_makes_its_missing_parents_private_too(tmp_path: Path) -> None:
+    """mkdir(parents=True, mode=0o700) gives only the last folder that mode: a calipers home
+    first created as the parent of its reports or caches must not be world-readable."""
+    import stat
+
+    from calipers._util.home import make_folder
+
+    home = tmp_path / "new-home"
+    make_folder(home / "cache" / "templates", "the template cache", private=True)
+    modes = {p: stat.S_IMODE((home / p).stat().st_mode)
+             for p in (".", "cache", "cache/templates")}
+    assert modes == {".": 0o700, "cache": 0o700, "cache/templates": 0o700}

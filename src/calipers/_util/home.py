@@ -53,8 +53,10 @@ def make_folder(path: Path, what: str, *, hint: str | None = None, private: bool
     problem = folder_problem(path)
     if problem is None:
         try:
-            if private:
-                path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if private:  # every folder it creates, not only the last (mkdir's mode= is)
+                for folder in [*reversed(path.parents), path]:
+                    if not folder.exists():
+                        folder.mkdir(mode=0o700, exist_ok=True)
             else:
                 path.mkdir(parents=True, exist_ok=True)
             return path
