@@ -88,7 +88,7 @@ def _summary_row(t: TaskView) -> list[object]:
     n = f"{p.estimate.n} of {t.n_samples}" if p else str(t.n_samples)
     return [
         t.name, n, p.name if p else "—", p.text if p else "n/a (n=0)",
-        p.estimate.method if p else "—", _errors_text(t.n_errors), t.retries or "—",
+        p.estimate.method if p else "—", _errors_text(t.n_errors), t.retries_cell,
         t.n_cached, t.latency, f"{t.input_tokens} / {t.output_tokens}",
     ]
 

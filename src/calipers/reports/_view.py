@@ -289,6 +289,7 @@ class TaskView:
     error_kinds: tuple[str, ...]
     top_error: str  # "12× message", or "" without errors
     retries: str  # calls_text of the task's calls, "" when not counted
+    retries_cell: str  # the same for a table cell: "0", "3 (1 rate-limited, 4.5s waited)", "-"
     failing: tuple[SampleRecord, ...]
     n_failing: int
     failing_rule: str
@@ -336,7 +337,7 @@ def _task_view(
         output_tokens=int(s.get("output_tokens") or 0),
         error_kinds=tuple(s.get("errors") or ()),
         top_error=f"{top['count']}× {top['message']}" if (top := s.get("top_error")) else "",
-        retries=calls_text(s.get("calls")),
+        retries=calls_text(s.get("calls")), retries_cell=calls_text(s.get("calls"), short=True),
         failing=tuple(failing[:k]), n_failing=len(failing),
         failing_rule=failing_rule(samples, name, primary) if primary else "",
         errors=tuple(error_items(samples, name, k=k)),
