@@ -120,6 +120,12 @@ def test_run_page_fits(page: Page, layout: LayoutStore) -> None:
     assert LONG_NAME in page.page.locator("h1").inner_text()
 
 
+def test_the_full_report_fits(page: Page, layout: LayoutStore) -> None:
+    """The self-contained HTML report (what `calipers run` writes) has the same summary
+    table: with minutes-long latencies it fits the page too."""
+    assert layout_problems(page, f"/runs/{layout.slow_run}/report") == []
+
+
 def test_sample_summaries_keep_their_spaces(page: Page, layout: LayoutStore) -> None:
     pg = page.open(f"/runs/{layout.slow_run}?show=all")
     first = pg.locator("details.sample summary").first.inner_text()
