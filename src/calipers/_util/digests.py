@@ -30,18 +30,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RACY_S", "cached_file_fact", "cached_file_sha256", "calipers_home"]
+from calipers._util.home import calipers_home, make_folder
+from calipers.errors import CalipersError
+
+__all__ = ["RACY_S", "cached_file_fact", "cached_file_sha256"]
 
 RACY_S = 2.0
 MAX_ENTRIES = 256
 _FILE = "digests.json"
 _VERSION = 1
-
-
-def calipers_home() -> Path:
-    """``$CALIPERS_HOME``, else ``./.calipers`` (where the default store lives)."""
-    home = os.environ.get("CALIPERS_HOME")
-    return Path(home).expanduser() if home else Path.cwd() / ".calipers"
 
 
 def _stamp(st: os.stat_result) -> list[int]:
@@ -68,8 +65,8 @@ def _read(cache: Path) -> dict[str, Any]:
 
 
 def _write(cache: Path, entries: dict[str, Any]) -> None:
-    with contextlib.suppress(OSError):
-        cache.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError, CalipersError):
+        make_folder(cache.parent, "the calipers home", private=True)  # as the store makes it
         fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".digests-", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
