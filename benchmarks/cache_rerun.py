@@ -50,8 +50,9 @@ def main() -> None:
         table.add_row(label, str(n), str(cached), f"{secs:.2f}", f"{first / secs:.0f}x")
     Console().print(table)
     verdict = "meets" if first / second >= 50 else "MISSES"
-    Console().print(f"Identical estimates: {same}. Speed-up {first / second:.0f}x {verdict} "
-                    "the >= 50x target.")
+    Console().print(
+        f"Identical estimates: {same}. Speed-up {first / second:.0f}x {verdict} the >= 50x target."
+    )
 
 
 if __name__ == "__main__":

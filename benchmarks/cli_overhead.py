@@ -52,17 +52,25 @@ main()
 
 
 def _calipers(args: list[str], home: Path, *, patched: bool = False) -> dict[str, Any]:
-    env = {**os.environ, "CALIPERS_HOME": str(home), "COLUMNS": "160",
-           "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-c", _NO_EXTRA_BUFFERS] if patched else [sys.executable, "-m",
-                                                                     "calipers"]
+    env = {
+        **os.environ,
+        "CALIPERS_HOME": str(home),
+        "COLUMNS": "160",
+        "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    cmd = (
+        [sys.executable, "-c", _NO_EXTRA_BUFFERS] if patched else [sys.executable, "-m", "calipers"]
+    )
     out: dict[str, Any] = {}
     with measured(out):
-        proc = subprocess.run([*cmd, *args], env=env, cwd=home.parent, capture_output=True,
-                              text=True, timeout=3600)
+        proc = subprocess.run(
+            [*cmd, *args], env=env, cwd=home.parent, capture_output=True, text=True, timeout=3600
+        )
     if proc.returncode != 0:
-        raise SystemExit(f"calipers {' '.join(args)} failed ({proc.returncode}):\n"
-                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"calipers {' '.join(args)} failed ({proc.returncode}):\n"
+            f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
     out["stdout"] = proc.stdout
     return out
 
@@ -74,7 +82,10 @@ def _repeat(args: list[str], home: Path, n: int) -> list[dict[str, Any]]:
 def _row(table: Table, label: str, runs: list[dict[str, Any]], target: str, ok: bool) -> None:
     secs = [r["seconds"] for r in runs]
     table.add_row(
-        label, " ".join(f"{s:.2f}" for s in secs), f"{statistics.median(secs):.2f}", target,
+        label,
+        " ".join(f"{s:.2f}" for s in secs),
+        f"{statistics.median(secs):.2f}",
+        target,
         "pass" if ok else "FAIL",
         f"{statistics.median(r['loadavg_after'] for r in runs):.1f}",
         f"{100 * statistics.median(r['others_cpu_share'] for r in runs):.0f}%",
@@ -105,10 +116,20 @@ def main() -> None:
     table = Table(title=f"calipers command line, fresh processes, median of {args.repeat}")
     for c in ("command", "seconds (each)", "median s", "target", "", "load avg", "others' CPU"):
         table.add_column(c, justify="right")
-    _row(table, "calipers --help", helps, "< 0.5 s",
-         statistics.median(r["seconds"] for r in helps) < 0.5)
-    _row(table, "calipers show latest (200 samples)", show, "< 1 s",
-         statistics.median(r["seconds"] for r in show) < 1.0)
+    _row(
+        table,
+        "calipers --help",
+        helps,
+        "< 0.5 s",
+        statistics.median(r["seconds"] for r in helps) < 0.5,
+    )
+    _row(
+        table,
+        "calipers show latest (200 samples)",
+        show,
+        "< 1 s",
+        statistics.median(r["seconds"] for r in show) < 1.0,
+    )
     _row(table, f"calipers run -m {args.model} --limit {args.limit}: first run", [first], "", True)
     _row(table, "... cached re-run", again, f">= 50x: {speedup:.0f}x", speedup >= 50)
     console = Console(width=160)

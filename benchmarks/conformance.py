@@ -49,9 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "tests" / "data" / "conformance"
 # scorer -> (calipers scorer, [(calipers metric, reference key, reference-named?)])
 CHECKS: dict[str, list[tuple[str, str, bool]]] = {
-    "gsm8k": [("flexible_lmeval", "flexible_lmeval", True),
-              ("strict_lmeval", "strict_lmeval", True),
-              ("acc", "flexible_lmeval", False), ("acc_strict", "strict_lmeval", False)],
+    "gsm8k": [
+        ("flexible_lmeval", "flexible_lmeval", True),
+        ("strict_lmeval", "strict_lmeval", True),
+        ("acc", "flexible_lmeval", False),
+        ("acc_strict", "strict_lmeval", False),
+    ],
     "mmlu_pro": [("acc", "acc", True), ("acc_no_guess", "acc", False)],
     "ifeval": [("prompt_strict", "prompt_strict", True), ("prompt_loose", "prompt_loose", True)],
     "humaneval": [("pass", "pass", True)],
@@ -64,18 +67,32 @@ def _out(text: str) -> SampleOutput:
 
 def _samples(name: str, case: dict[str, Any], problems: dict[str, Any]) -> tuple[Sample, str]:
     if name == "gsm8k":
-        return Sample(id=case["id"], input="q", target=case["solution"].rsplit("#### ", 1)[1],
-                      fields={"solution": case["solution"]}), case["response"]
+        return Sample(
+            id=case["id"],
+            input="q",
+            target=case["solution"].rsplit("#### ", 1)[1],
+            fields={"solution": case["solution"]},
+        ), case["response"]
     if name == "mmlu_pro":
-        return Sample(id=case["id"], input="q", target=case["target"],
-                      choices=tuple(f"o{i}" for i in range(case["n_options"]))), case["response"]
+        return Sample(
+            id=case["id"],
+            input="q",
+            target=case["target"],
+            choices=tuple(f"o{i}" for i in range(case["n_options"])),
+        ), case["response"]
     if name == "ifeval":
-        return Sample(id=case["id"], input=case.get("prompt", ""),
-                      fields={"instruction_id_list": case["instruction_id_list"],
-                              "kwargs": case["kwargs"]}), case["response"]
+        return Sample(
+            id=case["id"],
+            input=case.get("prompt", ""),
+            fields={"instruction_id_list": case["instruction_id_list"], "kwargs": case["kwargs"]},
+        ), case["response"]
     p = problems[case["task_id"]]
-    return Sample(id=case["id"], input=p["prompt"], target=p["canonical_solution"],
-                  fields={"test": p["test"], "entry_point": p["entry_point"]}), case["completion"]
+    return Sample(
+        id=case["id"],
+        input=p["prompt"],
+        target=p["canonical_solution"],
+        fields={"test": p["test"], "entry_point": p["entry_point"]},
+    ), case["completion"]
 
 
 def _scorers(name: str) -> list[Scorer]:
@@ -89,8 +106,9 @@ def _scorers(name: str) -> list[Scorer]:
     return [build_scorer("code_tests")]
 
 
-async def calipers_values(name: str, cases: list[dict[str, Any]],
-                          problems: dict[str, Any]) -> dict[str, dict[str, float]]:
+async def calipers_values(
+    name: str, cases: list[dict[str, Any]], problems: dict[str, Any]
+) -> dict[str, dict[str, float]]:
     scorers = _scorers(name)
     out = {}
     for case in cases:
@@ -114,8 +132,11 @@ def build_corpus(problems: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     sys.path.insert(0, str(ROOT / "tests" / "tasks"))
     from _ifeval_cases import CASES  # the hand-made responses of the IFEval tests
 
-    cases = {"gsm8k": corpus.gsm8k_cases(), "mmlu_pro": corpus.mmlu_pro_cases(),
-             "ifeval": corpus.ifeval_cases(dict(CASES))}
+    cases = {
+        "gsm8k": corpus.gsm8k_cases(),
+        "mmlu_pro": corpus.mmlu_pro_cases(),
+        "ifeval": corpus.ifeval_cases(dict(CASES)),
+    }
     if problems:
         cases["humaneval"] = corpus.humaneval_cases(problems)
     return cases
@@ -125,12 +146,19 @@ def run_peer(python: str, cases: dict[str, Any], problems: dict[str, Any]) -> di
     payload = {**cases}
     if "humaneval" in cases:
         ids = {c["task_id"] for c in cases["humaneval"]}
-        payload["humaneval"] = {"problems": {i: problems[i] for i in ids},
-                                "cases": cases["humaneval"]}
+        payload["humaneval"] = {
+            "problems": {i: problems[i] for i in ids},
+            "cases": cases["humaneval"],
+        }
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([python, str(Path(__file__).with_name("_conformance_peer.py"))],
-                          input=json.dumps(payload), capture_output=True, text=True, env=env,
-                          check=False)
+    done = subprocess.run(
+        [python, str(Path(__file__).with_name("_conformance_peer.py"))],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if done.returncode != 0:
         sys.exit(f"the reference side failed:\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout)
@@ -146,9 +174,18 @@ def write_stored(cases: dict[str, list[dict[str, Any]]], peer: dict[str, Any]) -
         with (STORED / f"{name}.jsonl").open("w", encoding="utf-8") as f:
             for case in rows:
                 ref = peer[name][case["id"]]
-                f.write(json.dumps({**case, "reference": ref, "peer": versions,
-                                    "must_equal": {m: k for m, k, named in CHECKS[name]
-                                                   if named}}, ensure_ascii=False) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            **case,
+                            "reference": ref,
+                            "peer": versions,
+                            "must_equal": {m: k for m, k, named in CHECKS[name] if named},
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
     print(f"wrote {', '.join(n for n in cases if n in peer)} under {STORED}")
 
 
@@ -162,22 +199,26 @@ def read_stored() -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     return cases, peer
 
 
-def _groups(cases: dict[str, list[dict[str, Any]]],
-            ) -> list[tuple[str, str, list[dict[str, Any]]]]:
+def _groups(
+    cases: dict[str, list[dict[str, Any]]],
+) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(label, scorer, cases): IFEval's postscript cases apart from its other checks."""
     out = []
     for name, rows in cases.items():
         if name == "ifeval":
             ps = [r for r in rows if r["id"].startswith("ifeval-ps-")]
-            out += [("ifeval postscript", name, ps),
-                    ("ifeval other checks", name, [r for r in rows if r not in ps])]
+            out += [
+                ("ifeval postscript", name, ps),
+                ("ifeval other checks", name, [r for r in rows if r not in ps]),
+            ]
         else:
             out.append((name, name, rows))
     return out
 
 
-def report(cases: dict[str, list[dict[str, Any]]], peer: dict[str, Any],
-           problems: dict[str, Any]) -> int:
+def report(
+    cases: dict[str, list[dict[str, Any]]], peer: dict[str, Any], problems: dict[str, Any]
+) -> int:
     table = Table(title="calipers vs the reference implementations, case by case")
     for c in ("scorer", "calipers metric", "reference", "kind", "cases", "agree", "%"):
         table.add_column(c, justify="right" if c in ("cases", "agree", "%") else "left")
@@ -192,8 +233,15 @@ def report(cases: dict[str, list[dict[str, Any]]], peer: dict[str, Any],
             agree = sum(a == b for a, b in pairs)
             failures += named and agree != len(pairs)
             kind = "reference-named" if named else "calipers' own (info)"
-            table.add_row(label, metric, key, kind, str(len(pairs)), str(agree),
-                          f"{100 * agree / max(1, len(pairs)):.1f}")
+            table.add_row(
+                label,
+                metric,
+                key,
+                kind,
+                str(len(pairs)),
+                str(agree),
+                f"{100 * agree / max(1, len(pairs)):.1f}",
+            )
             for r in rows if named else ():
                 a, b = ours[r["id"]][metric], peer[name][r["id"]].get(key)
                 if b is not None and a != b:

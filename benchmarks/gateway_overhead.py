@@ -38,6 +38,7 @@ ANSWER = json.dumps({
     "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18},
 }).encode()  # fmt: skip
 
+
 def body(i: int) -> bytes:
     """Request ``i``: the same system prompt every time, a user message of its own (so the
     gateway's redaction cache helps only as much as it would with real traffic)."""
@@ -67,10 +68,18 @@ def run_upstream(port: int, delay_s: float) -> None:
     async def models(request: Request) -> Response:
         return Response(b'{"object":"list","data":[{"id":"bench"}]}', media_type="application/json")
 
-    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
-                            Route("/v1/models", models)])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                lifespan="off", timeout_graceful_shutdown=1)
+    app = Starlette(
+        routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)]
+    )
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
 
 
 # -- the load generator (child process) ------------------------------------------------------
@@ -81,8 +90,10 @@ class Pool:
 
     def __init__(self, port: int, path: str) -> None:
         self.port = port
-        self.head = (f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
-                     "content-type: application/json\r\ncontent-length: ").encode()
+        self.head = (
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+            "content-type: application/json\r\ncontent-length: "
+        ).encode()
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
 
     async def _conn(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -170,13 +181,30 @@ def start_upstream(delay_s: float) -> tuple[subprocess.Popen[bytes], int]:
     return proc, port
 
 
-def start_gateway(base: int, cand: int, fraction: float, mode: str,
-                  store: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_gateway(
+    base: int, cand: int, fraction: float, mode: str, store: Path
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    cmd = [sys.executable, "-m", "calipers", "--store", str(store), "gateway",
-           "--baseline", f"http://127.0.0.1:{base}/v1", "--candidate",
-           f"http://127.0.0.1:{cand}/v1", "--mode", mode, "--fraction", str(fraction),
-           "--port", str(port), "--candidate-timeout", "30"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "calipers",
+        "--store",
+        str(store),
+        "gateway",
+        "--baseline",
+        f"http://127.0.0.1:{base}/v1",
+        "--candidate",
+        f"http://127.0.0.1:{cand}/v1",
+        "--mode",
+        mode,
+        "--fraction",
+        str(fraction),
+        "--port",
+        str(port),
+        "--candidate-timeout",
+        "30",
+    ]
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     wait_http(f"http://127.0.0.1:{port}/healthz", proc)
     return proc, port
@@ -205,9 +233,15 @@ def summary(result: dict[str, Any]) -> dict[str, float]:
 
     lat = np.asarray(result["latencies_ms"])
     p50, p95, p99 = np.percentile(lat, [50, 95, 99])
-    return {"n": int(lat.size), "errors": sum(result["errors"].values()),
-            "error_kinds": result["errors"], "p50_ms": float(p50),
-            "p95_ms": float(p95), "p99_ms": float(p99), "max_ms": float(lat.max())}
+    return {
+        "n": int(lat.size),
+        "errors": sum(result["errors"].values()),
+        "error_kinds": result["errors"],
+        "p50_ms": float(p50),
+        "p95_ms": float(p95),
+        "p99_ms": float(p99),
+        "max_ms": float(lat.max()),
+    }
 
 
 def fetch_stats(port: int) -> dict[str, Any]:
@@ -227,8 +261,12 @@ SCENARIOS = [
 
 
 def run_all(rate: float, seconds: float) -> dict[str, Any]:
-    results: dict[str, Any] = {"rate": rate, "seconds": seconds, "cpus": os.cpu_count(),
-                               "scenarios": []}
+    results: dict[str, Any] = {
+        "rate": rate,
+        "seconds": seconds,
+        "cpus": os.cpu_count(),
+        "scenarios": [],
+    }
     baseline, base_port = start_upstream(0.0)
     try:
         direct = summary(load(base_port, rate, seconds))
@@ -236,8 +274,7 @@ def run_all(rate: float, seconds: float) -> dict[str, Any]:
         for name, mode, fraction, delay in SCENARIOS:
             cand_proc, cand_port = (None, free_port()) if delay is None else start_upstream(delay)
             with tempfile.TemporaryDirectory() as d:
-                gw, gw_port = start_gateway(base_port, cand_port, fraction, mode,
-                                            Path(d) / "gw.db")
+                gw, gw_port = start_gateway(base_port, cand_port, fraction, mode, Path(d) / "gw.db")
                 try:
                     row = summary(load(gw_port, rate, seconds))
                     row["gateway"] = fetch_stats(gw_port)
@@ -257,10 +294,25 @@ def print_table(results: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{results['rate']:g} requests/s for {results['seconds']:g} s "
-              f"({results['cpus']} CPUs)", header_style="bold")
-    for col in ("path", "n", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "+p50", "+p99",
-                "mirrored", "shadow dropped", "log dropped"):
+    t = Table(
+        title=f"{results['rate']:g} requests/s for {results['seconds']:g} s "
+        f"({results['cpus']} CPUs)",
+        header_style="bold",
+    )
+    for col in (
+        "path",
+        "n",
+        "errors",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "+p50",
+        "+p99",
+        "mirrored",
+        "shadow dropped",
+        "log dropped",
+    ):
         t.add_column(col, justify="left" if col == "path" else "right")
     for s in results["scenarios"]:
         gw = s.get("gateway") or {}
@@ -281,8 +333,13 @@ def main() -> None:
         run_upstream(int(sys.argv[2]), float(sys.argv[3]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "_load":
-        run_load(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5]),
-                 float(sys.argv[6]))
+        run_load(
+            int(sys.argv[2]),
+            sys.argv[3],
+            float(sys.argv[4]),
+            float(sys.argv[5]),
+            float(sys.argv[6]),
+        )
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rate", type=float, default=200.0, help="requests per second")

@@ -43,8 +43,9 @@ def measure(n: int, use_cache: bool, warm_cache: bool) -> tuple[float, float]:
         folder = Path(d)
         spec = _task_file(folder, n)
         with Store.open(f"sqlite:///{folder / 'bench.db'}") as store:
-            cfg = RunConfig(model="fake:bench", tasks=(str(spec),), use_cache=use_cache,
-                            concurrency=8)
+            cfg = RunConfig(
+                model="fake:bench", tasks=(str(spec),), use_cache=use_cache, concurrency=8
+            )
             if warm_cache:
                 asyncio.run(arun(cfg, store, provider=FakeModel(_answer, name="bench")))
             start = time.perf_counter()
@@ -60,8 +61,9 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    table = Table(title=f"Harness overhead, fake model, {args.items} items (median of "
-                  f"{args.repeat})")
+    table = Table(
+        title=f"Harness overhead, fake model, {args.items} items (median of {args.repeat})"
+    )
     for c in ("configuration", "items/s", "seconds", "target", "ok"):
         table.add_column(c)
     for label, use_cache, warm in [
@@ -72,8 +74,9 @@ def main() -> None:
         runs = [measure(args.items, use_cache, warm) for _ in range(args.repeat)]
         rate = statistics.median(r[0] for r in runs)
         secs = statistics.median(r[1] for r in runs)
-        table.add_row(label, f"{rate:,.0f}", f"{secs:.2f}", ">= 1,000",
-                      "yes" if rate >= 1000 else "NO")
+        table.add_row(
+            label, f"{rate:,.0f}", f"{secs:.2f}", ">= 1,000", "yes" if rate >= 1000 else "NO"
+        )
     Console().print(table)
 
 

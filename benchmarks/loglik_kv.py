@@ -68,8 +68,14 @@ def main() -> None:
     ap.add_argument("--few-shot", type=int, default=None)
     ap.add_argument("--chat-template", action="store_true")
     args = ap.parse_args()
-    cfg = RunConfig(model="smollm2", tasks=(args.task,), limit=args.limit,
-                    few_shot=args.few_shot, chat_template=args.chat_template, use_cache=False)
+    cfg = RunConfig(
+        model="smollm2",
+        tasks=(args.task,),
+        limit=args.limit,
+        few_shot=args.few_shot,
+        chat_template=args.chat_template,
+        use_cache=False,
+    )
     plan = make_plan(cfg)
     model = plan.provider
     assert isinstance(model, LlamaCppModel)
@@ -81,17 +87,35 @@ def main() -> None:
     evaluated, ours_s = asyncio.run(_calipers(model, reqs))  # type: ignore[arg-type]
     raw_rate, our_rate = naive_tokens / raw_s, evaluated / ours_s
     raw_all_rate = naive_tokens / raw_all_s
-    table = Table(title=f"Log-likelihood MC on llama.cpp: {args.task}, {len(reqs)} items, "
-                  f"{sum(len(r.continuations) for r in reqs)} options")  # type: ignore[union-attr]
+    table = Table(
+        title=f"Log-likelihood MC on llama.cpp: {args.task}, {len(reqs)} items, "
+        f"{sum(len(r.continuations) for r in reqs)} options"
+    )  # type: ignore[union-attr]
     for c in ("path", "tokens evaluated", "seconds", "tokens/s", "items/s"):
         table.add_column(c, justify="right")
-    table.add_row("raw llama.cpp, naive, last logits only", f"{naive_tokens:,}",
-                  f"{raw_s:.2f}", f"{raw_rate:,.0f}", f"{len(reqs) / raw_s:.1f}")
-    table.add_row("raw llama.cpp, naive, all logits", f"{naive_tokens:,}",
-                  f"{raw_all_s:.2f}", f"{raw_all_rate:,.0f}", f"{len(reqs) / raw_all_s:.1f}")
-    table.add_row("calipers, shared prefix", f"{evaluated:,}", f"{ours_s:.2f}",
-                  f"{our_rate:,.0f}", f"{len(reqs) / ours_s:.1f}")
+    table.add_row(
+        "raw llama.cpp, naive, last logits only",
+        f"{naive_tokens:,}",
+        f"{raw_s:.2f}",
+        f"{raw_rate:,.0f}",
+        f"{len(reqs) / raw_s:.1f}",
+    )
+    table.add_row(
+        "raw llama.cpp, naive, all logits",
+        f"{naive_tokens:,}",
+        f"{raw_all_s:.2f}",
+        f"{raw_all_rate:,.0f}",
+        f"{len(reqs) / raw_all_s:.1f}",
+    )
+    table.add_row(
+        "calipers, shared prefix",
+        f"{evaluated:,}",
+        f"{ours_s:.2f}",
+        f"{our_rate:,.0f}",
+        f"{len(reqs) / ours_s:.1f}",
+    )
     Console().print(table)
+
     def verdict(ratio: float) -> str:
         return "meets" if ratio >= 0.8 else "MISSES"
 

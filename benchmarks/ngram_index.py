@@ -78,8 +78,9 @@ def write_corpus(folder: Path, size_mb: float, planted: list[str], seed: int) ->
             here = planted[k : k + per_chunk]  # at random places between words
             cuts = sorted(text.find(" ", int(c)) + 1 for c in rng.integers(0, len(text), len(here)))
             pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
-            text = "".join(p + (f"{i} " if i else "") for p, i in zip(pieces, [*here, ""],
-                                                                       strict=True))
+            text = "".join(
+                p + (f"{i} " if i else "") for p, i in zip(pieces, [*here, ""], strict=True)
+            )
             k += per_chunk
             if written // (8 * MiB) % 4 == 3:
                 for part in text.split("\n\n"):
@@ -150,25 +151,42 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     found = sum(items[i][0] in flagged for i in planted_idx) if generated else None
     mib = info.text_bytes / MiB
     return {
-        "corpus_mib": mib, "files": len(info.files), "generated": generated,
-        "ngrams": info.ngrams_inserted, "memory_mib": info.memory_bytes / MiB,
+        "corpus_mib": mib,
+        "files": len(info.files),
+        "generated": generated,
+        "ngrams": info.ngrams_inserted,
+        "memory_mib": info.memory_bytes / MiB,
         "layout": f"{info.words_per_key} words x {info.bits_per_word} bits",
-        "fp_rate": info.fp_rate, "index_wall_s": wall, "index_cpu_s": cpu,
-        "mib_per_s_wall": mib / wall, "mib_per_s_cpu": mib / cpu,
-        "bloom_add_s": adding.seconds, "filter_write_s": saving.seconds,
-        "hash_only_cpu_s": hash_cpu, "hash_only_mib_per_s_cpu": mib / hash_cpu,
-        "peak_rss_mib": rss, "load_average_1min": load, "cpus": os.cpu_count(),
-        "mmlu_items": len(items), "mmlu_load_s": load_s,
-        "check_s": check_s, "items_per_s": len(items) / check_s,
-        "flagged": len(flagged), "planted": args.planted if generated else None,
-        "planted_found": found, "too_short": report.n_too_short,
+        "fp_rate": info.fp_rate,
+        "index_wall_s": wall,
+        "index_cpu_s": cpu,
+        "mib_per_s_wall": mib / wall,
+        "mib_per_s_cpu": mib / cpu,
+        "bloom_add_s": adding.seconds,
+        "filter_write_s": saving.seconds,
+        "hash_only_cpu_s": hash_cpu,
+        "hash_only_mib_per_s_cpu": mib / hash_cpu,
+        "peak_rss_mib": rss,
+        "load_average_1min": load,
+        "cpus": os.cpu_count(),
+        "mmlu_items": len(items),
+        "mmlu_load_s": load_s,
+        "check_s": check_s,
+        "items_per_s": len(items) / check_s,
+        "flagged": len(flagged),
+        "planted": args.planted if generated else None,
+        "planted_found": found,
+        "too_short": report.n_too_short,
     }
 
 
 def _table(r: dict[str, Any]) -> Table:
-    t = Table(title=f"n-gram index: {r['corpus_mib']:,.0f} MiB corpus "
-              f"({'synthetic' if r['generated'] else 'given'}), {r['memory_mib']:,.0f} MiB "
-              "filter", title_justify="left")
+    t = Table(
+        title=f"n-gram index: {r['corpus_mib']:,.0f} MiB corpus "
+        f"({'synthetic' if r['generated'] else 'given'}), {r['memory_mib']:,.0f} MiB "
+        "filter",
+        title_justify="left",
+    )
     t.add_column("measure")
     t.add_column("value", justify="right")
     rows = [
@@ -178,11 +196,15 @@ def _table(r: dict[str, Any]) -> Table:
         ("indexing, CPU (MiB/s)", f"{r['index_cpu_s']:.1f} s ({r['mib_per_s_cpu']:.1f})"),
         ("  of which adding to the filter (wall)", f"{r['bloom_add_s']:.1f} s"),
         ("  of which writing the filter (wall)", f"{r['filter_write_s']:.1f} s"),
-        ("reading + hashing only, no filter, CPU (MiB/s)",
-         f"{r['hash_only_cpu_s']:.1f} s ({r['hash_only_mib_per_s_cpu']:.1f})"),
+        (
+            "reading + hashing only, no filter, CPU (MiB/s)",
+            f"{r['hash_only_cpu_s']:.1f} s ({r['hash_only_mib_per_s_cpu']:.1f})",
+        ),
         ("peak RSS of the process", f"{r['peak_rss_mib']:,.0f} MiB"),
-        ("machine: CPUs / load average after indexing",
-         f"{r['cpus']} / {r['load_average_1min']:.1f}"),
+        (
+            "machine: CPUs / load average after indexing",
+            f"{r['cpus']} / {r['load_average_1min']:.1f}",
+        ),
         (f"loading {r['mmlu_items']:,} MMLU test items", f"{r['mmlu_load_s']:.2f} s"),
         ("checking them", f"{r['check_s']:.2f} s ({r['items_per_s']:,.0f} items/s)"),
         ("items flagged / too short", f"{r['flagged']:,} / {r['too_short']:,}"),

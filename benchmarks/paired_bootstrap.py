@@ -60,32 +60,60 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     n, b = args.items, args.resamples
-    data = {k: scores(k, n, np.random.default_rng(args.seed)) for k in
-            ("continuous", "partial", "binary")}
+    data = {
+        k: scores(k, n, np.random.default_rng(args.seed))
+        for k in ("continuous", "partial", "binary")
+    }
     rows_per_chunk = max(1, _CELLS // n)
     binned = n * b > EXACT_CELLS and n >= BINS * _FEW
-    continuous_how = (f"binned: exact multinomial over {BINS} bins + within-bin normal" if binned
-                      else f"index matrix, chunks of {rows_per_chunk} x {n:,}")
+    continuous_how = (
+        f"binned: exact multinomial over {BINS} bins + within-bin normal"
+        if binned
+        else f"index matrix, chunks of {rows_per_chunk} x {n:,}"
+    )
     cases: list[tuple[str, str, Callable[[], Any], bool]] = [
-        ("paired bootstrap, continuous scores",
-         continuous_how,
-         lambda: paired_bootstrap(*data["continuous"], rng=np.random.default_rng(1),
-                                  n_resamples=b), True),
-        ("paired bootstrap, 0/0.5/1 scores",
-         f"multinomial counts (distinct pairs <= n/{_FEW})",
-         lambda: paired_bootstrap(*data["partial"], rng=np.random.default_rng(1),
-                                  n_resamples=b), True),
-        ("sign-flip test, continuous scores", "random bits, chunked",
-         lambda: sign_flip_pvalue(data["continuous"][1] - data["continuous"][0],
-                                  rng=np.random.default_rng(1), n_resamples=b), False),
-        ("paired_compare, 0/1 scores", "Newcombe + exact McNemar",
-         lambda: paired_compare(*data["binary"], rng=np.random.default_rng(1)), False),
-        ("paired_compare, continuous scores", "bootstrap + sign-flip test",
-         lambda: paired_compare(*data["continuous"], rng=np.random.default_rng(1),
-                                n_resamples=b), False),
+        (
+            "paired bootstrap, continuous scores",
+            continuous_how,
+            lambda: paired_bootstrap(
+                *data["continuous"], rng=np.random.default_rng(1), n_resamples=b
+            ),
+            True,
+        ),
+        (
+            "paired bootstrap, 0/0.5/1 scores",
+            f"multinomial counts (distinct pairs <= n/{_FEW})",
+            lambda: paired_bootstrap(*data["partial"], rng=np.random.default_rng(1), n_resamples=b),
+            True,
+        ),
+        (
+            "sign-flip test, continuous scores",
+            "random bits, chunked",
+            lambda: sign_flip_pvalue(
+                data["continuous"][1] - data["continuous"][0],
+                rng=np.random.default_rng(1),
+                n_resamples=b,
+            ),
+            False,
+        ),
+        (
+            "paired_compare, 0/1 scores",
+            "Newcombe + exact McNemar",
+            lambda: paired_compare(*data["binary"], rng=np.random.default_rng(1)),
+            False,
+        ),
+        (
+            "paired_compare, continuous scores",
+            "bootstrap + sign-flip test",
+            lambda: paired_compare(
+                *data["continuous"], rng=np.random.default_rng(1), n_resamples=b
+            ),
+            False,
+        ),
     ]
-    table = Table(title=f"Paired comparison, {n:,} items, {b:,} resamples "
-                  f"(median of {args.repeat})")
+    table = Table(
+        title=f"Paired comparison, {n:,} items, {b:,} resamples (median of {args.repeat})"
+    )
     for col in ("what", "how", "seconds", "peak MiB", "target", "ok"):
         table.add_column(col)
     for label, how, fn, targeted in cases:
@@ -94,9 +122,11 @@ def main() -> None:
         table.add_row(label, how, f"{secs:.2f}", f"{peak:.1f}", "< 2 s" if targeted else "-", ok)
     console = Console(width=130)
     console.print(table)
-    console.print(f"An exact index bootstrap would draw {n * b:,} indices; above "
-                  f"{EXACT_CELLS:,} (and n >= {BINS * _FEW:,}) continuous scores use the binned "
-                  "resampler (docs/comparisons-statistics.md).")
+    console.print(
+        f"An exact index bootstrap would draw {n * b:,} indices; above "
+        f"{EXACT_CELLS:,} (and n >= {BINS * _FEW:,}) continuous scores use the binned "
+        "resampler (docs/comparisons-statistics.md)."
+    )
 
 
 if __name__ == "__main__":

@@ -88,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="@smollm2", help="hf spec of a GGUF (default: @smollm2)")
     ap.add_argument("--out", type=Path, required=True, help="checkpoint folder to write")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--dose", type=float, default=1.0,
-                    help="noise variance in units of the quantization's own (default 1)")
+    ap.add_argument(
+        "--dose",
+        type=float,
+        default=1.0,
+        help="noise variance in units of the quantization's own (default 1)",
+    )
     args = ap.parse_args(argv)
 
     import torch
@@ -105,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     model = load_model(spec, local, tokenizer)
     params = dict(model.named_parameters())
     gen = torch.Generator().manual_seed(args.seed)
-    scale = args.dose ** 0.5
+    scale = args.dose**0.5
     report: list[dict[str, Any]] = []
     with torch.no_grad():
         for name, qtype in sorted(types.items()):
@@ -116,26 +120,44 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             d, off = block_steps(w, qtype)
             if off > 1e-3:
-                raise SystemExit(f"{name}: weights are {off:.3f} steps off a {qtype} grid; "
-                                 "the step is not what this script assumes")
+                raise SystemExit(
+                    f"{name}: weights are {off:.3f} steps off a {qtype} grid; "
+                    "the step is not what this script assumes"
+                )
             u = torch.rand(d.shape[0], _BLOCK, generator=gen, dtype=torch.float64) - 0.5
             noise = (u * d * scale).reshape(w.shape).to(w.dtype)
             w.add_(noise)
             rms_w = float(w.double().pow(2).mean().sqrt())
-            report.append({"tensor": name, "type": qtype, "grid_offset_steps": off,
-                           "noise_rms": float(noise.double().pow(2).mean().sqrt()),
-                           "weight_rms": rms_w})
+            report.append(
+                {
+                    "tensor": name,
+                    "type": qtype,
+                    "grid_offset_steps": off,
+                    "noise_rms": float(noise.double().pow(2).mean().sqrt()),
+                    "weight_rms": rms_w,
+                }
+            )
     args.out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
-    (args.out / "calipers-noise.json").write_text(json.dumps(
-        {"source": str(local.gguf_path), "seed": args.seed, "dose": args.dose,
-         "tensors": report}, indent=2))
+    (args.out / "calipers-noise.json").write_text(
+        json.dumps(
+            {
+                "source": str(local.gguf_path),
+                "seed": args.seed,
+                "dose": args.dose,
+                "tensors": report,
+            },
+            indent=2,
+        )
+    )
     kinds = dict(Counter(r["type"] for r in report))
     worst = max(r["grid_offset_steps"] for r in report)
     ratio = sum(r["noise_rms"] / r["weight_rms"] for r in report) / len(report)
-    print(f"wrote {args.out}: noise on {len(report)} tensors ({kinds}); all blocks within "
-          f"{worst:.1e} steps of their grid; mean noise/weight RMS {ratio:.3f}")
+    print(
+        f"wrote {args.out}: noise on {len(report)} tensors ({kinds}); all blocks within "
+        f"{worst:.1e} steps of their grid; mean noise/weight RMS {ratio:.3f}"
+    )
     return 0
 
 

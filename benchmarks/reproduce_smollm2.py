@@ -54,8 +54,9 @@ class Row:
 
 ROWS = {
     "hellaswag": Row("HellaSwag", ("hellaswag",), 40.9, "acc_norm", 200),
-    "arc": Row("ARC (mean of Easy, Challenge)", ("arc_easy", "arc_challenge"), 37.3,
-               "acc_norm", 200),
+    "arc": Row(
+        "ARC (mean of Easy, Challenge)", ("arc_easy", "arc_challenge"), 37.3, "acc_norm", 200
+    ),
     "piqa": Row("PIQA", ("piqa",), 66.3, "acc_norm", 250),
     "mmlu": Row("MMLU cloze", ("mmlu",), 29.3, "acc_norm", 200, formulation="cloze"),
     "gsm8k": Row("GSM8K 5-shot", ("gsm8k",), 1.4, None, 30, few_shot=5),
@@ -100,9 +101,15 @@ async def run_row(
     key: str, row: Row, n: int, args: argparse.Namespace, store: Store
 ) -> dict[str, Any]:
     aliases = tuple(_register_subset(t, row, n, args.seed) for t in row.tasks)
-    config = RunConfig(model=args.model, tasks=aliases, data_dir=args.data_dir, seed=args.seed,
-                       chat_template=args.chat_template, few_shot=row.few_shot,
-                       model_options={"n_threads": args.threads})
+    config = RunConfig(
+        model=args.model,
+        tasks=aliases,
+        data_dir=args.data_dir,
+        seed=args.seed,
+        chat_template=args.chat_template,
+        few_shot=row.few_shot,
+        model_options={"n_threads": args.threads},
+    )
     start = time.perf_counter()
     result = await arun(config, store)
     wall = time.perf_counter() - start
@@ -111,13 +118,27 @@ async def run_row(
     for name in row.tasks:
         s = summaries[name]
         metric = row.metric or s["primary"]
-        per_task[name] = {"metric": metric, "n": s["n_scored"], "errors": s["n_errors"],
-                          **{k: 100 * s["metrics"][metric][k] for k in ("value", "low", "high")}}
+        per_task[name] = {
+            "metric": metric,
+            "n": s["n_scored"],
+            "errors": s["n_errors"],
+            **{k: 100 * s["metrics"][metric][k] for k in ("value", "low", "high")},
+        }
     value, low, high = mover_mean([(p["value"], p["low"], p["high"]) for p in per_task.values()])
-    return {"row": key, "label": row.label, "published": row.published, "value": value,
-            "low": low, "high": high, "n": {t: p["n"] for t, p in per_task.items()},
-            "errors": sum(p["errors"] for p in per_task.values()), "tasks": per_task,
-            "wall_s": wall, "run_id": result.run_id, "metric": per_task[row.tasks[0]]["metric"]}
+    return {
+        "row": key,
+        "label": row.label,
+        "published": row.published,
+        "value": value,
+        "low": low,
+        "high": high,
+        "n": {t: p["n"] for t, p in per_task.items()},
+        "errors": sum(p["errors"] for p in per_task.values()),
+        "tasks": per_task,
+        "wall_s": wall,
+        "run_id": result.run_id,
+        "metric": per_task[row.tasks[0]]["metric"],
+    }
 
 
 def _verdict(r: dict[str, Any], allowance: float) -> str:
@@ -132,24 +153,49 @@ def _print(
     results: list[dict[str, Any]], notes: list[str], args: argparse.Namespace, total: float
 ) -> None:
     mode = "chat template on" if args.chat_template else "chat template off"
-    table = Table(title=f"SmolLM2-135M-Instruct ({args.model}), 0-shot unless noted, {mode}, "
-                  f"seed {args.seed}")
-    for c in ("benchmark", "metric", "items", "published", "measured", "95% interval",
-              "verdict", "seconds"):
+    table = Table(
+        title=f"SmolLM2-135M-Instruct ({args.model}), 0-shot unless noted, {mode}, seed {args.seed}"
+    )
+    for c in (
+        "benchmark",
+        "metric",
+        "items",
+        "published",
+        "measured",
+        "95% interval",
+        "verdict",
+        "seconds",
+    ):
         table.add_column(c, justify="left" if c in ("benchmark", "metric") else "right")
     for r in results:
         items = " + ".join(str(n) for n in r["n"].values())
-        table.add_row(r["label"], r["metric"], items, f"{r['published']:.1f}",
-                      f"{r['value']:.1f}", f"[{r['low']:.1f}, {r['high']:.1f}]",
-                      _verdict(r, args.allowance), f"{r['wall_s']:.0f}")
+        table.add_row(
+            r["label"],
+            r["metric"],
+            items,
+            f"{r['published']:.1f}",
+            f"{r['value']:.1f}",
+            f"[{r['low']:.1f}, {r['high']:.1f}]",
+            _verdict(r, args.allowance),
+            f"{r['wall_s']:.0f}",
+        )
         if len(r["tasks"]) > 1:
             for t, p in r["tasks"].items():
-                table.add_row(f"  {t}", p["metric"], str(p["n"]), "", f"{p['value']:.1f}",
-                              f"[{p['low']:.1f}, {p['high']:.1f}]", "", "")
+                table.add_row(
+                    f"  {t}",
+                    p["metric"],
+                    str(p["n"]),
+                    "",
+                    f"{p['value']:.1f}",
+                    f"[{p['low']:.1f}, {p['high']:.1f}]",
+                    "",
+                    "",
+                )
     console = Console(width=140)
     console.print(table)
-    console.print(f"Quantization allowance: ±{args.allowance:g} points. Total wall time "
-                  f"{total:.0f} s.")
+    console.print(
+        f"Quantization allowance: ±{args.allowance:g} points. Total wall time {total:.0f} s."
+    )
     for note in notes:
         console.print(note)
 
@@ -175,10 +221,20 @@ async def main_async(args: argparse.Namespace) -> None:
     total = time.perf_counter() - start
     _print(results, notes, args, total)
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"results": results, "notes": notes, "total_s": total, "allowance": args.allowance,
-             "seed": args.seed, "chat_template": args.chat_template, "model": args.model},
-            indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "results": results,
+                    "notes": notes,
+                    "total_s": total,
+                    "allowance": args.allowance,
+                    "seed": args.seed,
+                    "chat_template": args.chat_template,
+                    "model": args.model,
+                },
+                indent=2,
+            )
+        )
 
 
 def main() -> None:
@@ -186,16 +242,25 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--data-dir", default=os.environ.get("CALIPERS_DATA", "/work/shared/data"))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--allowance", type=float, default=3.0,
-                    help="quantization allowance in points (Q4_1 vs bf16)")
+    ap.add_argument(
+        "--allowance",
+        type=float,
+        default=3.0,
+        help="quantization allowance in points (Q4_1 vs bf16)",
+    )
     ap.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True)
-    ap.add_argument("--threads", type=int, default=None,
-                    help="llama.cpp threads (default: all cores)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="llama.cpp threads (default: all cores)"
+    )
     ap.add_argument("--store", help="database URL to keep the runs (default: a temporary one)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     for key, row in ROWS.items():
-        ap.add_argument(f"--{key}", type=int, default=None,
-                        help=f"{row.label}: items per task (default {row.size}; -1 all, 0 skip)")
+        ap.add_argument(
+            f"--{key}",
+            type=int,
+            default=None,
+            help=f"{row.label}: items per task (default {row.size}; -1 all, 0 skip)",
+        )
     asyncio.run(main_async(ap.parse_args()))
 
 

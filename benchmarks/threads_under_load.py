@@ -124,12 +124,11 @@ def main() -> None:
     if args.no_extra_buffers:
         _no_extra_buffers()
     cores = usable_cores()
-    models = {
-        name: resolve_model("smollm2", opts) for name, opts in _configs(cores).items()
-    }
+    models = {name: resolve_model("smollm2", opts) for name, opts in _configs(cores).items()}
     assert all(isinstance(m, LlamaCppModel) for m in models.values())
-    typed: dict[str, LlamaCppModel] = {k: m for k, m in models.items()
-                                        if isinstance(m, LlamaCppModel)}
+    typed: dict[str, LlamaCppModel] = {
+        k: m for k, m in models.items() if isinstance(m, LlamaCppModel)
+    }
     for m in typed.values():  # load and warm up outside the timings
         asyncio.run(_generate(m, ["Hello"], 2))
     times: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -156,39 +155,61 @@ class _Nothing:
         return None
 
 
-def _print(models: dict[str, LlamaCppModel], times: dict[tuple[str, str], list[float]],
-           stats: dict[tuple[str, str], list[dict[str, Any]]], args: argparse.Namespace,
-           cores: int) -> None:
+def _print(
+    models: dict[str, LlamaCppModel],
+    times: dict[tuple[str, str], list[float]],
+    stats: dict[tuple[str, str], list[dict[str, Any]]],
+    args: argparse.Namespace,
+    cores: int,
+) -> None:
     console = Console(width=150)
-    table = Table(title=f"{args.gens} generations of {args.new_tokens} tokens from "
-                  f"~{args.prompt_tokens}-token prompts, SmolLM2 Q4_1, {cores} usable cores, "
-                  f"median of {args.rounds}")
-    for c in ("threads", "condition", "seconds (each round)", "median s", "x alone",
-              "load avg", "others' CPU"):
+    table = Table(
+        title=f"{args.gens} generations of {args.new_tokens} tokens from "
+        f"~{args.prompt_tokens}-token prompts, SmolLM2 Q4_1, {cores} usable cores, "
+        f"median of {args.rounds}"
+    )
+    for c in (
+        "threads",
+        "condition",
+        "seconds (each round)",
+        "median s",
+        "x alone",
+        "load avg",
+        "others' CPU",
+    ):
         table.add_column(c, justify="right")
     med = {k: statistics.median(v) for k, v in times.items()}
     for name in models:
         for cond in ("alone", "1 busy neighbour"):
             st = stats[name, cond]
             table.add_row(
-                name, cond, " ".join(f"{t:.1f}" for t in times[name, cond]),
-                f"{med[name, cond]:.2f}", f"{med[name, cond] / med[name, 'alone']:.2f}x",
+                name,
+                cond,
+                " ".join(f"{t:.1f}" for t in times[name, cond]),
+                f"{med[name, cond]:.2f}",
+                f"{med[name, cond] / med[name, 'alone']:.2f}x",
                 f"{statistics.median(s['loadavg_after'] for s in st):.1f}",
                 f"{100 * statistics.median(s['others_cpu_share'] for s in st):.0f}%",
             )
     console.print(table)
     default, previous = list(models)[:2]
     gov = models[default].threads
-    console.print("Default's choices (decode/batch: calls): " + ", ".join(
-        f"{t.decode}/{t.batch}: {n}" for t, n in sorted(gov.used.items(), key=str)))
+    console.print(
+        "Default's choices (decode/batch: calls): "
+        + ", ".join(f"{t.decode}/{t.batch}: {n}" for t, n in sorted(gov.used.items(), key=str))
+    )
     loaded = med[default, "1 busy neighbour"] / med[default, "alone"]
     alone = med[default, "alone"] / med[previous, "alone"]
-    console.print(f"Under one busy neighbour the default took {loaded:.2f}x its time alone "
-                  f"({'meets' if loaded <= 2.5 else 'MISSES'} <= 2.5x); alone it took "
-                  f"{alone:.2f}x the previous default's time "
-                  f"({'meets' if alone <= 1.10 else 'MISSES'} <= 1.10x).")
-    console.print(f"Load average now {os.getloadavg()[0]:.1f}; others' CPU share is what other "
-                  "processes used during each block (0% = really alone).")
+    console.print(
+        f"Under one busy neighbour the default took {loaded:.2f}x its time alone "
+        f"({'meets' if loaded <= 2.5 else 'MISSES'} <= 2.5x); alone it took "
+        f"{alone:.2f}x the previous default's time "
+        f"({'meets' if alone <= 1.10 else 'MISSES'} <= 1.10x)."
+    )
+    console.print(
+        f"Load average now {os.getloadavg()[0]:.1f}; others' CPU share is what other "
+        "processes used during each block (0% = really alone)."
+    )
 
 
 if __name__ == "__main__":

@@ -58,14 +58,18 @@ from calipers.tasks import LoadContext, Task, get_task, register_task
 from calipers.types import LoglikelihoodRequest, Sample
 
 TASKS = {  # name -> (formulation, default size)
-    "arc_easy": (None, 500), "arc_challenge": (None, 300), "piqa": (None, 500),
-    "hellaswag": (None, 300), "mmlu": ("cloze", 300),
+    "arc_easy": (None, 500),
+    "arc_challenge": (None, 300),
+    "piqa": (None, 500),
+    "hellaswag": (None, 300),
+    "mmlu": ("cloze", 300),
 }
 BACKENDS = {"hf": "hf:@smollm2,batch={batch}", "llamacpp": "smollm2"}
 QUICK = 20
 
 
 # -- items --------------------------------------------------------------------------------------
+
 
 def subset(task: Task, n: int, seed: int) -> Task:
     """``task`` whose loader returns ``n`` items drawn with ``seed`` (file order kept)."""
@@ -80,26 +84,37 @@ def subset(task: Task, n: int, seed: int) -> Task:
     return dataclasses.replace(task, load=load)
 
 
-def plan_items(name: str, n: int, args: argparse.Namespace,
-               provider: ModelProvider) -> tuple[RunConfig, list[lme.Item]]:
+def plan_items(
+    name: str, n: int, args: argparse.Namespace, provider: ModelProvider
+) -> tuple[RunConfig, list[lme.Item]]:
     formulation, _size = TASKS[name]
     task = subset(get_task(name, formulation), n, args.seed)
     alias = f"vs_lm_eval:{name}"
     register_task(alias, lambda: task)
-    config = RunConfig(model="hf:@smollm2", tasks=(alias,), data_dir=args.data_dir,
-                       seed=args.seed, chat_template=False, few_shot=0, use_cache=False)
+    config = RunConfig(
+        model="hf:@smollm2",
+        tasks=(alias,),
+        data_dir=args.data_dir,
+        seed=args.seed,
+        chat_template=False,
+        few_shot=0,
+        use_cache=False,
+    )
     items = []
     for ps in make_plan(config, provider).tasks[0].samples:
         req, s = ps.request, ps.sample
         assert isinstance(req, LoglikelihoodRequest) and s.choices
         if req.continuations != tuple(" " + c for c in s.choices):
-            raise SystemExit(f"{name}: item {s.id} does not score ' ' + option; the lm-eval "
-                             "YAML here cannot reproduce it.")
+            raise SystemExit(
+                f"{name}: item {s.id} does not score ' ' + option; the lm-eval "
+                "YAML here cannot reproduce it."
+            )
         items.append(lme.Item(s.id, req.context, tuple(s.choices), s.target_index))
     return config, items
 
 
 # -- calipers side ------------------------------------------------------------------------------
+
 
 async def _noop() -> None:
     return None
@@ -111,13 +126,15 @@ def load_calipers(spec: str, threads: int | None) -> tuple[ModelProvider, dict[s
     stats: dict[str, Any] = {}
     with measured(stats):
         provider.identity()
-        asyncio.run(provider.loglikelihood(
-            LoglikelihoodRequest(context="Warm", continuations=(" up",))))
+        asyncio.run(
+            provider.loglikelihood(LoglikelihoodRequest(context="Warm", continuations=(" up",)))
+        )
     return provider, stats
 
 
-def run_calipers(provider: ModelProvider, spec: str, config: RunConfig,
-                 store: Store) -> dict[str, Any]:
+def run_calipers(
+    provider: ModelProvider, spec: str, config: RunConfig, store: Store
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     cfg = config.model_copy(update={"model": spec})
     with measured(out):
@@ -129,13 +146,15 @@ def run_calipers(provider: ModelProvider, spec: str, config: RunConfig,
             continue
         preds[rec.sample_id] = int(rec.answer)
         preds_norm[rec.sample_id] = int(
-            rec.score_details["loglikelihood_mc"]["metadata"]["pred_norm"])
+            rec.score_details["loglikelihood_mc"]["metadata"]["pred_norm"]
+        )
         logprobs[rec.sample_id] = rec.score_details["loglikelihood"]["logprobs"]
     out.update(preds=preds, preds_norm=preds_norm, logprobs=logprobs, errors=errors)
     return out
 
 
 # -- report -------------------------------------------------------------------------------------
+
 
 def _interval(k: int, n: int) -> dict[str, float]:
     e = wilson(k, n)
@@ -155,21 +174,25 @@ def _max_diff(a: dict[str, list[float]], b: dict[str, list[float]]) -> float:
     return max(diffs, default=float("nan"))
 
 
-def summarize(name: str, items: Sequence[lme.Item], lm: lme.LmEvalTask | None,
-              ours: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def summarize(
+    name: str, items: Sequence[lme.Item], lm: lme.LmEvalTask | None, ours: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     row: dict[str, Any] = {"task": name, "n": len(items), "systems": {}}
     if lm is not None:
         row["systems"]["lm-eval hf"] = {
-            "seconds": lm.timing["seconds"], "timing": lm.timing,
-            "acc": _accuracy(lm.preds, items), "acc_norm": _accuracy(lm.preds_norm, items),
+            "seconds": lm.timing["seconds"],
+            "timing": lm.timing,
+            "acc": _accuracy(lm.preds, items),
+            "acc_norm": _accuracy(lm.preds_norm, items),
             "lm_eval_reported": {"acc": lm.acc, "acc_norm": lm.acc_norm},
             "same_prompt": lm.same_prompt,
         }
     for backend, r in ours.items():
         sysrow: dict[str, Any] = {
-            "seconds": r["seconds"], "timing": {k: v for k, v in r.items() if "pred" not in k
-                                                and k != "logprobs"},
-            "acc": _accuracy(r["preds"], items), "acc_norm": _accuracy(r["preds_norm"], items),
+            "seconds": r["seconds"],
+            "timing": {k: v for k, v in r.items() if "pred" not in k and k != "logprobs"},
+            "acc": _accuracy(r["preds"], items),
+            "acc_norm": _accuracy(r["preds_norm"], items),
             "errors": r["errors"],
         }
         if lm is not None:
@@ -187,36 +210,61 @@ def _pct(e: dict[str, float]) -> str:
 
 
 def print_table(rows: list[dict[str, Any]], loads: dict[str, Any], busy: float) -> None:
-    table = Table(title="Same items, lm-evaluation-harness vs calipers (SmolLM2-135M-Instruct, "
-                  "0-shot, no chat template); % with 95% Wilson intervals")
-    for c in ("task", "n", "system", "acc", "acc_norm", "same choice acc_norm / acc",
-              "max |Δ logprob|", "seconds", "lm-eval ÷ this", "CPU s", "CPU ratio",
-              "others' CPU"):
+    table = Table(
+        title="Same items, lm-evaluation-harness vs calipers (SmolLM2-135M-Instruct, "
+        "0-shot, no chat template); % with 95% Wilson intervals"
+    )
+    for c in (
+        "task",
+        "n",
+        "system",
+        "acc",
+        "acc_norm",
+        "same choice acc_norm / acc",
+        "max |Δ logprob|",
+        "seconds",
+        "lm-eval ÷ this",
+        "CPU s",
+        "CPU ratio",
+        "others' CPU",
+    ):
         table.add_column(c, justify="left" if c in ("task", "system") else "right")
     for row in rows:
         for i, (system, s) in enumerate(row["systems"].items()):
             flag = " busy" if s["timing"]["others_cpu_share"] > busy else ""
-            same = (f"{_pct(s['same_choice_acc_norm'])} / {_pct(s['same_choice_acc'])}"
-                    if "same_choice_acc" in s else
-                    f"prompts identical: {s['same_prompt']}/{row['n']}" if "same_prompt" in s
-                    else "—")
+            same = (
+                f"{_pct(s['same_choice_acc_norm'])} / {_pct(s['same_choice_acc'])}"
+                if "same_choice_acc" in s
+                else f"prompts identical: {s['same_prompt']}/{row['n']}"
+                if "same_prompt" in s
+                else "—"
+            )
             table.add_row(
-                row["task"] if i == 0 else "", str(row["n"]) if i == 0 else "", system,
-                _pct(s["acc"]), _pct(s["acc_norm"]), same,
+                row["task"] if i == 0 else "",
+                str(row["n"]) if i == 0 else "",
+                system,
+                _pct(s["acc"]),
+                _pct(s["acc_norm"]),
+                same,
                 f"{s['max_abs_logprob_diff']:.2g}" if "max_abs_logprob_diff" in s else "—",
-                f"{s['seconds']:.1f}", f"{s['speedup']:.2f}×" if "speedup" in s else "—",
+                f"{s['seconds']:.1f}",
+                f"{s['speedup']:.2f}×" if "speedup" in s else "—",
                 f"{s['timing']['cpu_seconds']:.0f}",
                 f"{s['cpu_speedup']:.2f}×" if "cpu_speedup" in s else "—",
-                f"{100 * s['timing']['others_cpu_share']:.0f}%{flag}")
+                f"{100 * s['timing']['others_cpu_share']:.0f}%{flag}",
+            )
     console = Console(width=200)
     console.print(table)
     for what, st in loads.items():
-        console.print(f"load {what}: {st['seconds']:.1f} s (others' CPU "
-                      f"{100 * st['others_cpu_share']:.0f}%, load average "
-                      f"{st['loadavg_before']:.1f} -> {st['loadavg_after']:.1f})")
+        console.print(
+            f"load {what}: {st['seconds']:.1f} s (others' CPU "
+            f"{100 * st['others_cpu_share']:.0f}%, load average "
+            f"{st['loadavg_before']:.1f} -> {st['loadavg_after']:.1f})"
+        )
 
 
 # -- main ---------------------------------------------------------------------------------------
+
 
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
@@ -241,12 +289,16 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
     specs = {b: BACKENDS[b].format(batch=args.batch) for b in backends}
     for b in backends:
         providers[b], loads[f"calipers {b}"] = load_calipers(specs[b], args.threads)
-    planned = {name: plan_items(name, n, args, next(iter(providers.values())))
-               for name, n in sizes.items() if n > 0}
+    planned = {
+        name: plan_items(name, n, args, next(iter(providers.values())))
+        for name, n in sizes.items()
+        if n > 0
+    }
     lm = None
     if not args.skip_lm_eval:
-        lm_tasks = {name: lme.write_task(workdir, name, items)
-                    for name, (_c, items) in planned.items()}
+        lm_tasks = {
+            name: lme.write_task(workdir, name, items) for name, (_c, items) in planned.items()
+        }
         lm = lme.LmEvalProcess(bundled_smollm2(), args.batch, workdir)
         loads |= lm.loads
     rows = []
@@ -254,32 +306,47 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
         with Store.open(f"sqlite:///{workdir / 'calipers.db'}") as store:
             for name, (config, items) in planned.items():
                 result = lm.run(lm_tasks[name], items) if lm is not None else None
-                ours = {b: run_calipers(p, specs[b], config, store)
-                        for b, p in providers.items()}
+                ours = {b: run_calipers(p, specs[b], config, store) for b, p in providers.items()}
                 rows.append(summarize(name, items, result, ours))
                 print_table(rows[-1:], {}, args.busy)
     finally:
         if lm is not None:
             lm.close()
     print_table(rows, loads, args.busy)
-    return {"rows": rows, "loads": loads, "sizes": sizes, "seed": args.seed,
-            "batch": args.batch, "versions": _versions(), "cpus": os.cpu_count(),
-            "workdir": str(workdir)}
+    return {
+        "rows": rows,
+        "loads": loads,
+        "sizes": sizes,
+        "seed": args.seed,
+        "batch": args.batch,
+        "versions": _versions(),
+        "cpus": os.cpu_count(),
+        "workdir": str(workdir),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true", help=f"{QUICK} items per task")
     for name, (_f, size) in TASKS.items():
-        ap.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None,
-                        help=f"items (default {size}; 0 skips the task)")
+        ap.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            type=int,
+            default=None,
+            help=f"items (default {size}; 0 skips the task)",
+        )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=16, help="lm-eval batch size")
     ap.add_argument("--backends", default="hf,llamacpp", help="calipers backends to run")
     ap.add_argument("--skip-lm-eval", action="store_true", help="calipers only")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for calipers")
-    ap.add_argument("--busy", type=float, default=0.10,
-                    help="flag timings where other processes used more than this CPU share")
+    ap.add_argument(
+        "--busy",
+        type=float,
+        default=0.10,
+        help="flag timings where other processes used more than this CPU share",
+    )
     ap.add_argument("--data-dir", default=os.environ.get("CALIPERS_DATA", "/work/shared/data"))
     ap.add_argument("--workdir", help="keep the items, YAML files and store here")
     ap.add_argument("--json", help="also write the results to this JSON file")

@@ -52,8 +52,10 @@ def require(*paths: str) -> None:
     absent = missing(*paths)
     if not absent:
         return
-    why = (f"benchmark data not found: {', '.join(absent)} under {DATA} "
-           "(set CALIPERS_DATA to the folder that holds it)")
+    why = (
+        f"benchmark data not found: {', '.join(absent)} under {DATA} "
+        "(set CALIPERS_DATA to the folder that holds it)"
+    )
     if in_ci():
         pytest.fail(f"{why}; CI must run the tests that read it", pytrace=False)
     pytest.skip(why)

@@ -22,9 +22,14 @@ def free_port() -> int:
 class ServerThread:
     """An ASGI app under uvicorn on a free loopback port, in a daemon thread."""
 
-    def __init__(self, app: Any, *, graceful_s: int = 10,
-                 lifespan: Literal["auto", "on", "off"] = "on",
-                 log_level: str = "warning") -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        graceful_s: int = 10,
+        lifespan: Literal["auto", "on", "off"] = "on",
+        log_level: str = "warning",
+    ) -> None:
         self.port = free_port()
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level=log_level, access_log=False,

@@ -56,7 +56,7 @@ def capitals_task(tmp_path: Path) -> Path:
         "version: '2'\n"
         "data: capitals.jsonl\n"
         "fields: {id: id, input: question, target: answer, category: region}\n"
-        "prompt: {template: \"Q: {input}\\nA:\"}\n"
+        'prompt: {template: "Q: {input}\\nA:"}\n'
         "scorers: [exact_match]\n"
         "generation: {max_tokens: 8}\n",
         encoding="utf-8",

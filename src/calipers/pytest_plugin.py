@@ -54,7 +54,8 @@ class GateCheck:
 
     def __bool__(self) -> bool:
         return self.verdict == "pass" or (
-            self.allow_inconclusive and self.verdict == "inconclusive")
+            self.allow_inconclusive and self.verdict == "inconclusive"
+        )
 
     def __repr__(self) -> str:
         """One line, worst comparisons first (pytest shortens long reprs; ``str()`` and
@@ -75,8 +76,10 @@ def _short(row: Any) -> str:
 
     d, k = Estimate.from_dict(row.diff), (100.0 if row.points else 1.0)
     unit, f = (" points", ".1f") if row.points else ("", ".4g")
-    text = (f"{row.task}/{row.metric} {row.verdict} {d.value * k:+{f}}{unit} "
-            f"[{d.low * k:+{f}}, {d.high * k:+{f}}] vs allowed drop -{row.max_drop * k:{f}}{unit}")
+    text = (
+        f"{row.task}/{row.metric} {row.verdict} {d.value * k:+{f}}{unit} "
+        f"[{d.low * k:+{f}}, {d.high * k:+{f}}] vs allowed drop -{row.max_drop * k:{f}}{unit}"
+    )
     if row.verdict == "inconclusive":
         need = f"needs about {row.items_needed:,} items" if row.items_needed else "undecidable"
         text += f", {need}, has {row.n:,}"
@@ -106,16 +109,24 @@ class EvalResult:
         ts = tasks[task or self.run.record.tasks[0]]
         return Estimate.from_dict(ts["metrics"][metric or ts["primary"]])
 
-    def not_worse_than(self, baseline: EvalResult, by: float, *,
-                       metric: str | Sequence[str] = "primary", alpha: float = 0.05,
-                       power: float = 0.8, allow_inconclusive: bool = False) -> GateCheck:
+    def not_worse_than(
+        self,
+        baseline: EvalResult,
+        by: float,
+        *,
+        metric: str | Sequence[str] = "primary",
+        alpha: float = 0.05,
+        power: float = 0.8,
+        allow_inconclusive: bool = False,
+    ) -> GateCheck:
         """Is this run worse than ``baseline`` by more than ``by`` (score units: 0.02 = 2
         points)? The gate's paired non-inferiority test on every shared task."""
         from calipers.analysis._gate import judge
 
         metrics = (metric,) if isinstance(metric, str) else tuple(metric)
-        result = judge(baseline.run, self.run, max_drop=by, metrics=metrics, alpha=alpha,
-                       power=power)
+        result = judge(
+            baseline.run, self.run, max_drop=by, metrics=metrics, alpha=alpha, power=power
+        )
         return GateCheck(result, allow_inconclusive=allow_inconclusive)
 
     def __repr__(self) -> str:
@@ -127,7 +138,8 @@ def calipers_store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Where ``calipers_eval`` stores runs: ``CALIPERS_STORE`` if set, else a temporary
     SQLite file shared by the test session."""
     return os.environ.get("CALIPERS_STORE") or str(
-        tmp_path_factory.mktemp("calipers") / "calipers.db")
+        tmp_path_factory.mktemp("calipers") / "calipers.db"
+    )
 
 
 @pytest.fixture
@@ -136,8 +148,7 @@ def calipers_eval(calipers_store_url: str) -> Callable[..., EvalResult]:
     provider instance) on ``task`` (names, suites or task files); options as ``RunConfig``
     (``limit``, ``seed``, ``system_prompt``...). Call it from synchronous tests."""
 
-    def evaluate(model: str | ModelProvider, task: str | list[str], **options: Any
-                 ) -> EvalResult:
+    def evaluate(model: str | ModelProvider, task: str | list[str], **options: Any) -> EvalResult:
         from calipers.analysis import StoredRun
         from calipers.runner import run
         from calipers.store import Store

@@ -24,10 +24,13 @@ _ITEM = re.compile(r"item (\d+)\b")
 Answers = Mapping[int, tuple[int, bool]]
 
 
-def write_mc_task(folder: Path, gold: Mapping[int, int], name: str = "mcq",
-                  n: int = N_ITEMS) -> Path:
-    rows = [{"id": f"q{i}", "question": f"item {i}", "choices": OPTIONS, "answer": gold[i]}
-            for i in range(n)]
+def write_mc_task(
+    folder: Path, gold: Mapping[int, int], name: str = "mcq", n: int = N_ITEMS
+) -> Path:
+    rows = [
+        {"id": f"q{i}", "question": f"item {i}", "choices": OPTIONS, "answer": gold[i]}
+        for i in range(n)
+    ]
     (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = folder / f"{name}.yaml"
     spec.write_text(
@@ -57,7 +60,8 @@ def mc_model(name: str, default: Callable[[int], int], answers: Answers) -> Fake
 
 def make_run(spec: Path | str, model: FakeModel, **cfg: object) -> str:
     config = RunConfig.model_validate(
-        {"model": f"fake:{model.identity().name}", "tasks": [str(spec)], **cfg})
+        {"model": f"fake:{model.identity().name}", "tasks": [str(spec)], **cfg}
+    )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=model))
     return str(result.run_id)

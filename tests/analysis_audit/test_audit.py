@@ -46,7 +46,7 @@ def test_flags_exactly_the_corrupted_items(runs: list[str]) -> None:
     assert (q3.gold_text, q3.agreed_text) == ("w0", "w3")
     assert q3.models == ["model-a", "model-b", "model-c"] and q3.without_confidence == 0
     # softmax of (0, -5, -5, -5) at the chosen option
-    assert q3.mean_confidence == pytest.approx(1 / (1 + 3 * 2.718281828459045 ** -5))
+    assert q3.mean_confidence == pytest.approx(1 / (1 + 3 * 2.718281828459045**-5))
     assert (q19.votes, q19.models) == (2, ["model-a", "model-b"])
     assert rep.n_items == 30 and rep.n_models == 3 and rep.agreement == []
 
@@ -77,13 +77,17 @@ def test_confidence_and_agreement_thresholds(runs: list[str]) -> None:
 
 def test_precision_and_recall_against_annotations(runs: list[str]) -> None:
     ann = {f"q{i}": Annotation(error_type="ok") for i in range(30)}
-    ann.update({
-        "q3": Annotation(error_type="wrong_groundtruth", correct_answer=3),  # flagged: TP
-        "q7": Annotation(error_type="wrong_groundtruth", correct_answer=0),  # flagged, other fix
-        "q13": Annotation(error_type="wrong_groundtruth"),  # missed: FN
-        "q19": Annotation(error_type="multiple_correct_answers"),  # flagged: FP, any-error TP
-        "q20": Annotation(error_type="bad_question_clarity"),  # any-error FN
-    })  # q11 stays "ok": a false positive for both
+    ann.update(
+        {
+            "q3": Annotation(error_type="wrong_groundtruth", correct_answer=3),  # flagged: TP
+            "q7": Annotation(
+                error_type="wrong_groundtruth", correct_answer=0
+            ),  # flagged, other fix
+            "q13": Annotation(error_type="wrong_groundtruth"),  # missed: FN
+            "q19": Annotation(error_type="multiple_correct_answers"),  # flagged: FP, any-error TP
+            "q20": Annotation(error_type="bad_question_clarity"),  # any-error FN
+        }
+    )  # q11 stays "ok": a false positive for both
     rep = audit(stored(*runs), "mcq", annotations=ann)
     wrong, anyerr = rep.agreement
     assert (wrong.tp, wrong.fp, wrong.fn, wrong.tn) == (2, 2, 1, 25)
@@ -92,8 +96,11 @@ def test_precision_and_recall_against_annotations(runs: list[str]) -> None:
     assert (wrong.recall["low"], wrong.recall["high"]) == pytest.approx(wilson(2, 3))
     assert wrong.base_rate["value"] == pytest.approx(3 / 30)
     assert (anyerr.tp, anyerr.fp, anyerr.fn, anyerr.tn) == (3, 1, 2, 24)
-    assert anyerr.error_types == ["bad_question_clarity", "multiple_correct_answers",
-                                  "wrong_groundtruth"]
+    assert anyerr.error_types == [
+        "bad_question_clarity",
+        "multiple_correct_answers",
+        "wrong_groundtruth",
+    ]
     # q3's agreed D is the proposed fix, q7's is not
     assert rep.correction_match == {"n": 2, "agreed_equals_proposed": 1}
     assert rep.flagged[0].annotation == ann["q3"]

@@ -103,5 +103,6 @@ def test_subset_difference_edges_and_bootstrap() -> None:
         (8 / 48) * (sim.choice(kept, 40).mean() - sim.choice(dropped, 8).mean())
         for _ in range(4000)
     ]
-    assert est.high - est.low == pytest.approx(np.subtract(*np.quantile(draws, [0.975, 0.025])),
-                                               rel=0.15)
+    assert est.high - est.low == pytest.approx(
+        np.subtract(*np.quantile(draws, [0.975, 0.025])), rel=0.15
+    )

@@ -32,13 +32,20 @@ def _rows() -> list[dict[str, object]]:
     rows = []
     for r in raw:
         fix = (r["correct_answer"] or "").strip().upper()
-        fixed = "ABCD".index(fix) if fix in ("A", "B", "C", "D") else (
-            int(fix) if fix in ("0", "1", "2", "3") else None)
-        rows.append({
-            "question": r["question"], "options": ast.literal_eval(r["choices"]),
-            "gold": int(r["answer"]), "fix": fixed,
-            "type": "_".join(r["error_type"].replace("_", " ").split()).lower(),
-        })
+        fixed = (
+            "ABCD".index(fix)
+            if fix in ("A", "B", "C", "D")
+            else (int(fix) if fix in ("0", "1", "2", "3") else None)
+        )
+        rows.append(
+            {
+                "question": r["question"],
+                "options": ast.literal_eval(r["choices"]),
+                "gold": int(r["answer"]),
+                "fix": fixed,
+                "type": "_".join(r["error_type"].replace("_", " ").split()).lower(),
+            }
+        )
     return rows
 
 
@@ -64,30 +71,40 @@ def test_flagging_against_the_redux_annotations() -> None:
             wanted.append((gold + 1) % 4)  # agree on a wrong option: a flag Redux
         else:  # calls "no correct answer" (any error) and one on an "ok" item
             wanted.append(gold)
-    keys = [f"{r['question']}\nA. {r['options'][0]}\nB. {r['options'][1]}"  # type: ignore[index]
-            for r in rows]
+    keys = [
+        f"{r['question']}\nA. {r['options'][0]}\nB. {r['options'][1]}"  # type: ignore[index]
+        for r in rows
+    ]
     assert len(set(keys)) == len(keys)
     choose = dict(zip(keys, wanted, strict=True))
-    ids = [make_run("mmlu_redux", _model(n, choose), formulation="letter", limit=LIMIT,
-                    data_dir=str(DATA)) for n in ("m1", "m2", "m3")]
+    ids = [
+        make_run(
+            "mmlu_redux", _model(n, choose), formulation="letter", limit=LIMIT, data_dir=str(DATA)
+        )
+        for n in ("m1", "m2", "m3")
+    ]
     rep = audit(stored(*ids), "mmlu_redux")
 
     expect = {f"abstract_algebra/{i}" for i, r in enumerate(rows) if wanted[i] != r["gold"]}
     assert {f.id for f in rep.flagged} == expect
     assert rep.annotations.startswith(f"from the task data: {LIMIT} items annotated")
-    truth = {f"abstract_algebra/{i}" for i, r in enumerate(rows)
-             if r["type"] == "wrong_groundtruth"}
+    truth = {
+        f"abstract_algebra/{i}" for i, r in enumerate(rows) if r["type"] == "wrong_groundtruth"
+    }
     errors = {f"abstract_algebra/{i}" for i, r in enumerate(rows) if r["type"] != "ok"}
     wrong, anyerr = rep.agreement
     for row, t in ((wrong, truth), (anyerr, errors)):
         tp = len(expect & t)
         assert (row.tp, row.fp, row.fn, row.n_items) == (
-            tp, len(expect - t), len(t - expect), LIMIT)
+            tp,
+            len(expect - t),
+            len(t - expect),
+            LIMIT,
+        )
         low, high = proportion_confint(tp, len(expect), method="wilson")
         assert (row.precision["low"], row.precision["high"]) == pytest.approx((low, high))
         assert row.recall["value"] == pytest.approx(tp / len(t))
-    assert wrong.fn == sum(1 for r in rows if r["type"] == "wrong_groundtruth"
-                           and r["fix"] is None)
+    assert wrong.fn == sum(1 for r in rows if r["type"] == "wrong_groundtruth" and r["fix"] is None)
     fixes = sum(1 for r in rows if r["type"] == "wrong_groundtruth" and r["fix"] is not None)
     assert rep.correction_match == {"n": fixes, "agreed_equals_proposed": fixes}
     flagged = {f.id: f for f in rep.flagged}

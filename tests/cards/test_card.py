@@ -44,14 +44,26 @@ def test_a_good_card_loads_and_missing_values_stay_missing(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("text", "line", "field", "words"),
     [
-        (GOOD.replace("level: open", "level: mostly"), 10, "openness.weights.level",
-         "'closed', 'partial' or 'open'"),
+        (
+            GOOD.replace("level: open", "level: mostly"),
+            10,
+            "openness.weights.level",
+            "'closed', 'partial' or 'open'",
+        ),
         (GOOD + "colour: blue\n", 11, "colour", "Extra inputs are not permitted"),
-        (GOOD.replace("input_usd_per_mtok: 0.5", "input_usd_per_mtok: -0.5"), 7,
-         "pricing.input_usd_per_mtok", "greater than or equal to 0"),
+        (
+            GOOD.replace("input_usd_per_mtok: 0.5", "input_usd_per_mtok: -0.5"),
+            7,
+            "pricing.input_usd_per_mtok",
+            "greater than or equal to 0",
+        ),
         (GOOD.replace("parameters: 7.3B", "parameters: lots"), 5, "parameters", "135M"),
-        (GOOD + "mof:\n  model_weights: {released: true}\n", 12, "mof",
-         "unknown MOF component(s) model_weights"),
+        (
+            GOOD + "mof:\n  model_weights: {released: true}\n",
+            12,
+            "mof",
+            "unknown MOF component(s) model_weights",
+        ),
     ],
 )
 def test_errors_name_file_line_and_field(
@@ -91,7 +103,10 @@ def test_builtin_cards_are_package_data() -> None:
     files = sorted(t.name for t in folder.iterdir() if t.name.endswith(".yaml"))
     assert len(files) == 5
     assert set(builtin_card_names()) == {
-        "smollm2-135m-instruct", "olmo-2-7b", "llama-3.1-8b-instruct", "mistral-7b-v0.1",
+        "smollm2-135m-instruct",
+        "olmo-2-7b",
+        "llama-3.1-8b-instruct",
+        "mistral-7b-v0.1",
         "gpt-4o",
     }
 

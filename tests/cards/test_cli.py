@@ -32,8 +32,10 @@ def test_list_json_has_every_builtin_with_its_classes() -> None:
     assert code == 0
     rows = {m["name"]: m for m in json.loads(out)["models"]}
     assert {k: v["openness_class"] for k, v in rows.items()} == {
-        "smollm2-135m-instruct": "fully open", "olmo-2-7b": "fully open",
-        "llama-3.1-8b-instruct": "inspectable", "mistral-7b-v0.1": "inspectable",
+        "smollm2-135m-instruct": "fully open",
+        "olmo-2-7b": "fully open",
+        "llama-3.1-8b-instruct": "inspectable",
+        "mistral-7b-v0.1": "inspectable",
         "gpt-4o": "opaque",
     }
     assert rows["gpt-4o"]["pricing"]["input_usd_per_mtok"] == 2.5
@@ -57,8 +59,12 @@ def test_show_prints_evidence_and_mof_gaps() -> None:
     d = json.loads(out)
     assert d["openness_class"] == "inspectable"
     assert d["openness_decided_by"] == ["weights", "training_methods", "training_data", "licence"]
-    assert {"component": "model_parameters_final", "name": "Model parameters (final)",
-            "class": "Class III", "reason": "licence not open"} in d["mof_missing_for_next"]
+    assert {
+        "component": "model_parameters_final",
+        "name": "Model parameters (final)",
+        "class": "Class III",
+        "reason": "licence not open",
+    } in d["mof_missing_for_next"]
 
 
 def test_unknown_name_suggests_close_names() -> None:
@@ -96,8 +102,9 @@ def test_user_cards_in_calipers_home_are_listed(calipers_home: Path) -> None:
 def test_factors_and_show_with_runs(capitals_task: Path, tmp_path: Path) -> None:
     ids = []
     for _ in range(2):
-        code, out, _ = invoke("run", "-m", "fake:const=Paris,name=m", "-t", str(capitals_task),
-                              "--json", "--no-cache")
+        code, out, _ = invoke(
+            "run", "-m", "fake:const=Paris,name=m", "-t", str(capitals_task), "--json", "--no-cache"
+        )
         assert code == 0, out
         ids.append(json.loads(out)["run_id"])
     cards = tmp_path / "cards"

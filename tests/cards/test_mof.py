@@ -8,11 +8,16 @@ import pytest
 
 from calipers.cards import MOF_COMPONENTS, CardCatalog, MofComponent, mof_classify
 
-CLASS_III = ["model_architecture", "model_parameters_final", "technical_report",
-             "evaluation_results", "model_card", "data_card"]
+CLASS_III = [
+    "model_architecture",
+    "model_parameters_final",
+    "technical_report",
+    "evaluation_results",
+    "model_card",
+    "data_card",
+]
 CLASS_II = ["training_code", "inference_code", "evaluation_code", "evaluation_data"]
-CLASS_I = ["research_paper", "datasets", "data_preprocessing_code",
-           "model_parameters_intermediate"]
+CLASS_I = ["research_paper", "datasets", "data_preprocessing_code", "model_parameters_intermediate"]
 OPTIONAL = ["sample_model_outputs", "supporting_libraries", "model_metadata"]
 
 
@@ -23,8 +28,10 @@ def comps(keys: list[str], **override: dict[str, Any]) -> dict[str, MofComponent
 
 
 def test_the_component_table_matches_the_published_lists() -> None:
-    required = {c: [s.key for s in MOF_COMPONENTS if s.mof_class == c and s.required]
-                for c in ("Class III", "Class II", "Class I")}
+    required = {
+        c: [s.key for s in MOF_COMPONENTS if s.mof_class == c and s.required]
+        for c in ("Class III", "Class II", "Class I")
+    }
     assert sorted(required["Class III"]) == sorted(CLASS_III)
     assert sorted(required["Class II"]) == sorted(CLASS_II)
     assert sorted(required["Class I"]) == sorted(CLASS_I)
@@ -45,12 +52,14 @@ def test_classes_are_cumulative() -> None:
 
 
 def test_missing_components_say_why() -> None:
-    r = mof_classify(comps(
-        CLASS_III,
-        model_parameters_final={"released": True, "open_licence": False},
-        data_card={"released": False},
-        model_card={"released": True, "open_licence": None},
-    ))
+    r = mof_classify(
+        comps(
+            CLASS_III,
+            model_parameters_final={"released": True, "open_licence": False},
+            data_card={"released": False},
+            model_card={"released": True, "open_licence": None},
+        )
+    )
     assert r.mof_class is None and r.next_class == "Class III"
     assert [(g.key, g.reason) for g in r.missing_for_next] == [
         ("model_parameters_final", "licence not open"),
@@ -72,29 +81,53 @@ def test_optional_components_are_not_needed() -> None:
 
 
 def test_potential_class_and_conditional_note() -> None:
-    r = mof_classify(comps(CLASS_III + CLASS_II,
-                           technical_report={"released": True, "open_licence": None}))
+    r = mof_classify(
+        comps(CLASS_III + CLASS_II, technical_report={"released": True, "open_licence": None})
+    )
     assert r.mof_class is None and r.potential_class == "Class II"
     assert r.unestablished == ("technical_report",)
     assert any("conditional" in n for n in r.notes)
     assert any(n.startswith("Class II (open tooling) if the licences") for n in r.notes)
 
 
-@pytest.mark.parametrize(("name", "cls", "potential", "missing"), [
-    ("smollm2-135m-instruct", None, "Class II", [("technical_report", "licence not established")]),
-    ("olmo-2-7b", None, "Class I", [("technical_report", "licence not established")]),
-    ("mistral-7b-v0.1", None, None, [("technical_report", "licence not established"),
-                                     ("evaluation_results", "licence not established"),
-                                     ("data_card", "not released")]),
-    ("gpt-4o", None, None, [("model_architecture", "not released"),
-                            ("model_parameters_final", "not released"),
-                            ("technical_report", "licence not established"),
-                            ("evaluation_results", "licence not established"),
-                            ("model_card", "not released"),
-                            ("data_card", "not released")]),
-])
-def test_builtin_cards(name: str, cls: str | None, potential: str | None,
-                       missing: list[tuple[str, str]]) -> None:
+@pytest.mark.parametrize(
+    ("name", "cls", "potential", "missing"),
+    [
+        (
+            "smollm2-135m-instruct",
+            None,
+            "Class II",
+            [("technical_report", "licence not established")],
+        ),
+        ("olmo-2-7b", None, "Class I", [("technical_report", "licence not established")]),
+        (
+            "mistral-7b-v0.1",
+            None,
+            None,
+            [
+                ("technical_report", "licence not established"),
+                ("evaluation_results", "licence not established"),
+                ("data_card", "not released"),
+            ],
+        ),
+        (
+            "gpt-4o",
+            None,
+            None,
+            [
+                ("model_architecture", "not released"),
+                ("model_parameters_final", "not released"),
+                ("technical_report", "licence not established"),
+                ("evaluation_results", "licence not established"),
+                ("model_card", "not released"),
+                ("data_card", "not released"),
+            ],
+        ),
+    ],
+)
+def test_builtin_cards(
+    name: str, cls: str | None, potential: str | None, missing: list[tuple[str, str]]
+) -> None:
     r = CardCatalog.load(user=False).get(name).mof
     assert r.mof_class == cls and r.potential_class == potential
     assert [(g.key, g.reason) for g in r.missing_for_next] == missing

@@ -8,8 +8,15 @@ import pytest
 
 from calipers.cards import CardCatalog, Openness, classify_openness
 
-DIMS = ("weights", "architecture", "training_methods", "training_data", "inference_code",
-        "documentation", "licence")
+DIMS = (
+    "weights",
+    "architecture",
+    "training_methods",
+    "training_data",
+    "inference_code",
+    "documentation",
+    "licence",
+)
 
 
 def openness(**levels: str) -> Openness:
@@ -50,8 +57,10 @@ def test_fully_open_needs_every_dimension_open() -> None:
     assert v.openness_class == "fully open" and v.decided_by == DIMS
     v = classify_openness(openness(**{**dict.fromkeys(DIMS, "open"), "licence": "partial"}))
     assert v.openness_class == "inspectable"
-    assert v.decided_by == ("weights", "licence") and "licence (use and modification) partial" \
-        in v.reason
+    assert (
+        v.decided_by == ("weights", "licence")
+        and "licence (use and modification) partial" in v.reason
+    )
 
 
 def test_partial_weights_are_inspectable_and_say_why() -> None:
@@ -61,8 +70,9 @@ def test_partial_weights_are_inspectable_and_say_why() -> None:
 
 
 def test_described_needs_documentation_and_something_described() -> None:
-    v = classify_openness(openness(weights="closed", documentation="partial",
-                                   training_methods="partial"))
+    v = classify_openness(
+        openness(weights="closed", documentation="partial", training_methods="partial")
+    )
     assert v.openness_class == "described"
     assert v.decided_by == ("weights", "documentation", "training_methods")
     # documentation alone is not enough

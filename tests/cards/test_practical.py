@@ -30,19 +30,40 @@ def card(**pricing: Any) -> ModelCard:
     )
 
 
-def sample(i: int, *, latency: float | None = 0.1, tin: int | None = 100,
-           tout: int | None = 10, cached: bool = False, error: str | None = None
-           ) -> SampleRecord:
+def sample(
+    i: int,
+    *,
+    latency: float | None = 0.1,
+    tin: int | None = 100,
+    tout: int | None = 10,
+    cached: bool = False,
+    error: str | None = None,
+) -> SampleRecord:
     return SampleRecord(
-        run_id="r1", task="t", sample_id=f"s{i}", position=i, prompt={}, scores={"acc": 1.0},
-        latency_s=latency, input_tokens=tin, output_tokens=tout, cached=cached, error=error,
+        run_id="r1",
+        task="t",
+        sample_id=f"s{i}",
+        position=i,
+        prompt={},
+        scores={"acc": 1.0},
+        latency_s=latency,
+        input_tokens=tin,
+        output_tokens=tout,
+        cached=cached,
+        error=error,
     )
 
 
 def stored(samples: list[SampleRecord], wall_s: float | None = 100.0) -> StoredRun:
     rec = RunRecord(
-        id="r1", model="fake:echo", model_name="echo", tasks=["t"], methodology={},
-        methodology_hash="h", config={}, created_at=T0,
+        id="r1",
+        model="fake:echo",
+        model_name="echo",
+        tasks=["t"],
+        methodology={},
+        methodology_hash="h",
+        config={},
+        created_at=T0,
         status="finished" if wall_s is not None else "interrupted",
         finished_at=T0 + timedelta(seconds=wall_s) if wall_s is not None else None,
     )
@@ -50,8 +71,9 @@ def stored(samples: list[SampleRecord], wall_s: float | None = 100.0) -> StoredR
 
 
 def test_token_cost_per_1000_items_by_hand() -> None:
-    run = stored([sample(0, tin=100, tout=10), sample(1, tin=200, tout=20),
-                  sample(2, tin=300, tout=30)])
+    run = stored(
+        [sample(0, tin=100, tout=10), sample(1, tin=200, tout=20), sample(2, tin=300, tout=30)]
+    )
     f = run_factors(run, card=card(input_usd_per_mtok=2.5, output_usd_per_mtok=10.0))
     # per item: (100*2.5 + 10*10)/1e6 = 350e-6, then 700e-6 and 1050e-6; mean 700e-6
     assert f.cost_per_1000_usd is not None
@@ -160,8 +182,9 @@ def test_factors_of_a_fake_model_run(yes_task: Path) -> None:
     assert f.n_ok == 20 and f.n_timed == 20 and f.n_cached == 0
     assert f.input_tokens_per_item is not None
     assert f.input_tokens_per_item.value == pytest.approx(statistics.mean(tin))
-    expected = 1000 * statistics.mean(a * 1.0 / 1e6 + b * 2.0 / 1e6 for a, b in zip(tin, tout,
-                                                                                   strict=True))
+    expected = 1000 * statistics.mean(
+        a * 1.0 / 1e6 + b * 2.0 / 1e6 for a, b in zip(tin, tout, strict=True)
+    )
     assert f.cost_per_1000_usd is not None
     assert f.cost_per_1000_usd.value == pytest.approx(expected)
     assert f.items_per_s is not None and f.items_per_s > 0

@@ -21,8 +21,7 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def test_run_json_prints_run_id_and_every_estimate(capitals_task: Path, tmp_path: Path) -> None:
     script = tmp_path / "answers.json"
     script.write_text(json.dumps({"France": "Paris", "Japan": "Tokyo", "*": "no idea"}))
-    code, out, _ = invoke("run", "-m", f"fake:script={script}", "-t", str(capitals_task),
-                          "--json")
+    code, out, _ = invoke("run", "-m", f"fake:script={script}", "-t", str(capitals_task), "--json")
     assert code == 0, out
     data = json.loads(out)
     task = data["tasks"]["capitals"]
@@ -52,8 +51,9 @@ def test_errors_are_one_sentence_with_exit_2(capitals_task: Path, tmp_path: Path
     assert "Traceback" not in err
     code, _, err = invoke("run", "-m", "nosuch:thing", "-t", str(capitals_task))
     assert code == 2 and "Unknown model provider 'nosuch'" in err
-    code, _, err = invoke("run", "-m", f"llamacpp:{tmp_path / 'missing.gguf'}",
-                          "-t", str(capitals_task))
+    code, _, err = invoke(
+        "run", "-m", f"llamacpp:{tmp_path / 'missing.gguf'}", "-t", str(capitals_task)
+    )
     assert code == 2 and "missing.gguf" in err and "Traceback" not in err
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\ndata: x.jsonl\nscorers: [exact_match]\npromt: {}\n")
@@ -83,15 +83,17 @@ def test_catalog_commands() -> None:
 
 
 def test_module_entry_point_runs() -> None:
-    proc = subprocess.run([sys.executable, "-m", "calipers", "--help"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "calipers", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and "calipers run" in proc.stdout
 
 
 def test_store_option_on_subcommands(capitals_task: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-    code, out, _ = invoke("run", "--store", url, "-m", "fake:echo", "-t", str(capitals_task),
-                          "--json", "--no-report")
+    code, out, _ = invoke(
+        "run", "--store", url, "-m", "fake:echo", "-t", str(capitals_task), "--json", "--no-report"
+    )
     run_id = json.loads(out)["run_id"]
     assert code == 0 and (tmp_path / "elsewhere.db").exists()
     code, out, _ = invoke("runs", "--store", url, "--json")
@@ -128,5 +130,8 @@ def test_errors_are_not_hard_wrapped_off_a_terminal(tmp_path: Path) -> None:
     # and through a real pipe, as a script sees it
     proc = subprocess.run(
         [sys.executable, "-m", "calipers", "run", "-m", "fake:echo", "-t", str(deep)],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "60"})
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "60"},
+    )
     assert proc.returncode == 2 and any(str(deep) in x for x in proc.stderr.splitlines())

@@ -64,17 +64,30 @@ class Upstream:
             return None
         if self.limit(text) and self.seen[text] == 1:
             err = {"error": {"message": "rate limit reached"}}
-            return await _answer(send, 429, json.dumps(err).encode(),
-                                 headers=[(b"retry-after", b"0")])
-        ok = {"choices": [{"message": {"content": text}, "finish_reason": "stop"}],
-              "usage": {"prompt_tokens": 2, "completion_tokens": 2}}
+            return await _answer(
+                send, 429, json.dumps(err).encode(), headers=[(b"retry-after", b"0")]
+            )
+        ok = {
+            "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 2, "completion_tokens": 2},
+        }
         await _answer(send, 200, json.dumps(ok).encode())
 
 
-async def _answer(send: Send, status: int, body: bytes, ctype: str = "application/json",
-                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", ctype.encode()), *(headers or [])]})
+async def _answer(
+    send: Send,
+    status: int,
+    body: bytes,
+    ctype: str = "application/json",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", ctype.encode()), *(headers or [])],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -91,8 +104,10 @@ def items(tmp_path: Path) -> Path:
     rows = [{"id": f"i{i}", "input": f"item {i}", "target": f"item {i}"} for i in range(N)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = tmp_path / "items.yaml"
-    spec.write_text("name: items\ndata: items.jsonl\nscorers: [exact_match]\n"
-                    "fields: {id: id, input: input, target: target}\n")
+    spec.write_text(
+        "name: items\ndata: items.jsonl\nscorers: [exact_match]\n"
+        "fields: {id: id, input: input, target: target}\n"
+    )
     return spec
 
 
@@ -133,14 +148,17 @@ def test_timeout_bounds_a_request_that_hangs(upstream: tuple[Upstream, str], ite
     app, url = upstream
     app.hang = lambda _t: True
     start = time.monotonic()
-    code, out, err = invoke(*run_args(url, items, "-n", "2", "--timeout", "0.4",
-                                      "--max-retries", "1", "--json"))
+    code, out, err = invoke(
+        *run_args(url, items, "-n", "2", "--timeout", "0.4", "--max-retries", "1", "--json")
+    )
     elapsed = time.monotonic() - start
     assert code == 3, (out, err)
     task = json.loads(out)["tasks"]["items"]
     assert task["n_errors"] == 2
-    assert ("failed after 2 attempts: no answer within the 0.4 s timeout (--timeout)"
-            in task["top_error"]["message"])
+    assert (
+        "failed after 2 attempts: no answer within the 0.4 s timeout (--timeout)"
+        in task["top_error"]["message"]
+    )
     # two attempts of 0.4 s and one backoff (0.5-0.625 s) per sample, both samples at once
     assert app.posts == 4 and elapsed < 6, elapsed
     calls = dict(task["calls"])
@@ -164,8 +182,18 @@ def test_deadline_leaves_the_rest_pending_and_resume_finishes(
         assert run.status == "interrupted" and run.summary is None
         assert sorted(s.sample_id for s in store.get_samples(run.id)) == ["i0", "i1", "i2"]
     # item 3 still hangs: a shorter --timeout on resume gives up on it, the rest finish
-    code, out, err = invoke("run", "--resume", run.id, "--json", "--deadline", "60",
-                            "--timeout", "0.3", "--max-retries", "0")
+    code, out, err = invoke(
+        "run",
+        "--resume",
+        run.id,
+        "--json",
+        "--deadline",
+        "60",
+        "--timeout",
+        "0.3",
+        "--max-retries",
+        "0",
+    )
     assert code == 0, (out, err)
     task = json.loads(out)["tasks"]["items"]
     assert (task["n_samples"], task["n_scored"], task["n_errors"]) == (N, N - 1, 1)
@@ -238,8 +266,12 @@ def test_progress_hears_each_retry(upstream: tuple[Upstream, str], items: Path) 
         def retrying(self, task: str, sample_id: str, retry: Retry) -> None:
             heard.append((task, sample_id, retry))
 
-    config = RunConfig(model="openai:m", tasks=(str(items),), use_cache=False,
-                       model_options=ModelOptions(base_url=url))
+    config = RunConfig(
+        model="openai:m",
+        tasks=(str(items),),
+        use_cache=False,
+        model_options=ModelOptions(base_url=url),
+    )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, progress=Recorder()))
     assert result.summary["calls"]["retries"] == 1
@@ -280,8 +312,13 @@ def test_an_endpoint_that_dies_after_planning_fails_every_sample(items: Path) ->
     server = ServerThread(app, graceful_s=1, lifespan="off").start()
     url = f"{server.url}/v1"
     model = OpenAIModel("m", ModelOptions(base_url=url, max_retries=1))
-    config = RunConfig(model="openai:m", tasks=(str(items),), limit=2, use_cache=False,
-                       model_options=ModelOptions(base_url=url, max_retries=1))
+    config = RunConfig(
+        model="openai:m",
+        tasks=(str(items),),
+        limit=2,
+        use_cache=False,
+        model_options=ModelOptions(base_url=url, max_retries=1),
+    )
     plan = make_plan(config, model)  # planning reaches the server (GET /models) ...
     assert plan.methodology.model.api_model == "m"
     server.stop()  # ... which then goes away

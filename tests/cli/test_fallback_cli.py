@@ -16,9 +16,11 @@ from click.testing import CliRunner
 from calipers.cli import cli
 from tests.models.conftest import free_port, llama_server, smollm2_path  # noqa: F401
 
-NOTE = ("Note: dyn_dates_mc runs its generate formulation instead of cloze, since the fake "
-        "provider cannot compute log-likelihoods (its scores compare only with runs of that "
-        "formulation).")
+NOTE = (
+    "Note: dyn_dates_mc runs its generate formulation instead of cloze, since the fake "
+    "provider cannot compute log-likelihoods (its scores compare only with runs of that "
+    "formulation)."
+)
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -27,17 +29,21 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 
 def test_default_suite_runs_and_says_which_task_fell_back() -> None:
-    code, out, err = invoke("run", "-m", "fake:echo,loglik=off", "-n", "2", "--no-report",
-                            "--json")
+    code, out, err = invoke("run", "-m", "fake:echo,loglik=off", "-n", "2", "--no-report", "--json")
     assert code == 0, err
     data = json.loads(out)  # the note is on stderr, not in the JSON
-    assert set(data["tasks"]) == {"dyn_word_problems", "dyn_arithmetic", "dyn_dates",
-                                  "dyn_dates_mc"}
+    assert set(data["tasks"]) == {
+        "dyn_word_problems",
+        "dyn_arithmetic",
+        "dyn_dates",
+        "dyn_dates_mc",
+    }
     assert all(t["n_samples"] == 2 and t["n_errors"] == 0 for t in data["tasks"].values())
     assert [line for line in err.splitlines() if "instead of" in line] == [NOTE]
     code, out, _ = invoke("show", data["run_id"])
     assert code == 0 and "generate (fallback: generate formulation instead of cloze" in " ".join(
-        out.split())
+        out.split()
+    )
 
 
 def test_an_unreachable_server_is_one_error_naming_its_url() -> None:
@@ -56,9 +62,26 @@ def test_default_suite_on_a_real_llama_cpp_server(llama_server: str, tmp_path: P
     """``calipers run -m openai:... --base-url ...`` as README shows it, on the default suite."""
     env = {**os.environ, "CALIPERS_HOME": str(tmp_path / "home")}
     proc = subprocess.run(
-        [sys.executable, "-m", "calipers", "run", "-m", "openai:smollm2", "--base-url",
-         llama_server, "-n", "2", "--json", "--no-report", "--concurrency", "1"],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "calipers",
+            "run",
+            "-m",
+            "openai:smollm2",
+            "--base-url",
+            llama_server,
+            "-n",
+            "2",
+            "--json",
+            "--no-report",
+            "--concurrency",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout)
@@ -67,5 +90,7 @@ def test_default_suite_on_a_real_llama_cpp_server(llama_server: str, tmp_path: P
     assert all(t["n_samples"] == 2 and t["n_errors"] == 0 for t in tasks.values()), tasks
     assert all(t["output_tokens"] for t in tasks.values())  # the server really answered
     assert data["model"]["provider"] == "openai" and data["model"]["base_url"] == llama_server
-    assert "dyn_dates_mc runs its generate formulation instead of cloze, since the openai " \
+    assert (
+        "dyn_dates_mc runs its generate formulation instead of cloze, since the openai "
         "provider cannot compute log-likelihoods" in " ".join(proc.stderr.split())
+    )

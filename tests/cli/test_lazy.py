@@ -14,8 +14,18 @@ from click.testing import CliRunner
 from calipers.cli import cli
 from calipers.cli._app import COMMANDS
 
-HEAVY = ("numpy", "scipy", "statsmodels", "pandas", "sqlalchemy", "sklearn", "llama_cpp",
-         "jinja2", "fastapi", "httpx")
+HEAVY = (
+    "numpy",
+    "scipy",
+    "statsmodels",
+    "pandas",
+    "sqlalchemy",
+    "sklearn",
+    "llama_cpp",
+    "jinja2",
+    "fastapi",
+    "httpx",
+)
 
 _PROBE = """
 import json, sys
@@ -32,8 +42,15 @@ def _modules_after(*args: str, cwd: Path) -> set[str]:
     """Top-level modules imported by ``calipers ARGS`` in a fresh interpreter."""
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout
     return set(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -59,8 +76,9 @@ def test_show_imports_no_statistics_or_model_libraries(tmp_path: Path) -> None:
     home = tmp_path / "calipers-home"
     env_home = {"CALIPERS_HOME": str(home)}
     runner = CliRunner(env=env_home)
-    made = runner.invoke(cli, ["run", "-m", "fake:echo", "-t", "dyn_arithmetic", "-n", "3",
-                               "--no-report"])
+    made = runner.invoke(
+        cli, ["run", "-m", "fake:echo", "-t", "dyn_arithmetic", "-n", "3", "--no-report"]
+    )
     assert made.exit_code == 0, made.output
     os.environ["CALIPERS_HOME"] = str(home)  # the autouse fixture restores it
     modules = _modules_after("show", "latest", cwd=tmp_path)

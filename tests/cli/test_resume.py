@@ -40,15 +40,28 @@ def _default_sigint() -> None:
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "calipers", *args], env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint,
+        [sys.executable, "-m", "calipers", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
 
 
 def _start_and_interrupt(tmp_path: Path, calipers_home: Path, sig: int) -> tuple[str, int]:
     env = {**os.environ, "CALIPERS_HOME": str(calipers_home)}
-    proc = _cli("run", "-m", "fake:echo,delay=0.02", "-t", str(_task(tmp_path)),
-                "--concurrency", "1", "--no-cache", env=env)
+    proc = _cli(
+        "run",
+        "-m",
+        "fake:echo,delay=0.02",
+        "-t",
+        str(_task(tmp_path)),
+        "--concurrency",
+        "1",
+        "--no-cache",
+        env=env,
+    )
     db = calipers_home / "calipers.db"
     deadline = time.monotonic() + 60
     while _count(db) < 20:

@@ -124,8 +124,6 @@ def test_cli_compare_json_and_table(yes_task: Path) -> None:
     assert out.exit_code == 2 and "at least two runs" in out.stderr
 
 
-
-
 def test_models_with_different_chat_templates_are_comparable(yes_task: Path) -> None:
     a = make_run(yes_task, right_on(range(0, 20), "a"))
     b = make_run(yes_task, right_on(range(0, 20), "b"))
@@ -149,7 +147,11 @@ def test_interval_excluding_zero_without_a_rejection_is_called_inconclusive() ->
     from calipers.analysis._verdict import verdict
 
     row = SimpleNamespace(
-        n=50, model_b="b", test="mcnemar-exact", p_adjusted=0.25, mde=0.157,
+        n=50,
+        model_b="b",
+        test="mcnemar-exact",
+        p_adjusted=0.25,
+        mde=0.157,
         score_a={"value": 0.1, "low": 0.04, "high": 0.21, "n": 50, "method": "wilson"},
         score_b={"value": 0.0, "low": 0.0, "high": 0.07, "n": 50, "method": "wilson"},
         diff={"value": -0.1, "low": -0.214, "high": -0.009, "n": 50, "method": "newcombe"},

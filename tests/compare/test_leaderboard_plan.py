@@ -43,7 +43,9 @@ def test_separated_models_rank_with_degenerate_intervals(big_task: Path) -> None
     [board] = boards()
     assert [e.model for e in board.entries] == ["strong", "middle", "weak"]
     assert [(e.rank, e.rank_low, e.rank_high) for e in board.entries] == [
-        (1, 1, 1), (2, 2, 2), (3, 3, 3)
+        (1, 1, 1),
+        (2, 2, 2),
+        (3, 3, 3),
     ]
     assert [e.tie_group for e in board.entries] == [1, 2, 3]
     assert board.n_items == N and not board.saturated
@@ -82,8 +84,11 @@ def test_plan_matches_miller_formula() -> None:
 def test_cli_plan_uses_two_pilots(big_task: Path) -> None:
     a = make_run(big_task, right_on(range(0, 100), "a"))
     b = make_run(big_task, right_on(range(0, 110), "b"))
-    res = CliRunner().invoke(cli, ["plan", "--delta", "0.05", "--pilot", a, "--pilot", b,
-                                   "--json"], catch_exceptions=False)
+    res = CliRunner().invoke(
+        cli,
+        ["plan", "--delta", "0.05", "--pilot", a, "--pilot", b, "--json"],
+        catch_exceptions=False,
+    )
     plan = json.loads(res.stdout)
     # the two pilots' per-item scores: phi correlation computed independently
     xa = [1.0 if i < 100 else 0.0 for i in range(N)]

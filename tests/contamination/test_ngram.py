@@ -42,6 +42,7 @@ needs_mmlu = needs_data("mmlu/test")
 
 # -- an independent reference: plain Python, one character and one n-gram at a time ----------
 
+
 def ref_tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text)
     return "".join(c.lower()[0] if c.isalnum() else " " for c in text).split()
@@ -61,8 +62,10 @@ def ref_token_hash(token: str) -> int:
 
 def ref_ngram_hashes(tokens: list[str], n: int) -> list[int]:
     h = [ref_token_hash(t) for t in tokens]
-    return [ref_fmix(sum(h[j + t] * pow(M, t, 1 << 64) for t in range(n)) & MASK)
-            for j in range(len(h) - n + 1)]
+    return [
+        ref_fmix(sum(h[j + t] * pow(M, t, 1 << 64) for t in range(n)) & MASK)
+        for j in range(len(h) - n + 1)
+    ]
 
 
 def ref_grams(text: str, n: int = 13) -> set[tuple[str, ...]]:
@@ -92,9 +95,12 @@ def salad(rng: np.random.Generator, n_words: int) -> str:
 
 # -- tokens and hashes -------------------------------------------------------------------------
 
+
 def test_tokens_and_hashes_match_the_reference() -> None:
-    text = ("Hello, World! naïve café—“quoted” ﬁne x_y 3.14 ΑΒΓ straße İstanbul "
-            "日本語テキスト e\u0301t\u00e9 ＦＵＬＬ")
+    text = (
+        "Hello, World! naïve café—“quoted” ﬁne x_y 3.14 ΑΒΓ straße İstanbul "
+        "日本語テキスト e\u0301t\u00e9 ＦＵＬＬ"
+    )
     assert ref_tokens(text)[:8] == ["hello", "world", "naïve", "café", "quoted", "fine", "x", "y"]
     assert [int(h) for h in token_hashes(text)] == [ref_token_hash(t) for t in ref_tokens(text)]
     toks = ref_tokens(text)
@@ -136,6 +142,7 @@ def test_stream_finds_ngrams_across_block_boundaries() -> None:
 
 # -- building and checking an index ------------------------------------------------------------
 
+
 def _write_corpus(folder: Path, texts: list[str], rng: np.random.Generator) -> list[str]:
     """Spread ``texts`` over .txt, .txt.gz, .jsonl and .jsonl.gz files with filler between
     them; return the documents as the reader should see them."""
@@ -149,10 +156,15 @@ def _write_corpus(folder: Path, texts: list[str], rng: np.random.Generator) -> l
     records = [salad(rng, 100) for _ in range(5)] + [f"intro {t} outro" for t in quarters[2]]
     (folder / "c.jsonl").write_text(
         "".join(json.dumps({"text": r, "id": i}) + "\n" for i, r in enumerate(records))
-        + "not json\n" + json.dumps({"body": "no text field"}) + "\n", encoding="utf-8")
+        + "not json\n"
+        + json.dumps({"body": "no text field"})
+        + "\n",
+        encoding="utf-8",
+    )
     zrecords = [f"{t}" for t in quarters[3]] + [salad(rng, 50)]
-    (folder / "d.jsonl.gz").write_bytes(gzip.compress(
-        "".join(json.dumps({"text": r}) + "\n" for r in zrecords).encode()))
+    (folder / "d.jsonl.gz").write_bytes(
+        gzip.compress("".join(json.dumps({"text": r}) + "\n" for r in zrecords).encode())
+    )
     (folder / "notes.csv").write_text("skipped,file\n", encoding="utf-8")
     return [txt, gz, *records, *zrecords]
 
@@ -167,15 +179,20 @@ def mmlu_items() -> list[tuple[str, str]]:
 
 
 @needs_mmlu
-def test_flags_exactly_the_items_in_the_corpus(tmp_path: Path,
-                                               mmlu_items: list[tuple[str, str]]) -> None:
+def test_flags_exactly_the_items_in_the_corpus(
+    tmp_path: Path, mmlu_items: list[tuple[str, str]]
+) -> None:
     rng = np.random.default_rng(7)
     long_enough = [it for it in mmlu_items if len(ref_tokens(it[1])) >= 13]
     planted = [long_enough[i] for i in rng.choice(len(long_enough), size=20, replace=False)]
     docs = _write_corpus(tmp_path / "corpus", [t for _, t in planted], rng)
     seen: list[tuple[int, int]] = []
-    info = build_index([tmp_path / "corpus"], tmp_path / "idx", memory_mb=1,
-                       progress=lambda done, total: seen.append((done, total)))
+    info = build_index(
+        [tmp_path / "corpus"],
+        tmp_path / "idx",
+        memory_mb=1,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert info.fp_rate < 1e-6 and info.documents == 2 + 5 + 5 + 6
     assert info.skipped_files == 1 and info.skipped_records == 2 and len(info.warnings) == 2
     assert seen[-1][0] == seen[-1][1] == sum(f.size for f in info.files)
@@ -216,8 +233,7 @@ def test_ngrams_shared_between_items_identify_none_of_them(tmp_path: Path) -> No
     stem = "For which of these two scenarios does the main character do something clearly wrong"
     a, b = f"{stem} {salad(rng, 20)}", f"{stem} {salad(rng, 20)}"
     items = [("a", a), ("b", b), ("a_copy", a), ("other", salad(rng, 30))]
-    (tmp_path / "c.txt").write_text(f"{salad(rng, 200)} {a} {salad(rng, 200)}",
-                                    encoding="utf-8")
+    (tmp_path / "c.txt").write_text(f"{salad(rng, 200)} {a} {salad(rng, 200)}", encoding="utf-8")
     build_index([tmp_path / "c.txt"], tmp_path / "idx", memory_mb=1)
     report = ngram_check(items, tmp_path / "idx")
     # b shares only the stem with the corpus: it has n-grams of its own, none found. The
@@ -227,13 +243,17 @@ def test_ngrams_shared_between_items_identify_none_of_them(tmp_path: Path) -> No
     assert by_id["b"].hits == 0 and by_id["b"].shared == len(ref_tokens(stem)) - 12
     assert by_id["a_copy"].shared == 0 and by_id["a_copy"].ratio == 1.0
     assert ngram_check(items, tmp_path / "idx", ignore_shared=False).overlapping_ids == [
-        "a", "b", "a_copy"]
+        "a",
+        "b",
+        "a_copy",
+    ]
     strict = ngram_check(items, tmp_path / "idx", ignore_shared=False, min_ratio=0.5)
     assert strict.overlapping_ids == ["a", "a_copy"] and "ratio >= 0.5" in strict.rule
 
 
-def test_a_file_read_in_many_blocks_loses_no_ngram(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_read_in_many_blocks_loses_no_ngram(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(_corpus, "BLOCK_CHARS", 50)  # every item crosses block boundaries
     rng = np.random.default_rng(9)
     items = [(f"i{k}", salad(rng, 40)) for k in range(30)]
@@ -252,10 +272,12 @@ def test_an_index_from_another_tokenisation_or_damaged_is_refused(tmp_path: Path
     assert open_index(tmp_path / "idx" / "index.json").info.n == 13
     header = tmp_path / "idx" / "index.json"
     good = json.loads(header.read_text())
-    for change, message in [({"tokenisation": "words-v0"}, "tokenisation"),
-                            ({"format_version": 99}, "format version"),
-                            ({"format": "something-else"}, "not a calipers n-gram index"),
-                            ({"n_words": good["n_words"] * 2}, "bytes")]:
+    for change, message in [
+        ({"tokenisation": "words-v0"}, "tokenisation"),
+        ({"format_version": 99}, "format version"),
+        ({"format": "something-else"}, "not a calipers n-gram index"),
+        ({"n_words": good["n_words"] * 2}, "bytes"),
+    ]:
         header.write_text(json.dumps(good | change))
         with pytest.raises(DataError, match=message):
             ngram_check([("x", "some corpus text " * 5)], tmp_path / "idx")
@@ -298,6 +320,7 @@ def test_no_corpus_is_skipped_with_a_reason_never_zero() -> None:
 
 # -- the score on clean and overlapping items --------------------------------------------------
 
+
 def _text(report: NgramReport) -> str:
     console = Console(file=io.StringIO(), width=200)
     console.print(render_ngram_report(report))
@@ -305,12 +328,22 @@ def _text(report: NgramReport) -> str:
 
 
 def _fake_run(scores: dict[str, float]) -> StoredRun:
-    rec = RunRecord(id="r1", model="fake:echo", model_name="echo", tasks=["t"],
-                    methodology={}, methodology_hash="h", config={})
-    samples = [SampleRecord(run_id="r1", task="t", sample_id=i, position=k, prompt={},
-                            scores={"acc": v}) for k, (i, v) in enumerate(scores.items())]
-    samples.append(SampleRecord(run_id="r1", task="t", sample_id="err", position=999,
-                                prompt={}, error="boom"))
+    rec = RunRecord(
+        id="r1",
+        model="fake:echo",
+        model_name="echo",
+        tasks=["t"],
+        methodology={},
+        methodology_hash="h",
+        config={},
+    )
+    samples = [
+        SampleRecord(run_id="r1", task="t", sample_id=i, position=k, prompt={}, scores={"acc": v})
+        for k, (i, v) in enumerate(scores.items())
+    ]
+    samples.append(
+        SampleRecord(run_id="r1", task="t", sample_id="err", position=999, prompt={}, error="boom")
+    )
     return StoredRun(rec, tuple(samples))
 
 
@@ -326,12 +359,16 @@ def test_clean_vs_overlapping_score_by_hand(tmp_path: Path) -> None:
     items = [(f"q{k}", salad(rng, 25)) for k in range(100)]
     dirty = {f"q{k}" for k in range(0, 100, 5)}  # 20 items in the corpus
     (tmp_path / "c.txt").write_text(
-        "\n".join(t for i, t in items if i in dirty) + "\n" + salad(rng, 2000), encoding="utf-8")
+        "\n".join(t for i, t in items if i in dirty) + "\n" + salad(rng, 2000), encoding="utf-8"
+    )
     build_index([tmp_path / "c.txt"], tmp_path / "idx", memory_mb=1)
     clean_ids = [i for i, _ in items if i not in dirty]
     scores = {i: 1.0 for i in dirty} | {i: float(k % 2) for k, i in enumerate(clean_ids)}
-    report = ngram_check([*items, ("short", "five words are too few")], tmp_path / "idx",
-                         _fake_run(scores | {"short": 1.0}))
+    report = ngram_check(
+        [*items, ("short", "five words are too few")],
+        tmp_path / "idx",
+        _fake_run(scores | {"short": 1.0}),
+    )
     assert set(report.overlapping_ids) == dirty
     split = report.score
     assert split is not None and (split.metric, split.task) == ("acc", "t")
@@ -366,6 +403,7 @@ def test_run_with_several_tasks_needs_the_task_name(tmp_path: Path) -> None:
 
 
 # -- item texts --------------------------------------------------------------------------------
+
 
 @needs_mmlu
 def test_item_text_is_the_item_not_the_template() -> None:

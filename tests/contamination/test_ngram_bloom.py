@@ -11,13 +11,17 @@ import pytest
 from calipers.contamination._bloom import BloomFilter, Layout, best_layout, expected_fp_rate
 
 
-@pytest.mark.parametrize(("n_words", "n_keys", "layout"), [
-    (1 << 10, 1 << 13, Layout(1, 4)),
-    (1 << 11, 1 << 13, Layout(2, 3)),
-    (1 << 10, 1 << 12, Layout(3, 2)),
-])
-def test_fp_rate_formulas_match_an_empirical_rate(n_words: int, n_keys: int,
-                                                  layout: Layout) -> None:
+@pytest.mark.parametrize(
+    ("n_words", "n_keys", "layout"),
+    [
+        (1 << 10, 1 << 13, Layout(1, 4)),
+        (1 << 11, 1 << 13, Layout(2, 3)),
+        (1 << 10, 1 << 12, Layout(3, 2)),
+    ],
+)
+def test_fp_rate_formulas_match_an_empirical_rate(
+    n_words: int, n_keys: int, layout: Layout
+) -> None:
     rng = np.random.default_rng(11)
     bloom = BloomFilter.empty(n_words, layout)
     keys = rng.integers(0, 2**64, size=n_keys, dtype=np.uint64)

@@ -18,8 +18,7 @@ NAMES = ("build_index", "ngram_check", "render_ngram_report", "task_item_texts")
 
 
 @needs_data("mmlu/test")
-def test_ngram_doc_example_runs_and_its_comments_are_true(monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_ngram_doc_example_runs_and_its_comments_are_true(monkeypatch: pytest.MonkeyPatch) -> None:
     missing = [n for n in NAMES if not hasattr(calipers.contamination, n)]
     assert not missing, f"calipers.contamination must export {', '.join(missing)}"
     section = DOC.read_text(encoding="utf-8").split("## n-gram overlap", 1)[1].split("\n## ")[0]

@@ -44,10 +44,11 @@ from calipers.tasks import LoadContext, get_task
 from calipers.types import Sample, TokenStatsResult
 from tests._data import DATA, require
 
-PROBE_FNS = {"min-k%++": min_k_pp_probe, "completion": completion_probe,
-             "ts-guessing": ts_guessing_probe}
-
-
+PROBE_FNS = {
+    "min-k%++": min_k_pp_probe,
+    "completion": completion_probe,
+    "ts-guessing": ts_guessing_probe,
+}
 
 
 def synthetic(n: int, seed: int) -> list[Sample]:
@@ -57,13 +58,18 @@ def synthetic(n: int, seed: int) -> list[Sample]:
     vowels = np.array(list("aeiou"))
 
     def word() -> str:
-        return "".join(str(c) + str(v) for c, v in zip(
-            rng.choice(letters, 3), rng.choice(vowels, 3), strict=True))
+        return "".join(
+            str(c) + str(v)
+            for c, v in zip(rng.choice(letters, 3), rng.choice(vowels, 3), strict=True)
+        )
 
     return [
-        Sample(id=f"syn{seed}-{i}", input=" ".join(word() for _ in range(12)) + "?",
-               choices=tuple(f"{word()} {word()}" for _ in range(4)),
-               target=int(rng.integers(4)))
+        Sample(
+            id=f"syn{seed}-{i}",
+            input=" ".join(word() for _ in range(12)) + "?",
+            choices=tuple(f"{word()} {word()}" for _ in range(4)),
+            target=int(rng.integers(4)),
+        )
         for i in range(n)
     ]
 
@@ -256,8 +262,9 @@ def test_masked_option_is_a_distinct_wrong_option() -> None:
     item = Sample(id="q", input="Pick", choices=("yes", "no", "Yes!", "maybe", "never"), target=1)
     picks = {masked_option(item, item_rng(s, "q", "t")) for s in range(50)}
     assert picks == {3, 4}  # not the answer (1), not "yes"/"Yes!" (the same once normalised)
-    assert masked_option(item.model_copy(update={"choices": ("a", "b")}), item_rng(0, "", "")) \
-        is None
+    assert (
+        masked_option(item.model_copy(update={"choices": ("a", "b")}), item_rng(0, "", "")) is None
+    )
     assert masked_option(Sample(id="g", input="2+2?", target="4"), item_rng(0, "", "")) is None
 
 
@@ -269,8 +276,12 @@ def test_clean_guess_and_normalise() -> None:
 
 
 def test_ts_counts_a_reply_as_written_when_the_option_looks_like_a_label() -> None:
-    item = Sample(id="q", input="Who wrote Narnia books for children in England long ago?",
-                  choices=("C.S. Lewis", "J. Austen", "Tolkien", "Roald Dahl"), target=2)
+    item = Sample(
+        id="q",
+        input="Who wrote Narnia books for children in England long ago?",
+        choices=("C.S. Lewis", "J. Austen", "Tolkien", "Roald Dahl"),
+        target=2,
+    )
     hits: list[float] = []
     for answer in ("C.S. Lewis", "J. Austen", "Roald Dahl"):
         model = FakeModel(lambda _r, a=answer: a)

@@ -34,14 +34,26 @@ except DataError as e:
 def test_offline_and_not_cached_is_a_clear_data_error(tmp_path: Path) -> None:
     """The real ``datasets.load_dataset``, offline, with an empty cache."""
     pytest.importorskip("datasets")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
-           "HF_DATASETS_CACHE": str(tmp_path / "hf" / "datasets")}
-    out = subprocess.run([sys.executable, "-c", _OFFLINE_SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_DATASETS_CACHE": str(tmp_path / "hf" / "datasets"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _OFFLINE_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     err = json.loads(out.strip().splitlines()[-1])
-    assert err["message"].startswith("mmlu: no local data directory is set, and loading "
-                                     "cais/mmlu, config all, split test from the Hugging Face "
-                                     "hub failed: the hub cannot be reached")
+    assert err["message"].startswith(
+        "mmlu: no local data directory is set, and loading "
+        "cais/mmlu, config all, split test from the Hugging Face "
+        "hub failed: the hub cannot be reached"
+    )
     assert "not in the local cache" in err["message"]
     assert "Go online" in err["hint"] and "--data-dir" in err["hint"]
     assert err["hint"].endswith("HOW-TO")
@@ -49,8 +61,10 @@ def test_offline_and_not_cached_is_a_clear_data_error(tmp_path: Path) -> None:
 
 def test_gated_dataset_says_how_to_get_access() -> None:
     # datasets' own wording for a gated repository without access
-    e = Exception("Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. Visit the dataset "
-                  "page at https://huggingface.co/datasets/Idavidrein/gpqa to ask for access.")
+    e = Exception(
+        "Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. Visit the dataset "
+        "page at https://huggingface.co/datasets/Idavidrein/gpqa to ask for access."
+    )
     err = hub_error("gpqa", e, GPQA, HOW)
     assert "gpqa: no local data directory" in err.message and "gated" in err.message
     assert "Idavidrein/gpqa, config gpqa_diamond, split train" in err.message
@@ -79,8 +93,9 @@ def test_unknown_split_and_config_list_the_available_ones() -> None:
 
 
 def test_other_failures_keep_their_message() -> None:
-    err = hub_error("bbh", OSError("disk full"), HubSource("SaylorTwift/bbh", "navigate", "test"),
-                    HOW)
+    err = hub_error(
+        "bbh", OSError("disk full"), HubSource("SaylorTwift/bbh", "navigate", "test"), HOW
+    )
     assert "OSError: disk full" in err.message and "SaylorTwift/bbh" in err.message
 
 
@@ -88,8 +103,12 @@ def test_no_route_to_the_hub_is_an_offline_error() -> None:
     class ConnectError(Exception):  # httpx's, raised through huggingface_hub's file system
         pass
 
-    err = hub_error("bbq", ConnectError("[Errno -2] Name or service not known"),
-                    HubSource("heegyu/bbq", None, "test", data_file="data/Age.jsonl"), HOW)
+    err = hub_error(
+        "bbq",
+        ConnectError("[Errno -2] Name or service not known"),
+        HubSource("heegyu/bbq", None, "test", data_file="data/Age.jsonl"),
+        HOW,
+    )
     assert "heegyu/bbq, file data/Age.jsonl (test split)" in err.message
     assert "the hub cannot be reached" in err.message
     assert err.hint is not None and err.hint.startswith("Go online once")
@@ -121,8 +140,9 @@ def test_a_raw_data_file_is_read_with_the_json_builder(monkeypatch: pytest.Monke
             return FakeDataset()
 
     monkeypatch.setattr(_hub, "_datasets", lambda *a: FakeLib)
-    rows = load_hub_rows("bbq", "heegyu/bbq", split="test", revision=sha,
-                         data_file="data/Age.jsonl", how_to_get=HOW)
+    rows = load_hub_rows(
+        "bbq", "heegyu/bbq", split="test", revision=sha, data_file="data/Age.jsonl", how_to_get=HOW
+    )
     assert calls == [("json", f"hf://datasets/heegyu/bbq@{sha}/data/Age.jsonl", "train")]
     assert list(rows) == [{"example_id": 0}]
     assert rows.source.commit == sha  # the pinned revision is a commit
@@ -151,8 +171,9 @@ def test_rows_and_source_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
 
     class FakeLib:
         @staticmethod
-        def load_dataset(path: str, name: str | None, *, split: str,
-                         revision: str | None) -> FakeDataset:
+        def load_dataset(
+            path: str, name: str | None, *, split: str, revision: str | None
+        ) -> FakeDataset:
             assert (path, name, split, revision) == ("openai/gsm8k", "main", "test", None)
             return FakeDataset()
 
@@ -172,8 +193,7 @@ def test_data_source_of_samples() -> None:
     assert data_source([Sample(id="3", input="q")]) is None
 
 
-def test_a_data_dir_never_touches_the_hub(monkeypatch: pytest.MonkeyPatch,
-                                          tmp_path: Path) -> None:
+def test_a_data_dir_never_touches_the_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def boom(*a: Any) -> Any:
         raise AssertionError("hub used")
 

@@ -37,8 +37,9 @@ def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
     return (2 * k + z * z - root) / (2 * (n + z * z)), (2 * k + z * z + root) / (2 * (n + z * z))
 
 
-def newcombe(both: int, only_a: int, only_b: int, neither: int,
-             confidence: float = 0.95) -> tuple[float, float]:
+def newcombe(
+    both: int, only_a: int, only_b: int, neither: int, confidence: float = 0.95
+) -> tuple[float, float]:
     """Newcombe (1998) method 10 for p_b - p_a from a paired 2x2 table."""
     n = both + only_a + only_b + neither
     z = float(norm.ppf(0.5 + confidence / 2))
@@ -55,8 +56,7 @@ def newcombe(both: int, only_a: int, only_b: int, neither: int,
     return low, high
 
 
-def items_needed(diffs: list[float], margin: float, alpha: float = 0.05,
-                 power: float = 0.8) -> int:
+def items_needed(diffs: list[float], margin: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Paired non-inferiority sample size (normal theory, e.g. Julious 2004): the observed
     drop taken as the truth (a gain counts as 0), the sample variance of the per-item
     differences floored at m(1 - m) for 0/1 scores."""
@@ -69,7 +69,8 @@ def items_needed(diffs: list[float], margin: float, alpha: float = 0.05,
     return math.ceil(k * k * var / delta**2 - 1e-9)
 
 
-def size_needed(margin: float, discordance: float = 0.25, alpha: float = 0.05,
-                power: float = 0.8) -> int:
+def size_needed(
+    margin: float, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8
+) -> int:
     k = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
     return math.ceil(k * k * discordance / margin**2 - 1e-9)

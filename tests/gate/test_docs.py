@@ -47,12 +47,15 @@ def test_the_shell_commands_run_and_exit_as_documented(tmp_path: Path) -> None:
 
 def test_the_pytest_example_passes(pytester: pytest.Pytester) -> None:
     [example] = [b for b in blocks("python") if b.startswith("# test_model.py")]
-    pytester.makepyfile(test_model=example, test_shown="""
+    pytester.makepyfile(
+        test_model=example,
+        test_shown="""
         def test_shown(calipers_eval):
             base = calipers_eval(model="fake:echo", task="dyn_arithmetic", limit=30)
             cand = calipers_eval(model="fake:const=#### 4", task="dyn_arithmetic", limit=30)
             assert cand.not_worse_than(base, by=0.02)
-    """)
+    """,
+    )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     [shown] = [b for b in blocks("text") if b.startswith("assert <calipers gate")]
@@ -72,8 +75,14 @@ def test_the_github_workflow_is_valid_and_its_gate_command_parses() -> None:
     [workflow] = blocks("yaml")
     steps = yaml.safe_load(workflow)["jobs"]["gate"]["steps"]
     uses = [s.get("uses", "").split("@")[0] for s in steps]
-    for action in ("actions/checkout", "actions/setup-python", "actions/cache",
-                   "actions/cache/restore", "actions/cache/save", "actions/upload-artifact"):
+    for action in (
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/cache",
+        "actions/cache/restore",
+        "actions/cache/save",
+        "actions/upload-artifact",
+    ):
         assert action in uses
     assert any("GITHUB_STEP_SUMMARY" in s.get("run", "") for s in steps)
     [run] = [s["run"] for s in steps if "calipers gate" in s.get("run", "")]

@@ -47,6 +47,7 @@ def test_user_tests_assert_not_worse_than(pytester: pytest.Pytester) -> None:
     """)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
-    assert (f"E       assert <calipers gate FAIL, inconclusive allowed: qa/exact_match fail "
-            f"-37.5 points [{100 * low:+.1f}, {100 * high:+.1f}] vs allowed drop -2.0 points>"
-            ) in result.stdout.str()
+    assert (
+        f"E       assert <calipers gate FAIL, inconclusive allowed: qa/exact_match fail "
+        f"-37.5 points [{100 * low:+.1f}, {100 * high:+.1f}] vs allowed drop -2.0 points>"
+    ) in result.stdout.str()

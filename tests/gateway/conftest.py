@@ -34,11 +34,19 @@ def sse_bytes(name: str, text: str) -> bytes:
     words = text.split(" ")
     for i, word in enumerate(words):
         piece = word if i == 0 else " " + word
-        chunk = {"id": "c1", "object": "chat.completion.chunk", "model": name,
-                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        chunk = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": name,
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+        }
         events.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-    last = {"id": "c1", "object": "chat.completion.chunk", "model": name,
-            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    last = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": name,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
     events.append(b"data:" + json.dumps(last).encode() + b"\r\n\r\n")
     events.append(b"data: [DONE]\n\n")
     return b"".join(events)
@@ -92,8 +100,9 @@ class FakeUpstream:
             return early
         text = f"{self.name}: {self.prompt_of(body)}"
         if body.get("stream"):
-            return StreamingResponse(self._stream(sse_bytes(self.name, text)),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                self._stream(sse_bytes(self.name, text)), media_type="text/event-stream"
+            )
         usage = {"prompt_tokens": len(self.prompt_of(body).split()), "completion_tokens": 3}
         return JSONResponse(
             {"id": "x", "object": "chat.completion", "model": self.name, "usage": usage,
@@ -111,9 +120,15 @@ class FakeUpstream:
         _, early = await self._common(request)
         if early is not None:
             return early
-        return JSONResponse({"id": "y", "object": "text_completion", "model": self.name,
-                             "choices": [{"text": f" {self.name}", "finish_reason": "length"}],
-                             "usage": {"prompt_tokens": 2, "completion_tokens": 1}})
+        return JSONResponse(
+            {
+                "id": "y",
+                "object": "text_completion",
+                "model": self.name,
+                "choices": [{"text": f" {self.name}", "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 2, "completion_tokens": 1},
+            }
+        )
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": self.name, "object": "model"}]})
@@ -210,10 +225,11 @@ class LightClient:
     async def post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Answer:
         data = json.dumps(body).encode()
         extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        head = (f"POST {self.prefix}{path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\n"
-                f"content-type: application/json\r\ncontent-length: {len(data)}\r\n{extra}\r\n")
-        conn = self.idle.pop() if self.idle else await asyncio.open_connection(self.host,
-                                                                               self.port)
+        head = (
+            f"POST {self.prefix}{path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(data)}\r\n{extra}\r\n"
+        )
+        conn = self.idle.pop() if self.idle else await asyncio.open_connection(self.host, self.port)
         reader, writer = conn
         writer.write(head.encode() + data)
         status = int((await reader.readuntil(b"\r\n")).split()[1])
@@ -230,8 +246,9 @@ class LightClient:
             writer.close()
 
 
-async def _many(url: str, bodies: list[dict[str, Any]], headers: list[dict[str, str]],
-                concurrency: int) -> list[tuple[Answer, float]]:
+async def _many(
+    url: str, bodies: list[dict[str, Any]], headers: list[dict[str, str]], concurrency: int
+) -> list[tuple[Answer, float]]:
     sem = asyncio.Semaphore(concurrency)
     client = LightClient(url)
 
@@ -247,7 +264,12 @@ async def _many(url: str, bodies: list[dict[str, Any]], headers: list[dict[str, 
         client.close()
 
 
-def send_many(url: str, bodies: list[dict[str, Any]], headers: list[dict[str, str]] | None = None,
-              *, concurrency: int = 16) -> list[tuple[Answer, float]]:
+def send_many(
+    url: str,
+    bodies: list[dict[str, Any]],
+    headers: list[dict[str, str]] | None = None,
+    *,
+    concurrency: int = 16,
+) -> list[tuple[Answer, float]]:
     """POST every body to the chat endpoint, ``concurrency`` at a time; (answer, seconds)."""
     return asyncio.run(_many(url, bodies, headers or [{} for _ in bodies], concurrency))

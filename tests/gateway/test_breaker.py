@@ -42,5 +42,9 @@ def test_half_open_lets_one_trial_through() -> None:
     assert b.allow()
     b.success()
     assert b.state == "closed" and b.allow() and b.allow()
-    assert b.snapshot() == {"state": "closed", "failures_in_a_row": 0, "times_opened": 2,
-                            "slow_calls": 0}
+    assert b.snapshot() == {
+        "state": "closed",
+        "failures_in_a_row": 0,
+        "times_opened": 2,
+        "slow_calls": 0,
+    }

@@ -47,8 +47,10 @@ def test_users_stick_to_their_arm(rig_factory: Any) -> None:
     assert canary_users == {u for u in users if in_canary(u, "pepper", 0.3)}
     stats = rig.stats()
     rows = rig.stop()
-    assert stats["served"] == {"candidate": 3 * len(canary_users),
-                               "baseline": 3 * (len(users) - len(canary_users))}
+    assert stats["served"] == {
+        "candidate": 3 * len(canary_users),
+        "baseline": 3 * (len(users) - len(canary_users)),
+    }
     assert len(rows) == len(bodies) and all(r.served and r.ok for r in rows)
     hashes = {hash_key(u, "pepper"): u for u in users}
     for row in rows:
@@ -90,7 +92,9 @@ def test_a_failing_candidate_falls_back_to_the_baseline(rig_factory: Any) -> Non
         assert len(cand) == 12 and not any(r.served or r.ok for r in cand), setup
         assert sum(r.breaker_open for r in cand) == 9 and all(
             r.error == NOT_SENT_BREAKER_OPEN and r.status is None and r.latency_ms is None
-            for r in cand if r.breaker_open), setup
+            for r in cand
+            if r.breaker_open
+        ), setup
         assert stats["breaker"]["state"] == "open" and stats["canary_fallbacks"] == 12
         assert stats["canary"]["sent"] == 3 and stats["canary"]["failed"] == 3
         assert stats["canary"]["not_sent_breaker_open"] == 9
@@ -107,8 +111,7 @@ def test_a_hung_candidate_costs_canary_users_one_deadline_and_few_of_them_pay(
 ) -> None:
     # Default settings but the candidate timeout (10 s, so the old behaviour fails fast
     # enough): the deadline follows the baseline's p95 once 20 of its answers are in.
-    rig = rig_factory(mode="canary", fraction=1.0, candidate_timeout_s=10.0,
-                      breaker_reset_s=600.0)
+    rig = rig_factory(mode="canary", fraction=1.0, candidate_timeout_s=10.0, breaker_reset_s=600.0)
     warm = send_many(rig.url, [chat_body(f"anon {i}") for i in range(30)], concurrency=4)
     assert {arm_of(a) for a, _ in warm} == {"baseline"}  # no user key: the baseline
     deadline = rig.stats()["canary"]["first_byte_deadline"]["whole"]
@@ -142,17 +145,19 @@ def test_a_hung_candidate_costs_canary_users_one_deadline_and_few_of_them_pay(
     cand = [r for r in rows if r.role == "candidate"]
     assert len(cand) == 64 and not any(r.served or r.ok for r in cand)
     slow = [r for r in cand if (r.error or "").startswith("timeout: no first byte")]
-    assert len(slow) == paid and all(r.latency_ms and r.latency_ms < bound_s * 1000
-                                     for r in slow)
+    assert len(slow) == paid and all(r.latency_ms and r.latency_ms < bound_s * 1000 for r in slow)
 
 
 def test_a_stream_that_stalls_after_its_headers_falls_back_too(rig_factory: Any) -> None:
-    rig = rig_factory(mode="canary", fraction=1.0, canary_deadline_ms=400.0,
-                      breaker_failures=100)
+    rig = rig_factory(mode="canary", fraction=1.0, canary_deadline_ms=400.0, breaker_failures=100)
     rig.candidate.behavior, rig.candidate.delay_s = "stall", 30.0
     t = time.perf_counter()
-    with httpx.stream("POST", f"{rig.url}/chat/completions", timeout=20,
-                      json=chat_body("stream me", user="u1", stream=True)) as r:
+    with httpx.stream(
+        "POST",
+        f"{rig.url}/chat/completions",
+        timeout=20,
+        json=chat_body("stream me", user="u1", stream=True),
+    ) as r:
         got = b"".join(r.iter_raw())
     waited = time.perf_counter() - t
     rows = rig.stop()
@@ -160,7 +165,8 @@ def test_a_stream_that_stalls_after_its_headers_falls_back_too(rig_factory: Any)
     assert 0.4 <= waited < 1.5, waited
     cand = next(row for row in rows if row.role == "candidate")
     assert not cand.served and (cand.error or "").startswith(
-        "timeout: no first byte within the canary deadline of 400 ms")
+        "timeout: no first byte within the canary deadline of 400 ms"
+    )
 
 
 def test_breaker_skipped_canary_requests_stay_in_the_candidate_group(
@@ -168,18 +174,19 @@ def test_breaker_skipped_canary_requests_stay_in_the_candidate_group(
 ) -> None:
     # A dead candidate: 3 tries open the breaker. Every request of a canary user must still
     # be in the candidate group, as a failure, in ab and in monitor alike.
-    rig = rig_factory(mode="canary", fraction=0.5, breaker_failures=3, candidate_down=True,
-                      breaker_reset_s=600.0)
+    rig = rig_factory(
+        mode="canary", fraction=0.5, breaker_failures=3, candidate_down=True, breaker_reset_s=600.0
+    )
     users = [f"user-{i}" for i in range(40)]
-    send_many(rig.url, [chat_body(f"q{i}", user=u) for i, u in enumerate(users)],
-              concurrency=1)
+    send_many(rig.url, [chat_body(f"q{i}", user=u) for i, u in enumerate(users)], concurrency=1)
     rig.stop()
     in_group = sum(in_canary(u, "calipers", 0.5) for u in users)
     with Store.open(str(rig.store_path)) as store:
         result = analyze_ab(store, ABConfig(min_n=2))
         exchanges = load_exchanges(store)
-        metrics = arm_metrics(exchanges, "candidate", prices={}, scores=ScoreIndex(),
-                              rng=np.random.default_rng(0))
+        metrics = arm_metrics(
+            exchanges, "candidate", prices={}, scores=ScoreIndex(), rng=np.random.default_rng(0)
+        )
     assert result.counts["candidate"] == in_group  # assigned to the candidate: all there
     assert result.counts["baseline"] == 40  # the baseline answered every request
     assert result.counts["breaker_open"] == in_group - 3

@@ -28,8 +28,10 @@ from tests.gateway.conftest import UPSTREAM, FakeUpstream, ServerThread, chat_bo
         (["--baseline", "http://u:pw@h/v1", "--mode", "off"], "must not contain a user"),
         (["--baseline", "http://h/v1"], "mode 'shadow' needs a candidate URL"),
         (["--baseline", "http://h/v1", "--mode", "off", "--fraction", "1.5"], "1.5 is not in"),
-        (["--baseline", "http://h/v1", "--mode", "off", "--candidate-param", "x"],
-         "is not NAME=VALUE"),
+        (
+            ["--baseline", "http://h/v1", "--mode", "off", "--candidate-param", "x"],
+            "is not NAME=VALUE",
+        ),
     ],
 )
 def test_bad_settings_are_refused_clearly(args: list[str], message: str) -> None:
@@ -43,8 +45,9 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        result = CliRunner().invoke(cli, ["gateway", "--baseline", "http://h/v1", "--mode",
-                                          "off", "--port", str(port)])
+        result = CliRunner().invoke(
+            cli, ["gateway", "--baseline", "http://h/v1", "--mode", "off", "--port", str(port)]
+        )
     assert result.exit_code == 2
     assert f"Cannot listen on 127.0.0.1:{port}" in result.output
 
@@ -58,12 +61,27 @@ def test_settings_file_and_flags(tmp_path: Path) -> None:
 
 def test_serves_until_sigint_then_has_logged_everything(tmp_path: Path) -> None:
     base, cand = FakeUpstream("baseline"), FakeUpstream("candidate")
-    servers = [ServerThread(base.app(), **UPSTREAM).start(),
-               ServerThread(cand.app(), **UPSTREAM).start()]
+    servers = [
+        ServerThread(base.app(), **UPSTREAM).start(),
+        ServerThread(cand.app(), **UPSTREAM).start(),
+    ]
     port, store = free_port(), tmp_path / "cli.db"
-    cmd = [sys.executable, "-m", "calipers", "--store", str(store), "gateway",
-           "--baseline", f"{servers[0].url}/v1", "--candidate", f"{servers[1].url}/v1",
-           "--fraction", "1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "calipers",
+        "--store",
+        str(store),
+        "gateway",
+        "--baseline",
+        f"{servers[0].url}/v1",
+        "--candidate",
+        f"{servers[1].url}/v1",
+        "--fraction",
+        "1",
+        "--port",
+        str(port),
+    ]
     env = {**os.environ, "CALIPERS_CANDIDATE_API_KEY": "sk-gatewayheldkey0123456789"}
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, env=env, text=True)
     try:

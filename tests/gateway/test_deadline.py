@@ -10,8 +10,12 @@ from calipers.gateway._deadline import MIN_SAMPLES, WINDOW, FirstByteDeadline
 
 def make(**kw: float | None) -> FirstByteDeadline:
     settings: dict[str, float | None] = {
-        "fixed_ms": None, "margin_ms": 500.0, "floor_ms": 250.0, "start_ms": 2000.0,
-        "ceiling_ms": 30_000.0} | kw
+        "fixed_ms": None,
+        "margin_ms": 500.0,
+        "floor_ms": 250.0,
+        "start_ms": 2000.0,
+        "ceiling_ms": 30_000.0,
+    } | kw
     return FirstByteDeadline(**settings)  # type: ignore[arg-type]
 
 
@@ -47,5 +51,8 @@ def test_floor_ceiling_and_a_fixed_deadline() -> None:
         fixed.observe(False, 9000.0)
     assert fixed.ms(False) == fixed.ms(True) == 1200.0
     snap = slow.snapshot()
-    assert snap["whole"] == {"deadline_ms": 3000.0, "baseline_p95_ms": 9000.0,
-                             "baseline_samples": MIN_SAMPLES}
+    assert snap["whole"] == {
+        "deadline_ms": 3000.0,
+        "baseline_p95_ms": 9000.0,
+        "baseline_samples": MIN_SAMPLES,
+    }

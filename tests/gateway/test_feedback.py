@@ -21,8 +21,12 @@ def test_feedback_is_stored_against_the_arm_that_served(rig_factory: Any) -> Non
     answers = send_many(rig.url, [chat_body("hello", user=u) for u in users])
     ids = [a.headers["x-calipers-request-id"] for a, _ in answers]
     for i, rid in enumerate(ids):
-        r = _feedback(rig, request_id=rid, score=float(i % 2),
-                      comment="mail me at jane.doe@example.com" if i == 0 else None)
+        r = _feedback(
+            rig,
+            request_id=rid,
+            score=float(i % 2),
+            comment="mail me at jane.doe@example.com" if i == 0 else None,
+        )
         assert r.status_code == 200, r.text
         assert r.json()["stored"] is True
     again = _feedback(rig, request_id=ids[0], score=1.0)
@@ -40,7 +44,7 @@ def test_feedback_is_stored_against_the_arm_that_served(rig_factory: Any) -> Non
 
 def test_bad_feedback_is_refused_with_a_reason(rig_factory: Any) -> None:
     rig = rig_factory(mode="off")
-    (answer, _), = send_many(rig.url, [chat_body("hi")])
+    ((answer, _),) = send_many(rig.url, [chat_body("hi")])
     rid = answer.headers["x-calipers-request-id"]
     unknown = _feedback(rig, request_id="f" * 32, score=1)
     assert unknown.status_code == 404 and "x-calipers-request-id" in unknown.text
@@ -48,8 +52,10 @@ def test_bad_feedback_is_refused_with_a_reason(rig_factory: Any) -> None:
     assert missing.status_code == 400 and "score" in missing.text
     extra = _feedback(rig, request_id=rid, score=1, rating=5)
     assert extra.status_code == 400 and "rating" in extra.text
-    nan = httpx.post(f"{rig.gateway.url}/calipers/feedback",
-                     content=b'{"request_id": "%s", "score": NaN}' % rid.encode())
+    nan = httpx.post(
+        f"{rig.gateway.url}/calipers/feedback",
+        content=b'{"request_id": "%s", "score": NaN}' % rid.encode(),
+    )
     assert nan.status_code == 400
     rig.stop()
     with Store.open(str(rig.store_path)) as store:
@@ -58,7 +64,7 @@ def test_bad_feedback_is_refused_with_a_reason(rig_factory: Any) -> None:
 
 def test_a_boolean_is_not_a_score(rig_factory: Any) -> None:
     rig = rig_factory(mode="off")
-    (answer, _), = send_many(rig.url, [chat_body("hi")])
+    ((answer, _),) = send_many(rig.url, [chat_body("hi")])
     rid = answer.headers["x-calipers-request-id"]
     for value in (True, False):
         r = _feedback(rig, request_id=rid, score=value)

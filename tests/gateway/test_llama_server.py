@@ -38,9 +38,23 @@ def llama_server(smollm2_path: Path, tmp_path_factory: pytest.TempPathFactory) -
         pytest.skip("llama_cpp.server needs its extra: pip install 'llama-cpp-python[server]'")
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path),
-           "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(N_THREADS),
-           "--n_ctx", "1024", "--interrupt_requests", "False"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(smollm2_path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_threads",
+        str(N_THREADS),
+        "--n_ctx",
+        "1024",
+        "--interrupt_requests",
+        "False",
+    ]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
@@ -61,8 +75,14 @@ def llama_server(smollm2_path: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def ask(text: str, **extra: Any) -> dict[str, Any]:
-    return {"model": "smollm2", "messages": [{"role": "user", "content": text}],
-            "max_tokens": 12, "temperature": 0.0, "seed": 1, **extra}
+    return {
+        "model": "smollm2",
+        "messages": [{"role": "user", "content": text}],
+        "max_tokens": 12,
+        "temperature": 0.0,
+        "seed": 1,
+        **extra,
+    }
 
 
 @pytest.mark.slow
@@ -80,8 +100,9 @@ def test_pass_through_and_logged_pairs(llama_server: str, tmp_path: Path) -> Non
             direct = client.post(f"{llama_server}/chat/completions", json=ask("Name a fruit."))
             client.post(f"{llama_server}/chat/completions", json=ask("Name a planet."))
             via = client.post(f"{gw}/chat/completions", json=ask("Name a fruit."))
-            with client.stream("POST", f"{gw}/chat/completions",
-                               json=ask("Name a color.", stream=True)) as r:
+            with client.stream(
+                "POST", f"{gw}/chat/completions", json=ask("Name a color.", stream=True)
+            ) as r:
                 streamed = b"".join(r.iter_raw())
                 assert r.status_code == 200
             models = client.get(f"{gw}/models").json()
@@ -104,7 +125,9 @@ def test_pass_through_and_logged_pairs(llama_server: str, tmp_path: Path) -> Non
     plain, stream = sorted(base.values(), key=lambda r: r.stream)
     assert plain.response == want["choices"][0]["message"]["content"]
     assert (plain.input_tokens, plain.output_tokens) == (
-        want["usage"]["prompt_tokens"], want["usage"]["completion_tokens"])
+        want["usage"]["prompt_tokens"],
+        want["usage"]["completion_tokens"],
+    )
     assert stream.stream and stream.response and stream.ttft_ms is not None
     for pid, c in cand.items():
         assert c.ok and c.response, c.error

@@ -21,6 +21,7 @@ def db_bytes(path: Path) -> bytes:
 
 async def streams(url: str, n: int) -> list[bytes]:
     async with httpx.AsyncClient(timeout=30) as client:
+
         async def one(i: int) -> bytes:
             body = chat_body(f"s{i}", stream=True)
             async with client.stream("POST", f"{url}/chat/completions", json=body) as r:
@@ -77,14 +78,18 @@ def test_a_piece_of_the_request_key_echoed_back_is_not_stored(rig_factory: Any) 
     piece = key[6:24]  # 18 characters, which the fake model echoes in its answer
     for settings in ({"mode": "shadow", "fraction": 1.0}, {"mode": "off", "redact": False}):
         rig = rig_factory(**settings)
-        send_many(rig.url, [chat_body(f"did you keep ...{piece}...?")],
-                  [{"authorization": f"Bearer {key}"}])
+        send_many(
+            rig.url,
+            [chat_body(f"did you keep ...{piece}...?")],
+            [{"authorization": f"Bearer {key}"}],
+        )
         rig.settled_stats()
         rows = rig.stop()
         raw = db_bytes(rig.store_path)
         assert piece.encode() not in raw and piece[:8].encode() not in raw, settings
-        assert rows and all(r.response == f"{r.role}: did you keep ...[API_KEY]...?"
-                            for r in rows), settings
+        assert rows and all(
+            r.response == f"{r.role}: did you keep ...[API_KEY]...?" for r in rows
+        ), settings
 
 
 def test_without_redaction_personal_data_stays_but_keys_still_go(rig_factory: Any) -> None:
@@ -105,4 +110,8 @@ def test_canary_streams_come_from_the_candidate(rig_factory: Any) -> None:
     assert got == sse_bytes("candidate", "candidate: flow")
     (row,) = rig.stop()
     assert (row.role, row.served, row.stream, row.response) == (
-        "candidate", True, True, "candidate: flow")
+        "candidate",
+        True,
+        True,
+        "candidate: flow",
+    )

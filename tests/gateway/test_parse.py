@@ -9,11 +9,20 @@ from tests.gateway.conftest import sse_bytes
 
 
 def test_whole_chat_and_completion() -> None:
-    chat = {"model": "m1", "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+    chat = {
+        "model": "m1",
+        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+    }
     p = parse_answer(json.dumps(chat).encode(), endpoint="chat/completions", stream=False)
     assert (p.text, p.finish_reason, p.input_tokens, p.output_tokens, p.model, p.invalid) == (
-        "hi", "stop", 5, 1, "m1", None)
+        "hi",
+        "stop",
+        5,
+        1,
+        "m1",
+        None,
+    )
     comp = {"choices": [{"text": " yes", "finish_reason": "length"}]}
     p = parse_answer(json.dumps(comp).encode(), endpoint="completions", stream=False)
     assert (p.text, p.input_tokens, p.output_tokens) == (" yes", None, None)  # no usage: None

@@ -45,8 +45,11 @@ def test_errors_pass_through_unchanged(rig_factory: Any) -> None:
         assert via.status_code == status
         assert via.content == direct.content
         assert via.headers["retry-after"] == "7"
-    bad = httpx.post(f"{rig.url}/chat/completions", content=b"{not json",
-                     headers={"content-type": "application/json"})
+    bad = httpx.post(
+        f"{rig.url}/chat/completions",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
     assert bad.status_code == 400  # the upstream's own answer to a broken body
     rows = rig.stop()
     assert [r.status for r in rows] == [400, 404, 429, 500, 503, 400]
@@ -82,8 +85,11 @@ def test_baseline_down_is_a_502_in_openai_shape(rig_factory: Any) -> None:
 
 def test_headers_forwarded_and_gateway_headers_kept_back(rig_factory: Any) -> None:
     rig = rig_factory(mode="shadow", fraction=1.0)
-    headers = {"authorization": "Bearer client-key-123", "x-calipers-user": "u1",
-               "openai-organization": "org-1"}
+    headers = {
+        "authorization": "Bearer client-key-123",
+        "x-calipers-user": "u1",
+        "openai-organization": "org-1",
+    }
     httpx.post(f"{rig.url}/chat/completions", json=chat_body("h"), headers=headers)
     rig.stop()
     for upstream in (rig.baseline, rig.candidate):
@@ -97,15 +103,21 @@ def test_gateway_keys_replace_the_clients(tmp_path: Any) -> None:
     from calipers.gateway import GatewayConfig, create_app
 
     base, cand = FakeUpstream("b"), FakeUpstream("c")
-    servers = [ServerThread(base.app(), **UPSTREAM).start(),
-               ServerThread(cand.app(), **UPSTREAM).start()]
-    config = GatewayConfig(baseline_url=f"{servers[0].url}/v1",
-                           candidate_url=f"{servers[1].url}/v1", fraction=1.0)
+    servers = [
+        ServerThread(base.app(), **UPSTREAM).start(),
+        ServerThread(cand.app(), **UPSTREAM).start(),
+    ]
+    config = GatewayConfig(
+        baseline_url=f"{servers[0].url}/v1", candidate_url=f"{servers[1].url}/v1", fraction=1.0
+    )
     app = create_app(config, str(tmp_path / "g.db"), candidate_api_key="sk-candidate-only")
     gw = ServerThread(app).start()
     try:
-        httpx.post(f"{gw.url}/v1/chat/completions", json=chat_body("k"),
-                   headers={"authorization": "Bearer client"})
+        httpx.post(
+            f"{gw.url}/v1/chat/completions",
+            json=chat_body("k"),
+            headers={"authorization": "Bearer client"},
+        )
     finally:
         gw.stop()
         for s in servers:

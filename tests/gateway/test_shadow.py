@@ -16,8 +16,10 @@ def test_mirrored_share_and_pairs(rig_factory: Any) -> None:
     n = 1000
     answers = send_many(rig.url, [chat_body(f"q{i}") for i in range(n)])
     assert all(r.status_code == 200 for r, _ in answers)
-    assert all(r.json()["choices"][0]["message"]["content"] == f"baseline: q{i}"
-               for i, (r, _) in enumerate(answers))
+    assert all(
+        r.json()["choices"][0]["message"]["content"] == f"baseline: q{i}"
+        for i, (r, _) in enumerate(answers)
+    )
     stats = rig.settled_stats()
     rows = rig.stop()
     mirrored = stats["shadow"]["mirrored"]
@@ -39,15 +41,23 @@ def run_isolation(
     """40 requests, all mirrored; returns user latencies, stats and stored rows."""
     behavior = setup.pop("behavior", None)
     delay = setup.pop("delay_s", 0.0)
-    rig = rig_factory(mode="shadow", fraction=1.0, candidate_timeout_s=1.0,
-                      shutdown_grace_s=0.3, breaker_failures=3, **setup)
+    rig = rig_factory(
+        mode="shadow",
+        fraction=1.0,
+        candidate_timeout_s=1.0,
+        shutdown_grace_s=0.3,
+        breaker_failures=3,
+        **setup,
+    )
     if behavior:
         rig.candidate.behavior = behavior
     rig.candidate.delay_s = delay
     answers = send_many(rig.url, [chat_body(f"q{i}") for i in range(40)], concurrency=4)
     assert [r.status_code for r, _ in answers] == [200] * 40
-    assert all(r.json()["choices"][0]["message"]["content"] == f"baseline: q{i}"
-               for i, (r, _) in enumerate(answers))
+    assert all(
+        r.json()["choices"][0]["message"]["content"] == f"baseline: q{i}"
+        for i, (r, _) in enumerate(answers)
+    )
     stats = rig.settled_stats()
     rows = rig.stop()
     return [t for _, t in answers], stats, rows
@@ -82,8 +92,15 @@ def test_faulty_candidates_do_not_touch_the_user_path(rig_factory: Any) -> None:
 
 
 def test_a_full_shadow_queue_drops_and_counts(rig_factory: Any) -> None:
-    rig = rig_factory(mode="shadow", fraction=1.0, shadow_workers=1, shadow_queue_size=2,
-                      candidate_timeout_s=5.0, breaker_failures=100, shutdown_grace_s=5.0)
+    rig = rig_factory(
+        mode="shadow",
+        fraction=1.0,
+        shadow_workers=1,
+        shadow_queue_size=2,
+        candidate_timeout_s=5.0,
+        breaker_failures=100,
+        shutdown_grace_s=5.0,
+    )
     rig.candidate.delay_s = 0.2
     answers = send_many(rig.url, [chat_body(f"q{i}") for i in range(30)], concurrency=10)
     assert all(r.status_code == 200 for r, _ in answers)
@@ -96,8 +113,13 @@ def test_a_full_shadow_queue_drops_and_counts(rig_factory: Any) -> None:
 
 
 def test_shutdown_cancels_what_the_grace_period_cannot_finish(rig_factory: Any) -> None:
-    rig = rig_factory(mode="shadow", fraction=1.0, shadow_workers=1, candidate_timeout_s=30.0,
-                      shutdown_grace_s=0.2)
+    rig = rig_factory(
+        mode="shadow",
+        fraction=1.0,
+        shadow_workers=1,
+        candidate_timeout_s=30.0,
+        shutdown_grace_s=0.2,
+    )
     rig.candidate.delay_s = 3.0
     send_many(rig.url, [chat_body(f"q{i}") for i in range(3)])
     rows = rig.stop()
@@ -107,8 +129,12 @@ def test_shutdown_cancels_what_the_grace_period_cannot_finish(rig_factory: Any) 
 
 
 def test_candidate_gets_its_own_params_and_system_prompt(rig_factory: Any) -> None:
-    rig = rig_factory(mode="shadow", fraction=1.0, candidate_params={"temperature": 0.7},
-                      candidate_system_prompt="Be brief.")
+    rig = rig_factory(
+        mode="shadow",
+        fraction=1.0,
+        candidate_params={"temperature": 0.7},
+        candidate_system_prompt="Be brief.",
+    )
     body = chat_body("hello", temperature=0.0)
     body["messages"].insert(0, {"role": "system", "content": "Be verbose."})
     send_many(rig.url, [body])
@@ -116,7 +142,9 @@ def test_candidate_gets_its_own_params_and_system_prompt(rig_factory: Any) -> No
     assert rig.baseline.seen[0]["body"] == body
     sent = rig.candidate.seen[0]["body"]
     assert sent["temperature"] == 0.7
-    assert sent["messages"] == [{"role": "system", "content": "Be brief."},
-                                {"role": "user", "content": "hello"}]
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hello"},
+    ]
     (cand,) = [r for r in rows if r.role == "candidate"]
     assert cand.request == sent

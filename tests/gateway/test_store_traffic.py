@@ -29,8 +29,10 @@ def rec(i: int, role: str = "baseline", **fields: Any) -> TrafficRecord:
 
 def same(a: TrafficRecord, b: TrafficRecord) -> bool:
     """Equal except the store-given id (NaN compares unequal to itself, so via JSON)."""
-    return a.model_copy(update={"id": None}).model_dump_json() == b.model_copy(
-        update={"id": None}).model_dump_json()
+    return (
+        a.model_copy(update={"id": None}).model_dump_json()
+        == b.model_copy(update={"id": None}).model_dump_json()
+    )
 
 
 def test_round_trip_and_order(store: Store) -> None:  # noqa: F811
@@ -61,6 +63,9 @@ def test_filters(store: Store) -> None:  # noqa: F811
     assert len(store.get_traffic(role="candidate")) == 10
     assert {r.role for r in store.get_traffic(pair_id="p007")} == {"baseline", "candidate"}
     assert [r.pair_id for r in store.get_traffic(role="baseline", limit=3)] == [
-        "p000", "p001", "p002"]
+        "p000",
+        "p001",
+        "p002",
+    ]
     with pytest.raises(ValueError, match="role"):
         store.get_traffic(role="shadow")  # type: ignore[arg-type,unused-ignore]

@@ -56,8 +56,7 @@ class Scripted:
 
 
 async def call(t: H11Transport, url: str, body: bytes = b"{}", **timeout: float) -> Any:
-    request = httpx.Request("POST", url, content=body,
-                            extensions={"timeout": TIMEOUT | timeout})
+    request = httpx.Request("POST", url, content=body, extensions={"timeout": TIMEOUT | timeout})
     response = await t.handle_async_request(request)
     try:
         return response.status_code, dict(response.headers), await response.aread()
@@ -128,8 +127,7 @@ def test_chunked_bodies_arrive_piece_by_piece() -> None:
         scripted = Scripted(handler)
         t = H11Transport(max_connections=1)
         async with scripted as url:
-            request = httpx.Request("POST", url, content=b"{}",
-                                    extensions={"timeout": TIMEOUT})
+            request = httpx.Request("POST", url, content=b"{}", extensions={"timeout": TIMEOUT})
             response = await t.handle_async_request(request)
             pieces = [p async for p in response.aiter_raw()]
             await response.aclose()

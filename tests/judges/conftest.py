@@ -101,8 +101,19 @@ def refusal_judge(req: ModelRequest) -> str:
 
 
 JUDGES: dict[str, Callable[[ModelRequest], str]] = {
-    f.__name__: f for f in (grader, gullible, prose, retry, garbage, out_of_range, first, fair,
-                            longer, refusal_judge)
+    f.__name__: f
+    for f in (
+        grader,
+        gullible,
+        prose,
+        retry,
+        garbage,
+        out_of_range,
+        first,
+        fair,
+        longer,
+        refusal_judge,
+    )
 }
 CALLS: list[ModelRequest] = []
 CREATED: list[str] = []  # judge providers created, by name
@@ -129,25 +140,33 @@ def on_text(scorer: Scorer, sample: Sample, text: str, **response: Any) -> Score
     return asyncio.run(scorer(sample, out))
 
 
-def write_task(tmp: Path, name: str, rows: list[dict[str, Any]], scorers: list[Any],
-               extra: list[str] | None = None) -> Path:
+def write_task(
+    tmp: Path,
+    name: str,
+    rows: list[dict[str, Any]],
+    scorers: list[Any],
+    extra: list[str] | None = None,
+) -> Path:
     data = tmp / f"{name}.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     spec = {
-        "name": name, "data": data.name,
-        "fields": {"id": "id", "input": "question", "target": "answer",
-                   "extra": extra or []},
-        "prompt": {"template": "{input}"}, "scorers": scorers,
+        "name": name,
+        "data": data.name,
+        "fields": {"id": "id", "input": "question", "target": "answer", "extra": extra or []},
+        "prompt": {"template": "{input}"},
+        "scorers": scorers,
     }
     path = tmp / f"{name}.yaml"
     path.write_text(json.dumps(spec), encoding="utf-8")  # JSON is YAML
     return path
 
 
-def run_task(task: Path, answers: Callable[[str], str], **config: Any
-             ) -> tuple[str, list[SampleRecord], dict[str, Any]]:
+def run_task(
+    task: Path, answers: Callable[[str], str], **config: Any
+) -> tuple[str, list[SampleRecord], dict[str, Any]]:
     """Run ``task`` with a fake model answering ``answers(question)``; (run id, records,
     summary)."""
+
     def respond(req: ModelRequest) -> str:
         assert req.messages is not None
         return answers(req.messages[-1].content)

@@ -20,11 +20,23 @@ from .conftest import run_task, write_task
 
 RIGHT = {"a": "Paris", "b": "Berlin", "c": "Rome", "d": "Tokyo", "e": "Cairo", "f": "Lima"}
 WRONG = {"g": "Oslo", "h": "Bern", "i": "Kyiv", "j": "Doha"}
-ROWS = [{"id": k, "question": f"Capital number {k}?", "answer": v}
-        for k, v in {**RIGHT, **WRONG}.items()]
+ROWS = [
+    {"id": k, "question": f"Capital number {k}?", "answer": v}
+    for k, v in {**RIGHT, **WRONG}.items()
+]
 # judge pass on a-f (the model is right), fail on g-j; people disagree on e, f (fail) and g
-HUMAN = {"a": "pass", "b": "pass", "c": "pass", "d": "pass", "e": "fail", "f": "fail",
-         "g": "pass", "h": "fail", "i": "fail", "j": "fail"}
+HUMAN = {
+    "a": "pass",
+    "b": "pass",
+    "c": "pass",
+    "d": "pass",
+    "e": "fail",
+    "f": "fail",
+    "g": "pass",
+    "h": "fail",
+    "i": "fail",
+    "j": "fail",
+}
 
 
 def _answer(question: str) -> str:
@@ -33,8 +45,7 @@ def _answer(question: str) -> str:
 
 
 def _judged_run(tmp: Path, **args: object) -> tuple[str, Path]:
-    spec = {"name": "llm_judge", "args": {"judge": "judgetest:grader", "rubric": "Right?",
-                                          **args}}
+    spec = {"name": "llm_judge", "args": {"judge": "judgetest:grader", "rubric": "Right?", **args}}
     task = write_task(tmp, "capq", ROWS, [spec])
     run_id, _recs, _summary = run_task(task, _answer)
     return run_id, task
@@ -42,8 +53,10 @@ def _judged_run(tmp: Path, **args: object) -> tuple[str, Path]:
 
 def _labels(tmp: Path, labels: Mapping[str, object], name: str = "human.jsonl") -> Path:
     path = tmp / name
-    path.write_text("".join(json.dumps({"sample_id": k, "label": v}) + "\n"
-                            for k, v in labels.items()), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"sample_id": k, "label": v}) + "\n" for k, v in labels.items()),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -97,10 +110,17 @@ def test_scale_agreement_is_ordinal_alpha(tmp_path: Path) -> None:
 
 
 def test_length_bias_is_measured(tmp_path: Path) -> None:
-    rows = [{"id": str(i), "question": f"q{i}", "answer": "ref", "baseline": "b" * 20}
-            for i in range(12)]
-    task = write_task(tmp_path, "pairs", rows, [{"name": "llm_judge_pairwise", "args": {
-        "judge": "judgetest:longer"}}], extra=["baseline"])
+    rows = [
+        {"id": str(i), "question": f"q{i}", "answer": "ref", "baseline": "b" * 20}
+        for i in range(12)
+    ]
+    task = write_task(
+        tmp_path,
+        "pairs",
+        rows,
+        [{"name": "llm_judge_pairwise", "args": {"judge": "judgetest:longer"}}],
+        extra=["baseline"],
+    )
     run_id, _r, _s = run_task(task, lambda q: "x" * (int(q[1:]) * 4))  # 0..44 characters
     with Store.open() as store:
         run, recs = store.get_run(run_id), store.get_samples(run_id)
@@ -113,10 +133,17 @@ def test_length_bias_is_measured(tmp_path: Path) -> None:
 
 
 def test_position_bias_of_a_first_position_judge(tmp_path: Path) -> None:
-    rows = [{"id": str(i), "question": f"q{i}", "answer": "ref", "baseline": f"base {i}"}
-            for i in range(8)]
-    task = write_task(tmp_path, "pairs", rows, [{"name": "llm_judge_pairwise", "args": {
-        "judge": "judgetest:first"}}], extra=["baseline"])
+    rows = [
+        {"id": str(i), "question": f"q{i}", "answer": "ref", "baseline": f"base {i}"}
+        for i in range(8)
+    ]
+    task = write_task(
+        tmp_path,
+        "pairs",
+        rows,
+        [{"name": "llm_judge_pairwise", "args": {"judge": "judgetest:first"}}],
+        extra=["baseline"],
+    )
     run_id, recs, summary = run_task(task, lambda q: f"answer to {q}")
     assert summary["tasks"]["pairs"]["metrics"]["win"]["value"] == 0.5  # every pair a tie
     assert summary["tasks"]["pairs"]["metrics"]["consistent"]["value"] == 0.0
@@ -160,8 +187,9 @@ def test_cli_stores_the_agreement_for_reports(tmp_path: Path) -> None:
     assert f"Judge-based scores: {line}." in render_markdown(run, recs)
     assert "Cohen&#39;s kappa 0.400" in render_html(run, recs)
     assert "Cohen's kappa 0.400" in " ".join(shown.split())
-    res = CliRunner().invoke(cli, ["judge-calibrate", run_id, "--labels", str(csv), "--json",
-                                   "--no-save"])
+    res = CliRunner().invoke(
+        cli, ["judge-calibrate", run_id, "--labels", str(csv), "--json", "--no-save"]
+    )
     assert res.exit_code == 0 and json.loads(res.stdout)["confusion"] == [[3, 2], [1, 4]]
     res = CliRunner().invoke(cli, ["judge-calibrate", run_id, "--labels", "missing.csv"])
     assert res.exit_code == 2 and "does not exist" in res.stderr

@@ -16,8 +16,11 @@ from calipers.types import Sample
 from .conftest import on_text
 
 ITEM = Sample(id="i", input="?", target="Paris", fields={"keys": ["alpha", "Beta"]})
-SCHEMA = {"type": "object", "required": ["name", "age"],
-          "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["name", "age"],
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+}
 
 
 def check(name: str, **args: object):  # type: ignore[no-untyped-def]
@@ -36,22 +39,29 @@ def test_contains() -> None:
     with pytest.raises(DataError):
         on_text(check("contains"), Sample(id="n", input="?"), "x")
     bad: dict[str, Any]
-    for bad in ({"strings": "Paris"}, {"strings": []}, {"mode": "most"},
-                {"strings": ["a"], "field": "keys"}):
+    for bad in (
+        {"strings": "Paris"},
+        {"strings": []},
+        {"mode": "most"},
+        {"strings": ["a"], "field": "keys"},
+    ):
         with pytest.raises(ConfigError):
             check("contains", **bad)
 
 
-@pytest.mark.parametrize(("reply", "valid", "parsed"), [
-    ('{"name": "Ada", "age": 36}', 1.0, 1.0),
-    ('Here:\n```json\n{"name": "Ada", "age": 36}\n```', 1.0, 1.0),
-    ('Sure, {"name": "Ada", "age": 36} is it.', 1.0, 1.0),
-    ('{"name": "Ada", "age": -1}', 0.0, 1.0),
-    ('{"name": "Ada"}', 0.0, 1.0),
-    ("[1, 2]", 0.0, 1.0),
-    ("no json here", 0.0, 0.0),
-    ('{"name": "Ada", "age": 36', 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("reply", "valid", "parsed"),
+    [
+        ('{"name": "Ada", "age": 36}', 1.0, 1.0),
+        ('Here:\n```json\n{"name": "Ada", "age": 36}\n```', 1.0, 1.0),
+        ('Sure, {"name": "Ada", "age": 36} is it.', 1.0, 1.0),
+        ('{"name": "Ada", "age": -1}', 0.0, 1.0),
+        ('{"name": "Ada"}', 0.0, 1.0),
+        ("[1, 2]", 0.0, 1.0),
+        ("no json here", 0.0, 0.0),
+        ('{"name": "Ada", "age": 36', 0.0, 0.0),
+    ],
+)
 def test_json_schema(reply: str, valid: float, parsed: float) -> None:
     sc = on_text(check("json_schema", schema=SCHEMA), ITEM, reply)
     assert sc.values == {"schema_valid": valid, "valid_json": parsed}
@@ -65,8 +75,12 @@ def test_json_schema_from_file_and_bad_schemas(tmp_path: Path) -> None:
     inline = check("json_schema", schema=SCHEMA)
     reply = '{"name": "Ada", "age": 36}'
     assert on_text(s, ITEM, reply).metadata == on_text(inline, ITEM, reply).metadata
-    for bad in ({}, {"schema": SCHEMA, "schema_file": str(path)}, {"schema": {"type": 5}},
-                {"schema_file": str(tmp_path / "missing.json")}):
+    for bad in (
+        {},
+        {"schema": SCHEMA, "schema_file": str(path)},
+        {"schema": {"type": 5}},
+        {"schema_file": str(tmp_path / "missing.json")},
+    ):
         with pytest.raises(ConfigError):
             check("json_schema", **bad)
 
@@ -89,8 +103,7 @@ def test_latency_limit() -> None:
 
 
 def test_cost_limit() -> None:
-    s = check("cost_limit", max_usd=0.002, usd_per_million_input=1.0,
-              usd_per_million_output=2.0)
+    s = check("cost_limit", max_usd=0.002, usd_per_million_input=1.0, usd_per_million_output=2.0)
     # 1000 * 1 / 1e6 + 500 * 2 / 1e6 = 0.002 dollars
     at = on_text(s, ITEM, "x", input_tokens=1000, output_tokens=500)
     assert at.values == {"within_cost": 1.0} and at.metadata["cost_usd"] == pytest.approx(0.002)

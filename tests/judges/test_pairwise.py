@@ -18,17 +18,23 @@ Q = Sample(id="q", input="Explain tides.", fields={"baseline": "The moon pulls w
 
 
 def pairwise(name: str, **args: object):  # type: ignore[no-untyped-def]
-    return build_scorer({"name": "llm_judge_pairwise",
-                         "args": {"judge": f"judgetest:{name}", **args}})
+    return build_scorer(
+        {"name": "llm_judge_pairwise", "args": {"judge": f"judgetest:{name}", **args}}
+    )
 
 
 def verdict(name: str, a: str, b: str):  # type: ignore[no-untyped-def]
     return asyncio.run(pairwise_judge(JudgeClient(f"judgetest:{name}"), "Q?", a, b))
 
 
-@pytest.mark.parametrize(("a", "b", "outcome", "a_wins"), [
-    ("GOOD answer", "meh", "a", 1.0), ("meh", "GOOD one", "b", 0.0), ("x", "y", "tie", 0.5),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "outcome", "a_wins"),
+    [
+        ("GOOD answer", "meh", "a", 1.0),
+        ("meh", "GOOD one", "b", 0.0),
+        ("x", "y", "tie", 0.5),
+    ],
+)
 def test_consistent_judge_keeps_its_verdict(a: str, b: str, outcome: str, a_wins: float) -> None:
     v = verdict("fair", a, b)
     assert (v.outcome, v.a_wins, v.consistent) == (outcome, a_wins, True)
@@ -37,8 +43,7 @@ def test_consistent_judge_keeps_its_verdict(a: str, b: str, outcome: str, a_wins
 def test_both_orders_are_asked() -> None:
     CALLS.clear()
     verdict("fair", "GOOD answer", "meh")
-    shown = sorted((parse_prompt(r)[1]["ANSWER 1"], parse_prompt(r)[1]["ANSWER 2"])
-                   for r in CALLS)
+    shown = sorted((parse_prompt(r)[1]["ANSWER 1"], parse_prompt(r)[1]["ANSWER 2"]) for r in CALLS)
     assert shown == [("GOOD answer", "meh"), ("meh", "GOOD answer")]
 
 

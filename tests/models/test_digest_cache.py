@@ -68,9 +68,7 @@ def test_same_size_new_content_and_a_touched_mtime_is_rehashed(
     assert cached_file_sha256(weights) == _sha(bytes(data))
 
 
-def test_mtime_set_back_to_the_old_value_is_still_rehashed(
-    weights: Path, settled: None
-) -> None:
+def test_mtime_set_back_to_the_old_value_is_still_rehashed(weights: Path, settled: None) -> None:
     """``touch -d`` can restore the modification time; the status-change time moves anyway."""
     before = weights.stat()
     cached_file_sha256(weights)

@@ -36,8 +36,18 @@ def test_embedded_model_end_to_end_and_cached_rerun(smollm2_path: Path) -> None:
 
 
 def test_openai_server_end_to_end(llama_server: str) -> None:
-    data = run_json("-m", "openai:smollm2", "--base-url", llama_server, "-t", "dyn_arithmetic",
-                    "-n", "3", "--concurrency", "2")
+    data = run_json(
+        "-m",
+        "openai:smollm2",
+        "--base-url",
+        llama_server,
+        "-t",
+        "dyn_arithmetic",
+        "-n",
+        "3",
+        "--concurrency",
+        "2",
+    )
     task = data["tasks"]["dyn_arithmetic"]
     assert task["n_samples"] == 3 and task["n_errors"] == 0
     assert task["input_tokens"] > 0 and task["output_tokens"] > 0
@@ -46,8 +56,18 @@ def test_openai_server_end_to_end(llama_server: str) -> None:
 
 def test_unreachable_server_is_one_clear_error() -> None:
     result = CliRunner().invoke(
-        cli, ["run", "-m", "openai:x", "--base-url", "http://127.0.0.1:9/v1", "-t",
-              "dyn_arithmetic", "-n", "2"],
+        cli,
+        [
+            "run",
+            "-m",
+            "openai:x",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "-t",
+            "dyn_arithmetic",
+            "-n",
+            "2",
+        ],
     )
     assert result.exit_code == 2
     assert "Cannot reach http://127.0.0.1:9/v1" in result.stderr

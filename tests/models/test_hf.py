@@ -44,11 +44,15 @@ CORPUS = [
     "The sky is blue and the grass is green. Hello world, a tiny tokenizer for tests.",
     "Sentences with  double spaces, numbers 12345 and punctuation: yes; no!",
 ]
-TEMPLATE = ("{% for m in messages %}<bos>{{ m['role'] }}\n{{ m['content'] }}<eos>\n{% endfor %}"
-            "{% if add_generation_prompt %}<bos>assistant\n{% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}<bos>{{ m['role'] }}\n{{ m['content'] }}<eos>\n{% endfor %}"
+    "{% if add_generation_prompt %}<bos>assistant\n{% endif %}"
+)
 REQUESTS = [
-    LoglikelihoodRequest(context="Question: What is the capital of France?\nAnswer:",
-                         continuations=(" Paris", " London", " the city of Lyon", "")),
+    LoglikelihoodRequest(
+        context="Question: What is the capital of France?\nAnswer:",
+        continuations=(" Paris", " London", " the city of Lyon", ""),
+    ),
     LoglikelihoodRequest(context="The sky is ", continuations=("blue", "green and grey")),
     LoglikelihoodRequest(context="", continuations=("Hello world", "yes")),
     LoglikelihoodRequest(context="Sentences with", continuations=("  double spaces",)),
@@ -64,16 +68,29 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(CORPUS * 5, trainers.BpeTrainer(
-        vocab_size=320, special_tokens=["<bos>", "<eos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tk.train_from_iterator(
+        CORPUS * 5,
+        trainers.BpeTrainer(
+            vocab_size=320,
+            special_tokens=["<bos>", "<eos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<bos>", eos_token="<eos>")
     tok.chat_template = TEMPLATE
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-        tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, initializer_range=0.3,
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=1,
+        initializer_range=0.3,
     )
     path = tmp_path_factory.mktemp("tiny-llama")
     LlamaForCausalLM(config).save_pretrained(path)
@@ -105,7 +122,7 @@ def naive_logprob(model: Any, tok: Any, context: str, continuation: str) -> tupl
         context, continuation = context[:-n_space], context[-n_space:] + continuation
     if context:
         ctx = tok.encode(context)
-        cont = tok.encode(context + continuation)[len(ctx):]
+        cont = tok.encode(context + continuation)[len(ctx) :]
     else:
         ctx, cont = [tok.bos_token_id], tok.encode(continuation)
     if not cont:
@@ -129,8 +146,7 @@ def test_loglikelihood_matches_a_full_forward_pass(tiny_dir: Path, reference: An
     results = asyncio.run(_all(model, REQUESTS))
     assert model.forward_passes == 1  # all five requests in one batch
     for req, res in zip(REQUESTS, results, strict=True):
-        for cont, lp, greedy in zip(req.continuations, res.logprobs, res.is_greedy,
-                                    strict=True):
+        for cont, lp, greedy in zip(req.continuations, res.logprobs, res.is_greedy, strict=True):
             want, want_greedy = naive_logprob(*reference, req.context, cont)
             assert lp == pytest.approx(want, abs=1e-4), (req.context, cont)
             assert greedy == want_greedy
@@ -151,8 +167,7 @@ def test_batched_equals_one_at_a_time(tiny_dir: Path) -> None:
         assert a.n_tokens == b.n_tokens
 
 
-def test_all_torch_work_runs_on_one_thread(tiny_dir: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_all_torch_work_runs_on_one_thread(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GNU OpenMP keeps a thread team per calling thread; calls from a pool of threads would
     # leave more OpenMP threads than cores (see calipers.models._hf).
     import threading
@@ -176,7 +191,8 @@ def test_all_torch_work_runs_on_one_thread(tiny_dir: Path,
         await asyncio.gather(
             *(model.loglikelihood(r) for r in REQUESTS * 3),
             model.generate(ModelRequest(prompt="Hello", params=GenerateParams(max_tokens=2))),
-            model.token_stats(TokenStatsRequest(text="Hello world")))
+            model.token_stats(TokenStatsRequest(text="Hello world")),
+        )
 
     asyncio.run(many())
     asyncio.run(many())  # a second event loop: still the same thread
@@ -193,8 +209,9 @@ def test_too_long_request_fails_alone(tiny_dir: Path) -> None:
 
 
 async def _gather_settled(model: HfModel, reqs: list[LoglikelihoodRequest]) -> list[Any]:
-    return list(await asyncio.gather(*(model.loglikelihood(r) for r in reqs),
-                                     return_exceptions=True))
+    return list(
+        await asyncio.gather(*(model.loglikelihood(r) for r in reqs), return_exceptions=True)
+    )
 
 
 def test_tree_shares_token_prefixes_and_drops_last_tokens() -> None:
@@ -204,15 +221,17 @@ def test_tree_shares_token_prefixes_and_drops_last_tokens() -> None:
     assert tree.tokens == [10, 11, 12, 20, 21]
     assert tree.parent == [-1, 0, 1, 2, 3]
     assert tree.depth == [0, 1, 2, 3, 4]
-    assert tree.reads == [[(2, 20), (3, 21), (4, 22)], [(2, 20), (3, 21), (4, 30)],
-                          [(2, 40)], []]
+    assert tree.reads == [[(2, 20), (3, 21), (4, 22)], [(2, 20), (3, 21), (4, 30)], [(2, 40)], []]
     branch = build_tree(Encoded([5], [[6, 7], [8, 9]]))
     assert branch.tokens == [5, 6, 8] and branch.parent == [-1, 0, 0]
     assert branch.depth == [0, 1, 1]  # both options start right after the context
     import numpy as np
 
-    assert branch.ancestors(np).tolist() == [[True, False, False], [True, True, False],
-                                             [True, False, True]]  # siblings never meet
+    assert branch.ancestors(np).tolist() == [
+        [True, False, False],
+        [True, True, False],
+        [True, False, True],
+    ]  # siblings never meet
 
 
 def test_head_reads_log_softmax_and_settles_ties_like_argmax() -> None:
@@ -224,13 +243,15 @@ def test_head_reads_log_softmax_and_settles_ties_like_argmax() -> None:
 
     from calipers.models._hf_loglik import _layout, _read_head
 
-    table = np.array([[0.0, 5.0, 5.0, 0.0, -1.0, 0.0],
-                      [0.0, 0.0, 0.0, 7.0, 0.0, 2.0]], dtype=np.float32)
+    table = np.array(
+        [[0.0, 5.0, 5.0, 0.0, -1.0, 0.0], [0.0, 0.0, 0.0, 7.0, 0.0, 2.0]], dtype=np.float32
+    )
     head = torch.nn.Linear(2, 6, bias=False)
     with torch.no_grad():
         head.weight.copy_(torch.from_numpy(table.T.copy()))
-    model = types.SimpleNamespace(get_output_embeddings=lambda: head,
-                                  config=types.SimpleNamespace())
+    model = types.SimpleNamespace(
+        get_output_embeddings=lambda: head, config=types.SimpleNamespace()
+    )
     tree = build_tree(Encoded([0], [[2, 3], [1]]))
     lay = _layout([tree], [[0]], share=False)
     logprob, hit = np.zeros(3), np.ones(3, dtype=bool)
@@ -248,7 +269,8 @@ def test_head_reads_log_softmax_and_settles_ties_like_argmax() -> None:
 
 
 def test_packed_pass_is_used_and_equals_the_one_tree_at_a_time_fallback(
-        tiny_dir: Path, reference: Any) -> None:
+    tiny_dir: Path, reference: Any
+) -> None:
     from calipers.models import _hf_loglik
 
     model = _tiny(tiny_dir)
@@ -265,7 +287,7 @@ def test_packed_pass_is_used_and_equals_the_one_tree_at_a_time_fallback(
     _ref, tok = reference
     req = REQUESTS[4]
     ctx = tok.encode(req.context)
-    conts = [tok.encode(req.context + c)[len(ctx):] for c in req.continuations]
+    conts = [tok.encode(req.context + c)[len(ctx) :] for c in req.continuations]
     prefixes = {tuple(c[:k]) for c in conts for k in range(1, len(c))}
     assert together[4].tokens_evaluated == len(ctx) + len(prefixes)
     assert together[4].input_tokens == len(ctx) + sum(map(len, conts))
@@ -277,22 +299,21 @@ SHARED = [  # few-shot-like: each context starts with tokens an earlier one alre
     LoglikelihoodRequest(context=SHOT + "Question: Hello", continuations=(" world", "!")),
     # Shares SHOT + "Question: Hello" with the one before, whose own tokens begin after SHOT:
     # its borrowed prefix spans two requests' nodes.
-    LoglikelihoodRequest(context=SHOT + "Question: Hello world, a tiny",
-                         continuations=(" tokenizer", " test")),
+    LoglikelihoodRequest(
+        context=SHOT + "Question: Hello world, a tiny", continuations=(" tokenizer", " test")
+    ),
     LoglikelihoodRequest(context=SHOT + "Question: Hello", continuations=(" world", " yes")),
     LoglikelihoodRequest(context="The sky is blue", continuations=(" and green",)),
 ]
 
 
-def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path,
-                                                            reference: Any) -> None:
+def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path, reference: Any) -> None:
     ref, tok = reference
     model = _tiny(tiny_dir)
     results = asyncio.run(_all(model, SHARED))
     assert model.forward_passes == 1
     for req, res in zip(SHARED, results, strict=True):
-        for cont, lp, greedy in zip(req.continuations, res.logprobs, res.is_greedy,
-                                    strict=True):
+        for cont, lp, greedy in zip(req.continuations, res.logprobs, res.is_greedy, strict=True):
             want, want_greedy = naive_logprob(ref, tok, req.context, cont)
             assert lp == pytest.approx(want, abs=1e-4), (req.context, cont)
             assert greedy == want_greedy
@@ -304,10 +325,12 @@ def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path,
         ctx = contexts[i]
         shared = 0
         for other in contexts[:i]:
-            n = next((k for k, (a, b) in enumerate(zip(ctx, other, strict=False)) if a != b),
-                     min(len(ctx), len(other)))
+            n = next(
+                (k for k, (a, b) in enumerate(zip(ctx, other, strict=False)) if a != b),
+                min(len(ctx), len(other)),
+            )
             shared = max(shared, min(n, len(ctx) - 1))
-        conts = [tok.encode(req.context + c)[len(ctx):] for c in req.continuations]
+        conts = [tok.encode(req.context + c)[len(ctx) :] for c in req.continuations]
         prefixes = {tuple(c[:k]) for c in conts for k in range(1, len(c))}
         assert res.tokens_evaluated == len(ctx) - shared + len(prefixes), i
         borrowed.append(shared)
@@ -316,8 +339,9 @@ def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path,
     assert borrowed[3] == len(contexts[3]) - 1 and borrowed[4] == 0
 
 
-def test_onednn_packed_linears_give_the_same_logits(tiny_dir: Path, reference: Any,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_onednn_packed_linears_give_the_same_logits(
+    tiny_dir: Path, reference: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from calipers.models import _hf_kernels
     from calipers.models._hf_kernels import pack_linears
 
@@ -345,11 +369,14 @@ def test_generate_is_the_greedy_argmax(tiny_dir: Path, reference: Any) -> None:
     with torch.no_grad():
         for _ in range(6):
             ids.append(int(ref(torch.tensor([ids])).logits[0, -1].argmax()))
-    new = ids[len(tok.encode("The sky is")):]
+    new = ids[len(tok.encode("The sky is")) :]
     if tok.eos_token_id in new:
         new = new[: new.index(tok.eos_token_id) + 1]
-    out = asyncio.run(_tiny(tiny_dir).generate(
-        ModelRequest(prompt="The sky is", params=GenerateParams(max_tokens=6))))
+    out = asyncio.run(
+        _tiny(tiny_dir).generate(
+            ModelRequest(prompt="The sky is", params=GenerateParams(max_tokens=6))
+        )
+    )
     assert out.text == tok.decode(new, skip_special_tokens=True)
     assert out.input_tokens == len(tok.encode("The sky is"))
     assert out.output_tokens == len([t for t in new if t != tok.eos_token_id])
@@ -387,8 +414,9 @@ def test_identity_of_a_checkpoint_directory(tiny_dir: Path) -> None:
     assert ident.key() != _tiny(tiny_dir).identity().key()  # dtype changes the numbers
 
 
-@pytest.mark.parametrize("rest", ["x,colour=red", "x,batch=0", "x,dtype=int8", "x,gguf_file",
-                                  "x,kernels=fast"])
+@pytest.mark.parametrize(
+    "rest", ["x,colour=red", "x,batch=0", "x,dtype=int8", "x,gguf_file", "x,kernels=fast"]
+)
 def test_bad_spec_options(rest: str) -> None:
     with pytest.raises(ConfigError):
         parse_spec(rest)
@@ -397,12 +425,19 @@ def test_bad_spec_options(rest: str) -> None:
 def test_spec_options_parse() -> None:
     spec = parse_spec("org/name,gguf_file=m.gguf,batch=8,cache=off,dtype=float16,kernels=torch")
     assert (spec.source, spec.gguf_file, spec.batch, spec.cache, spec.dtype, spec.kernels) == (
-        "org/name", "m.gguf", 8, False, "float16", "torch")
+        "org/name",
+        "m.gguf",
+        8,
+        False,
+        "float16",
+        "torch",
+    )
     assert parse_spec("x").kernels == "onednn"
 
 
-def test_uncached_hub_id_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path: Path) -> None:
+def test_uncached_hub_id_offline_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = resolve_model("hf:calipers-tests/no-such-model")  # building it is cheap
     with pytest.raises(ModelLoadError, match="HF_HUB_OFFLINE=1") as e:
@@ -419,13 +454,19 @@ def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
 
 ITEMS = [
     ("Question: What is the capital of France?\nAnswer:", (" Paris", " London", " Berlin")),
-    ("Question: Which gas do plants take in from the air to make food?\nAnswer:",
-     (" carbon dioxide", " oxygen", " nitrogen", " helium")),
+    (
+        "Question: Which gas do plants take in from the air to make food?\nAnswer:",
+        (" carbon dioxide", " oxygen", " nitrogen", " helium"),
+    ),
     ("Question: How many legs does a spider have?\nAnswer:", (" eight", " six", " four")),
-    ("Question: To keep ice cream from melting on a hot day, you should\nAnswer:",
-     (" put it in a freezer", " leave it in the sun")),
-    ("Cooking: The chef cracks two eggs into a bowl. He ", (" whisks them with a fork.",
-                                                            " throws the bowl at the wall.")),
+    (
+        "Question: To keep ice cream from melting on a hot day, you should\nAnswer:",
+        (" put it in a freezer", " leave it in the sun"),
+    ),
+    (
+        "Cooking: The chef cracks two eggs into a bowl. He ",
+        (" whisks them with a fork.", " throws the bowl at the wall."),
+    ),
 ]
 
 
@@ -457,8 +498,9 @@ def test_smollm2_agrees_with_llamacpp(smollm2_hf: HfModel) -> None:
     for a, b in zip(ours, theirs, strict=True):
         assert a.n_tokens == b.n_tokens
         assert a.logprobs.index(max(a.logprobs)) == b.logprobs.index(max(b.logprobs))
-        per_token += [abs(x - y) / n for x, y, n in zip(a.logprobs, b.logprobs, a.n_tokens,
-                                                         strict=True)]
+        per_token += [
+            abs(x - y) / n for x, y, n in zip(a.logprobs, b.logprobs, a.n_tokens, strict=True)
+        ]
     assert max(per_token) < 0.75
     assert sum(per_token) / len(per_token) < 0.2
     msgs = (ChatMessage(role="user", content="What is 2+2?"),)

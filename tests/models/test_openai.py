@@ -230,8 +230,10 @@ def test_400_is_not_retried(stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("CALIPERS_TEST_KEY", SECRET)
     stub.script = [(400, {}, error("max_tokens is too large"))]
     model = stub_model(stub, api_key_env="CALIPERS_TEST_KEY")
-    with track_calls() as calls, pytest.raises(
-            ModelCallError, match=r"HTTP 400.*max_tokens is too large") as err:
+    with (
+        track_calls() as calls,
+        pytest.raises(ModelCallError, match=r"HTTP 400.*max_tokens is too large") as err,
+    ):
         run(model.generate(chat("hi")))
     assert len(stub.arrivals) == 1 and (calls.attempts, calls.retries) == (1, 0)
     assert SECRET not in str(err.value) and SECRET not in repr(err.value)

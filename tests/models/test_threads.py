@@ -91,7 +91,9 @@ def test_fixed_counts_are_kept_and_recorded() -> None:
     assert partly.pick() == Threads(1, 1)
     assert fixed.describe() == {"n_threads": 2, "n_threads_batch": 2, "usable_cores": 2}
     assert partly.describe() == {
-        "n_threads": 1, "n_threads_batch": "adaptive: 1-2 by free cores", "usable_cores": 2,
+        "n_threads": 1,
+        "n_threads_batch": "adaptive: 1-2 by free cores",
+        "usable_cores": 2,
     }
 
 
@@ -203,7 +205,9 @@ def test_the_methodology_card_records_the_threads(gguf: Path) -> None:
     cores = usable_cores()
     fixed = make_plan(RunConfig(model="smollm2,threads=1", tasks=("dyn_arithmetic",), limit=1))
     assert fixed.methodology.model_runtime == {
-        "n_threads": 1, "n_threads_batch": 1, "usable_cores": cores,
+        "n_threads": 1,
+        "n_threads_batch": 1,
+        "usable_cores": cores,
     }
     auto = make_plan(RunConfig(model="smollm2", tasks=("dyn_arithmetic",), limit=1))
     assert auto.methodology.model_runtime["n_threads"] == f"adaptive: 1-{cores} by free cores"
@@ -218,13 +222,16 @@ def test_thread_counts_change_speed_not_answers(smollm2_path: Path) -> None:
 
     from calipers.types import GenerateParams, LoglikelihoodRequest, ModelRequest
 
-    ll = LoglikelihoodRequest(context="Question: What is the capital of France?\nAnswer:",
-                              continuations=(" Paris", " London", " the city of Lyon"))
+    ll = LoglikelihoodRequest(
+        context="Question: What is the capital of France?\nAnswer:",
+        continuations=(" Paris", " London", " the city of Lyon"),
+    )
     gen = ModelRequest(prompt="The capital of France is", params=GenerateParams(max_tokens=12))
     results = []
     for n in (1, 2):
         model = LlamaCppModel(smollm2_path, ModelOptions(n_ctx=512, n_threads=n))
-        results.append((asyncio.run(model.loglikelihood(ll)).logprobs,
-                        asyncio.run(model.generate(gen)).text))
+        results.append(
+            (asyncio.run(model.loglikelihood(ll)).logprobs, asyncio.run(model.generate(gen)).text)
+        )
         asyncio.run(model.aclose())
     assert results[0] == results[1]

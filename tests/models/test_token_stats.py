@@ -34,7 +34,8 @@ def stats(model: Any, text: str) -> TokenStatsResult:
 
 def z_scores(r: TokenStatsResult) -> np.ndarray[Any, Any]:
     z: np.ndarray[Any, Any] = (np.array(r.logprobs) - np.array(r.mean_logprob)) / np.array(
-        r.std_logprob)
+        r.std_logprob
+    )
     return z
 
 
@@ -65,15 +66,17 @@ def test_next_token_stats_in_blocks_equals_one_pass() -> None:
     logits = rng.normal(size=(9, 50)) * 3
     targets = [int(t) for t in rng.integers(0, 50, size=8)]
     np.testing.assert_allclose(
-        _next_token_stats(logits, targets, block=2), _next_token_stats(logits, targets),
+        _next_token_stats(logits, targets, block=2),
+        _next_token_stats(logits, targets),
         rtol=1e-12,
     )
 
 
 def test_result_needs_one_value_per_token() -> None:
     with pytest.raises(ValueError, match="one logprob, mean and std per token"):
-        TokenStatsResult(tokens=("a", "b"), logprobs=(-1.0,), mean_logprob=(-1.0, -1.0),
-                         std_logprob=(1.0, 1.0))
+        TokenStatsResult(
+            tokens=("a", "b"), logprobs=(-1.0,), mean_logprob=(-1.0, -1.0), std_logprob=(1.0, 1.0)
+        )
 
 
 # -- providers that cannot -----------------------------------------------------------------
@@ -128,18 +131,21 @@ def gen(model: Any, request: ModelRequest) -> str:
 def test_fake_recalls_the_rest_of_a_memorised_text() -> None:
     model = FakeModel(memorised=[SECRET])
     first = "The quick brown fox jumps over"
-    assert gen(model, ModelRequest(prompt=first)) == SECRET[len(first):]
-    assert gen(model, ModelRequest(prompt="Continue:\n\n" + first)) == SECRET[len(first):]
+    assert gen(model, ModelRequest(prompt=first)) == SECRET[len(first) :]
+    assert gen(model, ModelRequest(prompt="Continue:\n\n" + first)) == SECRET[len(first) :]
     assert gen(model, ModelRequest(prompt="The quick")) == "The quick"  # too short a cue: echo
     assert gen(model, ModelRequest(prompt="quick The brown fox jumps over")) == (
-        "quick The brown fox jumps over")  # not the text's beginning: echo
+        "quick The brown fox jumps over"
+    )  # not the text's beginning: echo
 
 
 def test_fake_fills_a_masked_option() -> None:
     item = "Which is a colour?\nA. seven\nB. purple\nC. table\nD. run"
     model = FakeModel(memorised=[item])
-    prompt = ("Fill in the [MASK] in option C.\n\n"
-              "Which is a colour?\nA. seven\nB. purple\nC. [MASK]\nD. run\n\nReply.")
+    prompt = (
+        "Fill in the [MASK] in option C.\n\n"
+        "Which is a colour?\nA. seven\nB. purple\nC. [MASK]\nD. run\n\nReply."
+    )
     assert gen(model, ModelRequest(prompt=prompt)) == "table"
     inline = "Which is a colour?\nA. seven\nB. purple\nC. ta[MASK]le\nD. run"
     assert gen(model, ModelRequest(prompt=inline)) == "b"  # cut at the text after the mask

@@ -30,26 +30,43 @@ class Arm:
     tokens: bool = True
 
 
-def _record(pair: str, role: str, served: bool, mode: str, i: int, arm: Arm,
-            rng: np.random.Generator, user: str | None) -> TrafficRecord:
+def _record(
+    pair: str,
+    role: str,
+    served: bool,
+    mode: str,
+    i: int,
+    arm: Arm,
+    rng: np.random.Generator,
+    user: str | None,
+) -> TrafficRecord:
     failed = rng.random() < arm.error
     refused = rng.random() < arm.refusal
     good = rng.random() < arm.good
     text = REFUSAL_TEXT if refused else ("GOOD answer" if good else "meh answer") + f" {i}"
     latency = float(rng.lognormal(arm.latency_log_mean, arm.latency_log_sd))
     return TrafficRecord(
-        pair_id=pair, role=role, served=served, mode=mode,
-        endpoint="/v1/chat/completions", upstream=f"http://{role}",
+        pair_id=pair,
+        role=role,
+        served=served,
+        mode=mode,
+        endpoint="/v1/chat/completions",
+        upstream=f"http://{role}",
         request={"messages": [{"role": "user", "content": f"question {i}"}]},
-        ts=T0 + timedelta(seconds=10 * i), user_key_hash=user,
-        response=None if failed else text, status=503 if failed else 200,
-        error="upstream answered 503" if failed else None, latency_ms=latency,
+        ts=T0 + timedelta(seconds=10 * i),
+        user_key_hash=user,
+        response=None if failed else text,
+        status=503 if failed else 200,
+        error="upstream answered 503" if failed else None,
+        latency_ms=latency,
         input_tokens=20 + i % 7 if arm.tokens and not failed else None,
-        output_tokens=int(rng.integers(20, 80)) if arm.tokens and not failed else None)
+        output_tokens=int(rng.integers(20, 80)) if arm.tokens and not failed else None,
+    )
 
 
-def shadow_traffic(n: int, baseline: Arm, candidate: Arm, *, seed: int = 0,
-                   mirrored: float = 1.0, start: int = 0) -> list[TrafficRecord]:
+def shadow_traffic(
+    n: int, baseline: Arm, candidate: Arm, *, seed: int = 0, mirrored: float = 1.0, start: int = 0
+) -> list[TrafficRecord]:
     """``n`` shadow requests; a share ``mirrored`` of them also went to the candidate."""
     rng = np.random.default_rng(seed)
     out = []
@@ -61,8 +78,9 @@ def shadow_traffic(n: int, baseline: Arm, candidate: Arm, *, seed: int = 0,
     return out
 
 
-def canary_traffic(n: int, baseline: Arm, candidate: Arm, *, seed: int = 0,
-                   share: float = 0.3, keyless: int = 0) -> list[TrafficRecord]:
+def canary_traffic(
+    n: int, baseline: Arm, candidate: Arm, *, seed: int = 0, share: float = 0.3, keyless: int = 0
+) -> list[TrafficRecord]:
     """``n`` canary requests from users assigned at random (``share`` to the candidate),
     then ``keyless`` requests without a user key (always the baseline)."""
     rng = np.random.default_rng(seed)
@@ -78,6 +96,9 @@ def canary_traffic(n: int, baseline: Arm, candidate: Arm, *, seed: int = 0,
 def judge_script(folder: Path) -> str:
     """A fake judge spec: GOOD answers get 5 (1.0 after normalising), others 1 (0.0)."""
     path = folder / "judge.json"
-    path.write_text(json.dumps({"GOOD": '{"reasoning": "good", "score": 5}',
-                                "*": '{"reasoning": "weak", "score": 1}'}))
+    path.write_text(
+        json.dumps(
+            {"GOOD": '{"reasoning": "good", "score": 5}', "*": '{"reasoning": "weak", "score": 1}'}
+        )
+    )
     return f"fake:script={path}"

@@ -19,8 +19,7 @@ from calipers.monitor._traffic import load_exchanges
 from calipers.store import OnlineScoreRecord, Store
 from tests.monitor._ab_fixtures import Arm, canary_traffic, judge_script, shadow_traffic
 
-PRICES = {"baseline": {"input": 0.15, "output": 0.60}, "candidate": {"input": 0.15,
-                                                                     "output": 0.60}}
+PRICES = {"baseline": {"input": 0.15, "output": 0.60}, "candidate": {"input": 0.15, "output": 0.60}}
 
 
 @pytest.fixture
@@ -41,20 +40,28 @@ def _rail(result: ABResult, name: str) -> tuple[str, float, float]:
 def test_a_better_faster_candidate_is_promoted(store: Store, tmp_path: Path) -> None:
     # Judge: 75% GOOD answers against 50%; latency 10% lower; the same errors (none),
     # refusals (none) and prices.
-    store.add_traffic(shadow_traffic(800, Arm(good=0.5), Arm(good=0.75, latency_log_mean=5.9),
-                                     seed=1))
-    r = _run(store, scorers=("llm_judge:helpfulness",), judge_model=judge_script(tmp_path),
-             prices=PRICES)
+    store.add_traffic(
+        shadow_traffic(800, Arm(good=0.5), Arm(good=0.75, latency_log_mean=5.9), seed=1)
+    )
+    r = _run(
+        store, scorers=("llm_judge:helpfulness",), judge_model=judge_script(tmp_path), prices=PRICES
+    )
     assert r.action == "promote" and r.exit_code == 0, r.decision.reasons
     assert r.mode == "shadow" and r.counts["used"] == 800
     p = r.primary
     assert p is not None and p.name == "llm_judge:helpfulness" and p.effect.n == 800
     assert p.effect.low <= 0.25 <= p.effect.high and p.effect.low > 0
     # The judge's own scores: the paired mean difference equals the plain one.
-    scores = {(s.pair_id, s.role): s.value
-              for s in store.get_online_scores(scorer="llm_judge:helpfulness")}
-    plain = np.mean([scores[(e.pair_id, "candidate")] - scores[(e.pair_id, "baseline")]
-                     for e in load_exchanges(store)])
+    scores = {
+        (s.pair_id, s.role): s.value
+        for s in store.get_online_scores(scorer="llm_judge:helpfulness")
+    }
+    plain = np.mean(
+        [
+            scores[(e.pair_id, "candidate")] - scores[(e.pair_id, "baseline")]
+            for e in load_exchanges(store)
+        ]
+    )
     assert p.effect.value == pytest.approx(plain)
     status, low, high = _rail(r, "latency_p50")
     assert status == "safe" and low <= math.expm1(-0.1) <= high
@@ -76,10 +83,12 @@ def test_a_candidate_with_ten_times_the_errors_is_rolled_back(store: Store) -> N
 
 
 def test_identical_models_keep_watching(store: Store, tmp_path: Path) -> None:
-    store.add_traffic(shadow_traffic(600, Arm(error=0.02, refusal=0.05),
-                                     Arm(error=0.02, refusal=0.05), seed=3))
-    r = _run(store, scorers=("llm_judge:helpfulness",), judge_model=judge_script(tmp_path),
-             prices=PRICES)
+    store.add_traffic(
+        shadow_traffic(600, Arm(error=0.02, refusal=0.05), Arm(error=0.02, refusal=0.05), seed=3)
+    )
+    r = _run(
+        store, scorers=("llm_judge:helpfulness",), judge_model=judge_script(tmp_path), prices=PRICES
+    )
     assert r.action == "keep_watching" and r.exit_code == 2, r.decision.reasons
     assert r.primary is not None and r.primary.effect.low < 0 < r.primary.effect.high
     _status, low, high = _rail(r, "refusal_rate")
@@ -90,8 +99,7 @@ def test_identical_models_keep_watching(store: Store, tmp_path: Path) -> None:
 
 
 def test_canary_compares_the_user_groups(store: Store) -> None:
-    store.add_traffic(canary_traffic(1500, Arm(error=0.01), Arm(error=0.12), seed=4,
-                                     keyless=40))
+    store.add_traffic(canary_traffic(1500, Arm(error=0.01), Arm(error=0.12), seed=4, keyless=40))
     r = _run(store)
     assert r.mode == "canary" and r.action == "roll_back"
     assert r.counts["no_user_key"] == 40 and r.counts["used"] == 1500
@@ -106,8 +114,12 @@ def test_canary_compares_the_user_groups(store: Store) -> None:
 
 def test_hourly_looks_reuse_stored_scores(store: Store, tmp_path: Path) -> None:
     store.add_traffic(shadow_traffic(200, Arm(), Arm(), seed=6))
-    cfg = {"scorers": ("llm_judge:helpfulness",), "judge_model": judge_script(tmp_path),
-           "sample": 50, "seed": 7}
+    cfg = {
+        "scorers": ("llm_judge:helpfulness",),
+        "judge_model": judge_script(tmp_path),
+        "sample": 50,
+        "seed": 7,
+    }
     first = _run(store, **cfg)
     by_key = {s.key: s for s in first.scoring}
     assert by_key["llm_judge:helpfulness"].scored == 100  # 50 requests x 2 arms
@@ -125,7 +137,8 @@ def test_hourly_looks_reuse_stored_scores(store: Store, tmp_path: Path) -> None:
 
 
 def test_judge_failures_are_nan_with_the_reason_and_pairwise_is_stored_once(
-        store: Store, tmp_path: Path) -> None:
+    store: Store, tmp_path: Path
+) -> None:
     store.add_traffic(shadow_traffic(5, Arm(), Arm(), seed=8))
     ex = load_exchanges(store)
     broken = parse_scorer("llm_judge:helpfulness", judge_model="fake:const=no verdict")
@@ -148,10 +161,18 @@ def test_judge_failures_are_nan_with_the_reason_and_pairwise_is_stored_once(
 def test_user_feedback_stored_by_others_can_be_the_primary_metric(store: Store) -> None:
     store.add_traffic(shadow_traffic(300, Arm(), Arm(), seed=9))
     rng = np.random.default_rng(0)
-    store.add_online_scores([
-        OnlineScoreRecord(pair_id=e.pair_id, role=role, scorer="feedback",
-                          value=float(rng.random() < (0.9 if role == "candidate" else 0.5)))
-        for e in load_exchanges(store) for role in ("baseline", "candidate")])
+    store.add_online_scores(
+        [
+            OnlineScoreRecord(
+                pair_id=e.pair_id,
+                role=role,
+                scorer="feedback",
+                value=float(rng.random() < (0.9 if role == "candidate" else 0.5)),
+            )
+            for e in load_exchanges(store)
+            for role in ("baseline", "candidate")
+        ]
+    )
     r = _run(store, scorers=("feedback",))
     assert r.primary is not None and r.primary.effect.low > 0.25
     assert r.primary.status == "better"
@@ -177,8 +198,9 @@ def test_clear_errors_for_missing_or_mixed_traffic(store: Store, tmp_path: Path)
 
 def test_pairwise_in_canary_and_missing_tokens_are_skipped_not_zero(store: Store) -> None:
     store.add_traffic(canary_traffic(300, Arm(tokens=False), Arm(tokens=False), seed=12))
-    r = analyze_ab(store, ABConfig(scorers=("llm_judge_pairwise",), judge_model="fake:echo",
-                                   prices=PRICES))
+    r = analyze_ab(
+        store, ABConfig(scorers=("llm_judge_pairwise",), judge_model="fake:echo", prices=PRICES)
+    )
     assert r.primary is not None and r.primary.status == "skipped"
     assert "shadow traffic only" in (r.primary.skipped or "")
     assert math.isnan(r.primary.effect.value)
@@ -208,8 +230,11 @@ def test_an_outage_that_empties_the_sequence_is_rolled_back(store: Store) -> Non
     # Independently: the plain error-rate difference over the window is 28 * 400 / 3400
     # points in expectation; the bound shown at a look cannot exceed the largest running one.
     rows = load_exchanges(store)
-    diffs = [(e.candidate is not None and not e.candidate.ok) - (not e.baseline.ok)
-             for e in rows if e.baseline is not None]
+    diffs = [
+        (e.candidate is not None and not e.candidate.ok) - (not e.baseline.ok)
+        for e in rows
+        if e.baseline is not None
+    ]
     running_max = max(np.cumsum(diffs)[99:] / np.arange(100, len(diffs) + 1))
     assert low < running_max and np.mean(diffs) > 0.02
     assert rail.p_value < 1e-12

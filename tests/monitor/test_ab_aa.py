@@ -38,11 +38,13 @@ LIMIT = ALPHA + 2.33 * math.sqrt(ALPHA * (1 - ALPHA) / STREAMS)
 def _arm(rng: np.random.Generator, shape: tuple[int, int]) -> dict[str, np.ndarray]:
     """One model's answers: judge score 0/1 (70% good), 2% errors, log-normal latency,
     3% refusals, a cost per request."""
-    return {"score": (rng.random(shape) < 0.7).astype(float),
-            "error": (rng.random(shape) < 0.02).astype(float),
-            "latency": rng.lognormal(6.0, 0.5, shape),
-            "refusal": (rng.random(shape) < 0.03).astype(float),
-            "cost": rng.gamma(2.0, 1e-5, shape)}
+    return {
+        "score": (rng.random(shape) < 0.7).astype(float),
+        "error": (rng.random(shape) < 0.02).astype(float),
+        "latency": rng.lognormal(6.0, 0.5, shape),
+        "refusal": (rng.random(shape) < 0.03).astype(float),
+        "cost": rng.gamma(2.0, 1e-5, shape),
+    }
 
 
 def _paired(rng: np.random.Generator) -> tuple[MetricPath, list[MetricPath], list[int]]:
@@ -51,25 +53,53 @@ def _paired(rng: np.random.Generator) -> tuple[MetricPath, list[MetricPath], lis
     b, c = _arm(rng, (STREAMS, N)), _arm(rng, (STREAMS, N))
     a_g = ALPHA / 2 / 5
     tol = DEFAULT_TOLERANCES
-    primary = paired_metric("judge", c["score"] - b["score"], alpha=ALPHA / 2, what="",
-                            higher_is_better=True)
-    err = two_sample_metric("error_rate", *interleave(b["error"], c["error"]), alpha=a_g,
-                            what="", binary=True, tolerance=tol["error_rate"])
-    p50 = paired_metric("latency_p50", np.log(c["latency"]) - np.log(b["latency"]),
-                        alpha=a_g, what="", tolerance=tol["latency_p50"], transform="expm1")
+    primary = paired_metric(
+        "judge", c["score"] - b["score"], alpha=ALPHA / 2, what="", higher_is_better=True
+    )
+    err = two_sample_metric(
+        "error_rate",
+        *interleave(b["error"], c["error"]),
+        alpha=a_g,
+        what="",
+        binary=True,
+        tolerance=tol["error_rate"],
+    )
+    p50 = paired_metric(
+        "latency_p50",
+        np.log(c["latency"]) - np.log(b["latency"]),
+        alpha=a_g,
+        what="",
+        tolerance=tol["latency_p50"],
+        transform="expm1",
+    )
     values, treated = interleave(b["latency"], c["latency"])
     over, keep = exceed_p95(values, treated, warm=200, blocks=40)
-    p95 = two_sample_metric("latency_p95", over[:, keep], treated[keep], alpha=a_g, what="",
-                            binary=True, tolerance=tol["latency_p95"])
-    ref = two_sample_metric("refusal_rate", *interleave(b["refusal"], c["refusal"]),
-                            alpha=a_g, what="", binary=True, tolerance=tol["refusal_rate"])
-    cost = paired_metric("cost", c["cost"] - b["cost"], alpha=a_g, what="",
-                         tolerance=tol["cost"] * 2e-5)
+    p95 = two_sample_metric(
+        "latency_p95",
+        over[:, keep],
+        treated[keep],
+        alpha=a_g,
+        what="",
+        binary=True,
+        tolerance=tol["latency_p95"],
+    )
+    ref = two_sample_metric(
+        "refusal_rate",
+        *interleave(b["refusal"], c["refusal"]),
+        alpha=a_g,
+        what="",
+        binary=True,
+        tolerance=tol["refusal_rate"],
+    )
+    cost = paired_metric(
+        "cost", c["cost"] - b["cost"], alpha=a_g, what="", tolerance=tol["cost"] * 2e-5
+    )
     return primary, [err, p50, p95, ref, cost], [2, 1, 2, 2, 1]
 
 
-def _two_sample(rng: np.random.Generator,
-                share: float) -> tuple[MetricPath, list[MetricPath], list[int]]:
+def _two_sample(
+    rng: np.random.Generator, share: float
+) -> tuple[MetricPath, list[MetricPath], list[int]]:
     """Canary: each request goes to one model; the same metrics between the groups."""
     treated = rng.random((STREAMS, N)) < share
     b, c = _arm(rng, (STREAMS, N)), _arm(rng, (STREAMS, N))
@@ -77,38 +107,55 @@ def _two_sample(rng: np.random.Generator,
     a_g = ALPHA / 2 / 5
     tol = DEFAULT_TOLERANCES
 
-    def metric(name: str, values: np.ndarray, t: np.ndarray, alpha: float, **kw: object
-               ) -> MetricPath:
+    def metric(
+        name: str, values: np.ndarray, t: np.ndarray, alpha: float, **kw: object
+    ) -> MetricPath:
         return two_sample_metric(name, values, t, alpha=alpha, what="", **kw)
 
-    primary = metric("judge", x["score"], treated, ALPHA / 2, binary=True,
-                     higher_is_better=True)
+    primary = metric("judge", x["score"], treated, ALPHA / 2, binary=True, higher_is_better=True)
     over, keep = exceed_p95(x["latency"], treated, warm=100, blocks=40)
-    rails = [metric("error_rate", x["error"], treated, a_g, binary=True,
-                    tolerance=tol["error_rate"]),
-             metric("latency_p50", np.log(x["latency"]), treated, a_g,
-                    tolerance=tol["latency_p50"], transform="expm1"),
-             _p95_two_sample(over[:, keep], treated[:, keep], a_g),
-             metric("refusal_rate", x["refusal"], treated, a_g, binary=True,
-                    tolerance=tol["refusal_rate"]),
-             metric("cost", x["cost"], treated, a_g, tolerance=tol["cost"] * 2e-5)]
+    rails = [
+        metric("error_rate", x["error"], treated, a_g, binary=True, tolerance=tol["error_rate"]),
+        metric(
+            "latency_p50",
+            np.log(x["latency"]),
+            treated,
+            a_g,
+            tolerance=tol["latency_p50"],
+            transform="expm1",
+        ),
+        _p95_two_sample(over[:, keep], treated[:, keep], a_g),
+        metric(
+            "refusal_rate", x["refusal"], treated, a_g, binary=True, tolerance=tol["refusal_rate"]
+        ),
+        metric("cost", x["cost"], treated, a_g, tolerance=tol["cost"] * 2e-5),
+    ]
     return primary, rails, [1, 1, 1, 1, 1]
 
 
 def _p95_two_sample(values: np.ndarray, treated: np.ndarray, alpha: float) -> MetricPath:
-    return two_sample_metric("latency_p95", values, treated, alpha=alpha, what="",
-                             binary=True, tolerance=DEFAULT_TOLERANCES["latency_p95"])
+    return two_sample_metric(
+        "latency_p95",
+        values,
+        treated,
+        alpha=alpha,
+        what="",
+        binary=True,
+        tolerance=DEFAULT_TOLERANCES["latency_p95"],
+    )
 
 
-def _false_decisions(primary: MetricPath, rails: list[MetricPath],
-                     per_request: list[int], offset: dict[str, int]) -> dict[str, int]:
+def _false_decisions(
+    primary: MetricPath, rails: list[MetricPath], per_request: list[int], offset: dict[str, int]
+) -> dict[str, int]:
     """Each experiment stops at its first look with a decision; count the decisions."""
     counts = {"promote": 0, "roll_back": 0, "keep_watching": 0}
     for s in range(STREAMS):
         action = "keep_watching"
         for k in LOOKS:
-            ks = [per * k - offset.get(g.name, 0) for g, per in zip(rails, per_request,
-                                                                     strict=True)]
+            ks = [
+                per * k - offset.get(g.name, 0) for g, per in zip(rails, per_request, strict=True)
+            ]
             action = decide_at(primary, rails, k=k, guardrail_k=ks, stream=s).action
             if action != "keep_watching":
                 break

@@ -25,9 +25,20 @@ def _store(tmp_path: Path, *arms: Arm, n: int = 400) -> str:
 
 def test_roll_back_exits_1_with_the_evidence(tmp_path: Path) -> None:
     url = _store(tmp_path, Arm(error=0.01), Arm(error=0.15))
-    res = CliRunner().invoke(cli, ["ab", "--store", url, "--since", T0.isoformat(),
-                                   "--price", "baseline=0.15,0.6",
-                                   "--price", "candidate=0.15,0.6"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "ab",
+            "--store",
+            url,
+            "--since",
+            T0.isoformat(),
+            "--price",
+            "baseline=0.15,0.6",
+            "--price",
+            "candidate=0.15,0.6",
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "ROLL BACK" in res.output and "error_rate" in res.output
     assert "FAILING" in res.output and "mode shadow: 400 requests" in res.output
@@ -36,10 +47,23 @@ def test_roll_back_exits_1_with_the_evidence(tmp_path: Path) -> None:
 
 def test_json_keep_watching_exits_2_and_is_strict_json(tmp_path: Path) -> None:
     url = _store(tmp_path, Arm(), Arm(), n=150)
-    res = CliRunner().invoke(cli, ["ab", "--store", url, "--json", "--scorer",
-                                   "llm_judge:helpfulness", "--judge-model",
-                                   judge_script(tmp_path), "--sample", "120",
-                                   "--guardrail", "error_rate=0.02"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "ab",
+            "--store",
+            url,
+            "--json",
+            "--scorer",
+            "llm_judge:helpfulness",
+            "--judge-model",
+            judge_script(tmp_path),
+            "--sample",
+            "120",
+            "--guardrail",
+            "error_rate=0.02",
+        ],
+    )
     assert res.exit_code == 2, res.output
     data = json.loads(res.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
     assert data["decision"] == "keep_watching" and data["mode"] == "shadow"
@@ -55,19 +79,24 @@ def test_json_keep_watching_exits_2_and_is_strict_json(tmp_path: Path) -> None:
 
 def test_promote_exits_0(tmp_path: Path) -> None:
     url = _store(tmp_path, Arm(good=0.3), Arm(good=0.8, latency_log_mean=5.8), n=700)
-    res = CliRunner().invoke(cli, ["ab", "--store", url, "--scorer", "llm_judge",
-                                   "--judge-model", judge_script(tmp_path)])
+    res = CliRunner().invoke(
+        cli,
+        ["ab", "--store", url, "--scorer", "llm_judge", "--judge-model", judge_script(tmp_path)],
+    )
     assert res.exit_code == 0, res.output
     assert "PROMOTE" in res.output
 
 
-@pytest.mark.parametrize("args, message", [
-    ([], "No gateway traffic"),
-    (["--price", "baseline=cheap"], "Bad --price"),
-    (["--guardrail", "latency_p99=0.1"], "unknown guardrail"),
-    (["--since", "yesterday"], "Bad time"),
-    (["--mode", "sideways"], "Invalid value for '--mode'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "No gateway traffic"),
+        (["--price", "baseline=cheap"], "Bad --price"),
+        (["--guardrail", "latency_p99=0.1"], "unknown guardrail"),
+        (["--since", "yesterday"], "Bad time"),
+        (["--mode", "sideways"], "Invalid value for '--mode'"),
+    ],
+)
 def test_errors_exit_3_never_a_decision(tmp_path: Path, args: list[str], message: str) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     res = CliRunner().invoke(cli, ["ab", "--store", url, *args])

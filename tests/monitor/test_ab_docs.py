@@ -22,8 +22,9 @@ def test_ab_doc_example_runs_as_written(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("CALIPERS_STORE", "CALIPERS_HOME")}
     # the doc's `calipers` is the one installed beside this interpreter (venv not activated)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    out = subprocess.run(["bash", "-c", code], capture_output=True, text=True, env=env,
-                         timeout=300, check=False)
+    out = subprocess.run(
+        ["bash", "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "ROLL BACK (exit 1)" in lines and "exit 1" in lines and "exit 0" in lines

@@ -42,11 +42,17 @@ def test_report_json_and_fail_on_drift(tmp_path: Path) -> None:
     assert d["novelty"]["n_outliers"] >= 10 and d["novelty"]["new_clusters"]
     code, out = invoke(["--store", url, "monitor", *SPAN, *FAST, "--fail-on-drift"])
     assert code == 1, out
-    for text in ("Metrics per window", "Drift alarms", "prompt_length", "New clusters",
-                 "calipers monitor export"):
+    for text in (
+        "Metrics per window",
+        "Drift alarms",
+        "prompt_length",
+        "New clusters",
+        "calipers monitor export",
+    ):
         assert text in out
-    code, out = invoke(["--store", url, "monitor", *SPAN, *FAST, "--window", "3h",
-                        "--fail-on-drift"])
+    code, out = invoke(
+        ["--store", url, "monitor", *SPAN, *FAST, "--window", "3h", "--fail-on-drift"]
+    )
     assert code == 0 and "0 of 0 window(s)" in out  # one window: nothing to compare it with
     assert "No reference period holds traffic" in out and "--reference START..END" in out
 
@@ -56,15 +62,15 @@ def test_export_commands(tmp_path: Path) -> None:
     write_windows(url, [BASE, COOKING], n=80, seed=4)
     span = ["--since", T0.isoformat(), "--until", (T0 + 2 * HOUR).isoformat()]
     queue = tmp_path / "queue.jsonl"
-    code, out = invoke(["--store", url, "monitor", "export", *span, *FAST,
-                        "--to-review", str(queue), "--json"])
+    code, out = invoke(
+        ["--store", url, "monitor", "export", *span, *FAST, "--to-review", str(queue), "--json"]
+    )
     assert code == 0, out
     result = json.loads(out)
     rows = queue.read_text("utf-8").splitlines()
     assert result["exported"] == len(rows) == result["flagged"] >= 10
     # options given before the subcommand carry over to it
-    code, out = invoke(["--store", url, "monitor", *span, *FAST, "export",
-                        "--to-suite", "fresh"])
+    code, out = invoke(["--store", url, "monitor", *span, *FAST, "export", "--to-suite", "fresh"])
     assert code == 0, out
     assert f"{len(rows)} exported to suite fresh" in out
     assert len(read_pool("fresh")[0]) == len(rows)
@@ -73,8 +79,9 @@ def test_export_commands(tmp_path: Path) -> None:
 
 
 def test_simulate_and_bad_options(tmp_path: Path) -> None:
-    code, out = invoke(["monitor", "simulate", "--reps", "3", "--n", "30",
-                        "--permutations", "99", "--json"])
+    code, out = invoke(
+        ["monitor", "simulate", "--reps", "3", "--n", "30", "--permutations", "99", "--json"]
+    )
     assert code == 0, out
     d = json.loads(out)
     assert d["reps"] == 3 and d["drift"] == "none" and 0 <= d["alarms"] <= 3

@@ -29,8 +29,12 @@ def test_no_drift_alarms_at_most_alpha_and_psi_rule_far_more() -> None:
     8 features) alarm in at most alpha of them, up to a 3-SE binomial margin; the folk rule
     PSI > 0.1 alarms in most (PSI with no drift is about 9 * 2/40 = 0.45)."""
     reps = 50
-    r = simulate_alarms(reps=reps, n=40, rng=np.random.default_rng(2024),
-                        options=DriftOptions(alpha=ALPHA, n_permutations=199))
+    r = simulate_alarms(
+        reps=reps,
+        n=40,
+        rng=np.random.default_rng(2024),
+        options=DriftOptions(alpha=ALPHA, n_permutations=199),
+    )
     bound = ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
     assert r.alarms / reps <= bound, r.to_dict()
     assert r.magic_alarms >= 0.8 * reps, r.to_dict()
@@ -38,23 +42,40 @@ def test_no_drift_alarms_at_most_alpha_and_psi_rule_far_more() -> None:
 
 
 def test_injected_drift_is_detected() -> None:
-    longer = simulate_alarms(reps=6, n=60, rng=np.random.default_rng(1), current=LONGER,
-                             options=DriftOptions(n_permutations=199))
+    longer = simulate_alarms(
+        reps=6,
+        n=60,
+        rng=np.random.default_rng(1),
+        current=LONGER,
+        options=DriftOptions(n_permutations=199),
+    )
     assert longer.alarms >= 5, longer.to_dict()
     assert longer.by_feature.get("prompt_length/ks", 0) >= 5
-    topic = simulate_alarms(reps=6, n=60, rng=np.random.default_rng(2), current=COOKING,
-                            options=DriftOptions(n_permutations=199))
+    topic = simulate_alarms(
+        reps=6,
+        n=60,
+        rng=np.random.default_rng(2),
+        current=COOKING,
+        options=DriftOptions(n_permutations=199),
+    )
     assert topic.alarms >= 5, topic.to_dict()
-    text_alarms = sum(v for k, v in topic.by_feature.items()
-                      if k.startswith(("topic/", "embedding/")))
+    text_alarms = sum(
+        v for k, v in topic.by_feature.items() if k.startswith(("topic/", "embedding/"))
+    )
     assert text_alarms >= 5, topic.to_dict()
 
 
 def test_monitor_flags_the_drifted_window(tmp_path: Path) -> None:
     url = store_url(tmp_path)
     write_windows(url, [BASE, BASE, LONGER.replace(error_rate=0.3)], n=60, seed=3)
-    config = MonitorConfig(since=T0, until=T0 + 3 * HOUR, embeddings="tfidf",
-                           n_permutations=199, alpha=ALPHA, min_reference=60)
+    config = MonitorConfig(
+        since=T0,
+        until=T0 + 3 * HOUR,
+        embeddings="tfidf",
+        n_permutations=199,
+        alpha=ALPHA,
+        min_reference=60,
+    )
     with Store.open(url) as store:
         report = monitor(store, config)
     assert [w.start for w in report.drift] == [T0 + HOUR, T0 + 2 * HOUR]
@@ -74,9 +95,14 @@ def test_monitor_flags_the_drifted_window(tmp_path: Path) -> None:
 def test_reference_period_and_latest_only(tmp_path: Path) -> None:
     url = store_url(tmp_path)
     write_windows(url, [BASE, BASE, BASE, LONGER], n=50, seed=5)
-    config = MonitorConfig(since=T0 + 2 * HOUR, until=T0 + 4 * HOUR, embeddings="tfidf",
-                           reference=(T0, T0 + 2 * HOUR), latest_only=True,
-                           n_permutations=199)
+    config = MonitorConfig(
+        since=T0 + 2 * HOUR,
+        until=T0 + 4 * HOUR,
+        embeddings="tfidf",
+        reference=(T0, T0 + 2 * HOUR),
+        latest_only=True,
+        n_permutations=199,
+    )
     with Store.open(url) as store:
         report = monitor(store, config)
     assert report.reference[2] == 100  # two hours of 50 requests, outside --since

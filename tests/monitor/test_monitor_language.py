@@ -23,14 +23,28 @@ SENTENCES = {  # long enough that any identifier worth the name is sure
 }
 # Short English requests: the old function-word heuristic called each of them Portuguese
 # (its only clue was the article "a", also a Portuguese word).
-SHORT_ENGLISH = ["Name a fruit.", "Name a colour.", "Pick a number.", "Write a haiku.",
-                 "Suggest a film.", "Draw a cat.", "Give a synonym.", "Invent a word.",
-                 "Recommend a book.", "Describe a sunset."]
-LONGER_ENGLISH = ["How do I reset my password?", "What is the capital of France?",
-                  "Why is the sky blue during the day?", "Can you summarize this article?",
-                  "What time does the store open on Sunday?",
-                  "How do I cancel my subscription?", "Where is my package right now?",
-                  "Please explain how refunds work for digital purchases."]
+SHORT_ENGLISH = [
+    "Name a fruit.",
+    "Name a colour.",
+    "Pick a number.",
+    "Write a haiku.",
+    "Suggest a film.",
+    "Draw a cat.",
+    "Give a synonym.",
+    "Invent a word.",
+    "Recommend a book.",
+    "Describe a sunset.",
+]
+LONGER_ENGLISH = [
+    "How do I reset my password?",
+    "What is the capital of France?",
+    "Why is the sky blue during the day?",
+    "Can you summarize this article?",
+    "What time does the store open on Sunday?",
+    "How do I cancel my subscription?",
+    "Where is my package right now?",
+    "Please explain how refunds work for digital purchases.",
+]
 
 
 def detect(text: str) -> str:
@@ -51,15 +65,24 @@ def test_short_english_is_english_or_unsure_never_another_language() -> None:
 
 def _features(texts: list[str]) -> Features:
     n = len(texts)
-    return Features(texts=texts, prompt_length=np.array([len(t) for t in texts], float),
-                    language=[detect(t) for t in texts],
-                    response_length=np.full(n, 40.0), refused=[0] * n, errored=[0] * n)
+    return Features(
+        texts=texts,
+        prompt_length=np.array([len(t) for t in texts], float),
+        language=[detect(t) for t in texts],
+        response_length=np.full(n, 40.0),
+        refused=[0] * n,
+        errored=[0] * n,
+    )
 
 
 def _language_row(ref: list[str], cur: list[str]) -> tuple[bool, str]:
-    rows = drift_tests(_features(ref), _features(cur), embedder=Embedder("tfidf", seed=0),
-                       rng=np.random.default_rng(0),
-                       options=DriftOptions(n_permutations=199, topics=False))
+    rows = drift_tests(
+        _features(ref),
+        _features(cur),
+        embedder=Embedder("tfidf", seed=0),
+        rng=np.random.default_rng(0),
+        options=DriftOptions(n_permutations=199, topics=False),
+    )
     [row] = [r for r in rows if r.feature == "language"]
     return row.test.drifted, row.detail
 
@@ -72,7 +95,10 @@ def test_english_only_traffic_raises_no_language_alarm() -> None:
 
 
 def test_a_real_language_change_still_alarms() -> None:
-    spanish = [SENTENCES["es"], "¿Dónde está mi paquete? Lo pedí hace una semana y no llega.",
-               "Quiero cancelar mi suscripción, ¿cómo lo hago desde la aplicación?"]
+    spanish = [
+        SENTENCES["es"],
+        "¿Dónde está mi paquete? Lo pedí hace una semana y no llega.",
+        "Quiero cancelar mi suscripción, ¿cómo lo hago desde la aplicación?",
+    ]
     drifted, detail = _language_row(LONGER_ENGLISH * 8, LONGER_ENGLISH * 4 + spanish * 10)
     assert drifted and detail.startswith("es: 0% -> "), detail

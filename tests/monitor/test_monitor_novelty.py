@@ -21,12 +21,20 @@ from tests.monitor._monitor_fixtures import HOUR, T0
 COOK_ONLY = TrafficProfile(topics={"cooking": 1.0})
 
 
-def exchanges(n: int, profile: TrafficProfile, seed: int, prefix: str,
-              hour: int = 0) -> list[Exchange]:
+def exchanges(
+    n: int, profile: TrafficProfile, seed: int, prefix: str, hour: int = 0
+) -> list[Exchange]:
     rng = np.random.default_rng(seed)
-    return pair_records(synthetic_traffic(n, start=T0 + hour * HOUR,
-                                          end=T0 + (hour + 1) * HOUR, rng=rng,
-                                          profile=profile, prefix=prefix))
+    return pair_records(
+        synthetic_traffic(
+            n,
+            start=T0 + hour * HOUR,
+            end=T0 + (hour + 1) * HOUR,
+            rng=rng,
+            profile=profile,
+            prefix=prefix,
+        )
+    )
 
 
 def is_cooking(text: str) -> bool:
@@ -37,8 +45,9 @@ def make_suite(tmp_path: Path, name: str = "support") -> list[str]:
     """A suite built from ordinary (no cooking) traffic through the suites API."""
     ex = exchanges(60, TrafficProfile(), seed=11, prefix="s-")
     log = tmp_path / "support.jsonl"
-    log.write_text("".join(json.dumps({"id": e.pair_id, "question": e.prompt}) + "\n"
-                           for e in ex), "utf-8")
+    log.write_text(
+        "".join(json.dumps({"id": e.pair_id, "question": e.prompt}) + "\n" for e in ex), "utf-8"
+    )
     import_logs(log, name, fmt="jsonl")
     build_suite(name, seed=0, backend="tfidf")
     return [e.prompt for e in ex]
@@ -51,13 +60,21 @@ def planted(tmp_path: Path) -> tuple[Novelty, list[Exchange], list[Exchange]]:
     usual = exchanges(100, TrafficProfile(), seed=2, prefix="u-", hour=1)
     cooking = exchanges(20, COOK_ONLY, seed=3, prefix="k-", hour=1)
     recent = sorted(usual + cooking, key=lambda e: e.ts)
-    novelty = find_novelty(reference, recent, suite, embedder=Embedder("tfidf"),
-                           rng=np.random.default_rng(0), suites=["support"], quantile=0.05)
+    novelty = find_novelty(
+        reference,
+        recent,
+        suite,
+        embedder=Embedder("tfidf"),
+        rng=np.random.default_rng(0),
+        suites=["support"],
+        quantile=0.05,
+    )
     return novelty, usual, cooking
 
 
 def test_planted_new_topic_is_flagged_and_clustered(
-        planted: tuple[Novelty, list[Exchange], list[Exchange]]) -> None:
+    planted: tuple[Novelty, list[Exchange], list[Exchange]],
+) -> None:
     novelty, _usual, cooking = planted
     flagged = {it.exchange.pair_id for it in novelty.outliers}
     cook_ids = {e.pair_id for e in cooking}
@@ -75,7 +92,8 @@ def test_planted_new_topic_is_flagged_and_clustered(
 
 
 def test_export_to_suite_round_trip(
-        planted: tuple[Novelty, list[Exchange], list[Exchange]]) -> None:
+    planted: tuple[Novelty, list[Exchange], list[Exchange]],
+) -> None:
     novelty, _usual, cooking = planted
     result = export_to_suite(novelty, "support", build=True, backend="tfidf")
     assert result.exported == len(novelty.outliers) and not result.skipped
@@ -95,7 +113,8 @@ def test_export_to_suite_round_trip(
 
 
 def test_export_to_review_round_trip(
-        planted: tuple[Novelty, list[Exchange], list[Exchange]], tmp_path: Path) -> None:
+    planted: tuple[Novelty, list[Exchange], list[Exchange]], tmp_path: Path
+) -> None:
     novelty, _usual, _cooking = planted
     queue = tmp_path / "review" / "queue.jsonl"
     result = export_to_review(novelty, queue)
@@ -118,12 +137,24 @@ def test_export_to_review_round_trip(
 def test_no_novelty_without_change() -> None:
     reference = exchanges(300, TrafficProfile(), seed=4, prefix="r-")
     recent = exchanges(200, TrafficProfile(), seed=5, prefix="n-", hour=1)
-    novelty = find_novelty(reference, recent, [], embedder=Embedder("tfidf"),
-                           rng=np.random.default_rng(1), quantile=0.05)
+    novelty = find_novelty(
+        reference,
+        recent,
+        [],
+        embedder=Embedder("tfidf"),
+        rng=np.random.default_rng(1),
+        quantile=0.05,
+    )
     # conformal: at most about 5% of ordinary traffic flagged (3-SE margin)
     assert len(novelty.outliers) <= 200 * 0.05 + 3 * np.sqrt(200 * 0.05 * 0.95)
     assert novelty.suite_uncovered.method == "skipped: no suite given"
-    small = find_novelty(reference[:50], recent, [], embedder=Embedder("tfidf"),
-                         rng=np.random.default_rng(1), quantile=0.01)
+    small = find_novelty(
+        reference[:50],
+        recent,
+        [],
+        embedder=Embedder("tfidf"),
+        rng=np.random.default_rng(1),
+        quantile=0.01,
+    )
     assert small.outliers == [] and "cannot flag" in small.notes[0]
     assert timedelta(0) < recent[-1].ts - reference[0].ts

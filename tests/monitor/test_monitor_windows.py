@@ -45,34 +45,64 @@ def planted(tmp_path: Path) -> tuple[str, dict[str, object]]:
         err = i in (3, 11, 19)
         refusal = i in (5, 6)
         tokens = (10 + i, 40 + 2 * i)
-        recs.append(call(f"a{i}", "baseline", ts, served=True, latency=float(lat[i]),
-                         status=500 if err else 200, error="upstream 500" if err else None,
-                         response=None if err else (REFUSAL if refusal else f"Answer {i}."),
-                         tokens=None if err else tokens))
+        recs.append(
+            call(
+                f"a{i}",
+                "baseline",
+                ts,
+                served=True,
+                latency=float(lat[i]),
+                status=500 if err else 200,
+                error="upstream 500" if err else None,
+                response=None if err else (REFUSAL if refusal else f"Answer {i}."),
+                tokens=None if err else tokens,
+            )
+        )
         if not err:
             ok_lat.append(float(lat[i]))
             costs.append((tokens[0] * 1.0 + tokens[1] * 2.0) / 1e6)
         if i % 3 == 0:
             recs.append(call(f"a{i}", "candidate", ts, served=False, latency=100.0 + i))
     for j in range(5):
-        recs.append(call(f"c{j}", "baseline", T0 + 2 * HOUR + timedelta(minutes=j),
-                         served=True, latency=float(lat[30 + j])))
+        recs.append(
+            call(
+                f"c{j}",
+                "baseline",
+                T0 + 2 * HOUR + timedelta(minutes=j),
+                served=True,
+                latency=float(lat[30 + j]),
+            )
+        )
     url = store_url(tmp_path)
     with Store.open(url) as store:
         store.add_traffic(recs)
         store.add_online_scores(
-            [OnlineScoreRecord(pair_id=f"a{i}", role="baseline", scorer="helpful",
-                               value=(i % 4) / 4) for i in range(8)]
-            + [OnlineScoreRecord(pair_id=f"a{i}", role="baseline", scorer="helpful",
-                                 value=math.nan) for i in range(8, 10)]
-            + [OnlineScoreRecord(pair_id=f"a{i}", role="baseline", scorer="feedback",
-                                 value=float(i % 2)) for i in range(10)])
+            [
+                OnlineScoreRecord(
+                    pair_id=f"a{i}", role="baseline", scorer="helpful", value=(i % 4) / 4
+                )
+                for i in range(8)
+            ]
+            + [
+                OnlineScoreRecord(
+                    pair_id=f"a{i}", role="baseline", scorer="helpful", value=math.nan
+                )
+                for i in range(8, 10)
+            ]
+            + [
+                OnlineScoreRecord(
+                    pair_id=f"a{i}", role="baseline", scorer="feedback", value=float(i % 2)
+                )
+                for i in range(10)
+            ]
+        )
     return url, {"ok_lat": ok_lat, "costs": costs}
 
 
 def run(url: str, **kw: object) -> dict[str, object]:
-    config = MonitorConfig(since=T0, until=T0 + 3 * HOUR, embeddings="tfidf",
-                           n_permutations=199, **kw)  # type: ignore[arg-type]
+    config = MonitorConfig(
+        since=T0, until=T0 + 3 * HOUR, embeddings="tfidf", n_permutations=199, **kw
+    )  # type: ignore[arg-type]
     with Store.open(url) as store:
         report = monitor(store, config)
     text = json.dumps(report.to_dict(), allow_nan=False)  # strict JSON: no NaN, no inf
@@ -95,8 +125,7 @@ def test_metrics_match_hand_counts(planted: tuple[str, dict[str, object]]) -> No
     assert b["latency_p50_ms"]["low"] in ok_lat and b["latency_p50_ms"]["high"] in ok_lat
     assert b["latency_p95_ms"]["high"] is None  # 27 values cannot bound the p95 from above
     assert b["error_rate"]["value"] == pytest.approx(3 / 30)
-    assert (b["error_rate"]["low"], b["error_rate"]["high"]) == pytest.approx(
-        wilson_by_hand(3, 30))
+    assert (b["error_rate"]["low"], b["error_rate"]["high"]) == pytest.approx(wilson_by_hand(3, 30))
     assert b["refusal_rate"]["value"] == pytest.approx(2 / 27)
     assert b["refusal_rate"]["n"] == 27
     assert b["cost_per_request_usd"]["value"] == pytest.approx(np.mean(truth["costs"]))

@@ -12,18 +12,36 @@ T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 def _rec(pair: str, role: str, served: bool, mode: str, minutes: int) -> TrafficRecord:
-    return TrafficRecord(pair_id=pair, role=role, served=served, mode=mode,  # type: ignore[arg-type]
-                         endpoint="/v1/chat/completions", upstream=f"http://{role}",
-                         request={"messages": [{"role": "system", "content": "be brief"},
-                                               {"role": "user", "content": f"q {pair}"}]},
-                         ts=T0 + timedelta(minutes=minutes), status=200, response="a")
+    return TrafficRecord(
+        pair_id=pair,
+        role=role,
+        served=served,
+        mode=mode,  # type: ignore[arg-type]
+        endpoint="/v1/chat/completions",
+        upstream=f"http://{role}",
+        request={
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": f"q {pair}"},
+            ]
+        },
+        ts=T0 + timedelta(minutes=minutes),
+        status=200,
+        response="a",
+    )
 
 
 def test_prompt_text_reads_chat_completions_and_unparsed_bodies() -> None:
-    chat = {"messages": [{"role": "user", "content": "first"},
-                         {"role": "assistant", "content": "x"},
-                         {"role": "user", "content": [{"type": "text", "text": "second"},
-                                                      {"type": "image_url"}]}]}
+    chat = {
+        "messages": [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "x"},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "second"}, {"type": "image_url"}],
+            },
+        ]
+    }
     assert prompt_text(chat) == "second"
     assert messages_of(chat) == (("user", "first"), ("assistant", "x"), ("user", "second"))
     assert prompt_text({"prompt": ["one", "two"]}) == "one"
@@ -35,12 +53,14 @@ def test_prompt_text_reads_chat_completions_and_unparsed_bodies() -> None:
 
 def test_exchanges_pair_arms_in_arrival_order_and_filter(tmp_path: Path) -> None:
     store = Store.open(str(tmp_path / "c.db"))
-    store.add_traffic([
-        _rec("p2", "candidate", False, "shadow", 5),
-        _rec("p2", "baseline", True, "shadow", 4),
-        _rec("p1", "baseline", True, "shadow", 1),  # not mirrored: no candidate arm
-        _rec("p3", "candidate", True, "canary", 9),
-    ])
+    store.add_traffic(
+        [
+            _rec("p2", "candidate", False, "shadow", 5),
+            _rec("p2", "baseline", True, "shadow", 4),
+            _rec("p1", "baseline", True, "shadow", 1),  # not mirrored: no candidate arm
+            _rec("p3", "candidate", True, "canary", 9),
+        ]
+    )
     got = load_exchanges(store)
     assert [e.pair_id for e in got] == ["p1", "p2", "p3"]
     p1, p2, p3 = got

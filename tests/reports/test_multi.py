@@ -33,13 +33,17 @@ CATS = ("alpha", "beta", "gamma")
 
 
 def _task_file(tmp: Path, name: str, target: str) -> Path:
-    rows = [{"id": f"{name}{i}", "input": f"item {i}", "target": target, "cat": CATS[i % 3]}
-            for i in range(N)]
+    rows = [
+        {"id": f"{name}{i}", "input": f"item {i}", "target": target, "cat": CATS[i % 3]}
+        for i in range(N)
+    ]
     (tmp / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = tmp / f"{name}.yaml"
-    spec.write_text(f"name: {name}\ndata: {name}.jsonl\n"
-                    "fields: {id: id, input: input, target: target, category: cat}\n"
-                    "scorers: [exact_match]\n")
+    spec.write_text(
+        f"name: {name}\ndata: {name}.jsonl\n"
+        "fields: {id: id, input: input, target: target, category: cat}\n"
+        "scorers: [exact_match]\n"
+    )
     return spec
 
 
@@ -62,8 +66,7 @@ def model(right: range, name: str, errors: tuple[int, ...] = ()) -> FakeModel:
 
 
 def make_run(specs: tuple[Path, ...], m: FakeModel, **cfg: Any) -> str:
-    config = RunConfig(model=f"fake:{m.identity().name}", tasks=tuple(map(str, specs)),
-                       **cfg)
+    config = RunConfig(model=f"fake:{m.identity().name}", tasks=tuple(map(str, specs)), **cfg)
     with Store.open() as store:
         return asyncio.run(arun(config, store, provider=m)).run_id
 
@@ -99,7 +102,7 @@ def summary(r: StoredRun) -> dict[str, Any]:
 def section(html: str, task: str) -> str:
     i = html.index(f"<h2>{task} ")
     j = html.find("<section", i)
-    return html[i:j if j >= 0 else len(html)]
+    return html[i : j if j >= 0 else len(html)]
 
 
 def svgs(html: str, kind: str) -> list[str]:
@@ -159,8 +162,9 @@ def test_forest_has_one_interval_per_run_per_task_on_a_full_axis(
         t = ticks(svg)
         assert list(t) == ["0%", "25%", "50%", "75%", "100%"]
         assert (t["0%"], t["100%"]) == (L, R)
-        for r, cx, x1, x2 in zip(two, xs(svg, "pt", "cx"), xs(svg, "ci", "x1"),
-                                 xs(svg, "ci", "x2"), strict=True):
+        for r, cx, x1, x2 in zip(
+            two, xs(svg, "pt", "cx"), xs(svg, "ci", "x1"), xs(svg, "ci", "x2"), strict=True
+        ):
             e = Estimate.from_dict(summary(r)["tasks"][task]["metrics"]["exact_match"])
             for got, v in ((cx, e.value), (x1, e.low), (x2, e.high)):
                 assert got == pytest.approx(L + v * (R - L), abs=0.06)
@@ -168,8 +172,17 @@ def test_forest_has_one_interval_per_run_per_task_on_a_full_axis(
 
 
 def test_no_data_is_na_never_a_point(tmp_path: Path) -> None:
-    empty = {"tasks": {"arith": {"primary": "acc", "metrics": {"acc": Estimate.empty().to_dict()},
-                                 "n_samples": 0, "n_errors": 0, "categories": {}}}}
+    empty = {
+        "tasks": {
+            "arith": {
+                "primary": "acc",
+                "metrics": {"acc": Estimate.empty().to_dict()},
+                "n_samples": 0,
+                "n_errors": 0,
+                "categories": {},
+            }
+        }
+    }
     a = hand_run()
     b = a.model_copy(update={"id": "20240501-130000-bbbbbb", "summary": empty})
     runs = [StoredRun(a, tuple(hand_samples())), StoredRun(b, ())]
@@ -190,8 +203,9 @@ def test_axis_choice() -> None:
     assert edge.lo == 0  # zero exactly FAR spans away: still on the axis
     neg = score_axis([Estimate(-2.2, -2.3, -2.1, 10, "t")])
     assert neg.hi < 0 and "not 0" in neg.note
-    d = diff_axis([Estimate(0.03, -0.02, 0.08, 50, "x"), Estimate(-0.1, -0.17, -0.04, 50, "x")],
-                  points=True)
+    d = diff_axis(
+        [Estimate(0.03, -0.02, 0.08, 50, "x"), Estimate(-0.1, -0.17, -0.04, 50, "x")], points=True
+    )
     assert d.lo == -d.hi and d.hi >= 0.17 and 0.0 in d.ticks
     assert d.label(0.1) == "+10" and d.label(-0.1) == "−10" and d.label(0.0) == "0"
 
@@ -200,13 +214,14 @@ def test_axis_choice() -> None:
 
 
 def test_differences_plot_has_zero_line_and_symmetric_axis(
-    report: tuple[str, str, ComparisonSet]
+    report: tuple[str, str, ComparisonSet],
 ) -> None:
     html, _md, cs = report
-    comparison = html[html.index('<section id="comparison">'):html.index('class="task"')]
+    comparison = html[html.index('<section id="comparison">') : html.index('class="task"')]
     [svg] = svgs(comparison, "forest")
-    lo, hi = (float(v) for v in re.search(r'data-lo="([-\d.e]+)" data-hi="([-\d.e]+)"',
-                                          svg).groups())  # type: ignore[union-attr]
+    lo, hi = (
+        float(v) for v in re.search(r'data-lo="([-\d.e]+)" data-hi="([-\d.e]+)"', svg).groups()
+    )  # type: ignore[union-attr]
     assert lo == -hi
     for r in cs.rows:
         d = Estimate.from_dict(r.diff)
@@ -220,8 +235,9 @@ def test_differences_plot_has_zero_line_and_symmetric_axis(
     assert "mcnemar-exact" in comparison and "p adjusted" in comparison and "MDE" in comparison
 
 
-def test_not_comparable_runs_get_no_comparison_unless_forced(specs: tuple[Path, Path],
-                                                              tmp_path: Path) -> None:
+def test_not_comparable_runs_get_no_comparison_unless_forced(
+    specs: tuple[Path, Path], tmp_path: Path
+) -> None:
     a = make_run(specs, model(range(0, 15), "model-a"))
     b = make_run(specs, model(range(0, 15), "model-b"), system_prompt="Say yes.")
     plain = CliRunner().invoke(cli, ["report", a, b, "--out", str(tmp_path / "p"), "--json"])
@@ -242,8 +258,15 @@ def _wrong_everywhere(runs: list[StoredRun], task: str) -> list[str]:
     """Items scored 0 (no error) in every run, computed straight from the samples."""
 
     def wrong(r: StoredRun) -> set[str]:
-        return {s.sample_id for s in r.samples if s.task == task and s.error is None
-                and s.scores is not None and s.scores["exact_match"] == 0.0}
+        return {
+            s.sample_id
+            for s in r.samples
+            if s.task == task
+            and s.error is None
+            and s.scores is not None
+            and s.scores["exact_match"] == 0.0
+        }
+
     both = set.intersection(*(wrong(r) for r in runs))
     return sorted(both, key=lambda i: int(i.removeprefix(task)))
 
@@ -256,13 +279,13 @@ def test_items_every_run_fails_are_exact_and_exclude_errors(
         expected = _wrong_everywhere(two, task)
         assert expected == [f"{task}{i}" for i in range(24, 29)]  # 29 errored in B: not counted
         part = section(html, task)
-        table = part[part.index('<table class="allfail">'):]
+        table = part[part.index('<table class="allfail">') :]
         assert re.findall(r"<code>([a-z]+\d+)</code></td>", table) == expected
         assert f"{len(expected)} of {N - len(ERRS)} items scored by every run fail" in part
         assert "Not counted: 1 more item fail" in part
-        md_part = md[md.index(f"## {task} "):]
-        md_part = md_part[md_part.index("### Items every run fails"):]
-        md_part = md_part[:md_part.index("## ", 4)]
+        md_part = md[md.index(f"## {task} ") :]
+        md_part = md_part[md_part.index("### Items every run fails") :]
+        md_part = md_part[: md_part.index("## ", 4)]
         assert re.findall(r"^\| #\d+ ([a-z]+\d+) \|", md_part, re.M) == expected
 
 
@@ -280,8 +303,9 @@ def test_errors_are_their_own_count_never_wrong(
     assert f"<title>error: 2 of {N}</title>" in svg
     assert f"<title>wrong: {wrong} of {N}</title>" in svg
     assert f"30 samples: 23 right, {wrong} wrong, 2 errors (not counted as wrong)" in part
-    assert re.search(rf"^\| model-b \({b.record.id}\) \| 30 \| 23 \| {wrong} \| 2 \| 0 \|$", md,
-                     re.M)
+    assert re.search(
+        rf"^\| model-b \({b.record.id}\) \| 30 \| 23 \| {wrong} \| 2 \| 0 \|$", md, re.M
+    )
 
 
 def test_categories_worst_first_by_mean_over_runs(
@@ -290,20 +314,26 @@ def test_categories_worst_first_by_mean_over_runs(
     html = report[0]
 
     def mean(cat: str) -> float:
-        vals = [float(summary(r)["tasks"]["answers"]["categories"][cat]["metrics"]
-                      ["exact_match"]["value"]) for r in two]
+        vals = [
+            float(
+                summary(r)["tasks"]["answers"]["categories"][cat]["metrics"]["exact_match"]["value"]
+            )
+            for r in two
+        ]
         return sum(vals) / len(vals)
 
     expected = sorted(CATS, key=lambda c: (mean(c), c))
     part = section(html, "answers")
-    cats = part[part.index("By category"):part.index("Per-item scores")]
+    cats = part[part.index("By category") : part.index("Per-item scores")]
     assert re.findall(r"<tr><td>([a-z]+)</td>", cats) == expected
 
 
 def test_histogram_for_non_binary_scores_keeps_errors_apart(tmp_path: Path) -> None:
     values = [0.05, 0.15, 0.15, 0.55, 0.95, 1.0, math.nan]
-    samples = [s.model_copy(update={"scores": {"acc": v}, "error": None})
-               for s, v in zip(hand_samples(), values, strict=False)]
+    samples = [
+        s.model_copy(update={"scores": {"acc": v}, "error": None})
+        for s, v in zip(hand_samples(), values, strict=False)
+    ]
     errored = hand_samples()[4]
     assert errored.error is not None
     samples.append(errored.model_copy(update={"sample_id": "arith-9", "position": 9}))
@@ -324,34 +354,48 @@ def test_histogram_for_non_binary_scores_keeps_errors_apart(tmp_path: Path) -> N
 # -- one run, Markdown, CLI ---------------------------------------------------------------------
 
 
-def test_one_run_is_the_run_report_plus_the_distribution(two: list[StoredRun],
-                                                         tmp_path: Path) -> None:
-    html, md = (p.read_text("utf-8") for p in write_multi_report(two[1:], tmp_path,
-                                                                  title="Nightly <check>"))
+def test_one_run_is_the_run_report_plus_the_distribution(
+    two: list[StoredRun], tmp_path: Path
+) -> None:
+    html, md = (
+        p.read_text("utf-8") for p in write_multi_report(two[1:], tmp_path, title="Nightly <check>")
+    )
     assert "<h1>Nightly &lt;check&gt;</h1>" in html and "# Nightly &lt;check&gt;" in md
     for text in ("<h3>Failing items</h3>", "<h3>Errors</h3>", "<h3>Per-item scores"):
         assert html.count(text) == 2, text  # one per task
     assert 'id="methodology"' in html and 'id="comparison"' not in html
-    assert html.index("<h3>By category") < html.index("<h3>Per-item scores") < html.index(
-        "<h3>Failing items</h3>")
+    assert (
+        html.index("<h3>By category")
+        < html.index("<h3>Per-item scores")
+        < html.index("<h3>Failing items</h3>")
+    )
     assert svgs(html, "stacked") and "30 samples: 23 right, 5 wrong, 2 errors" in html
     assert md.count("### Per-item scores (exact_match)") == 2 and "### Failing items" in md
 
 
-def test_markdown_mirrors_the_facts(report: tuple[str, str, ComparisonSet],
-                                    two: list[StoredRun]) -> None:
+def test_markdown_mirrors_the_facts(
+    report: tuple[str, str, ComparisonSet], two: list[StoredRun]
+) -> None:
     _html, md, cs = report
     for r in two:
         for task, s in summary(r)["tasks"].items():
             text = Estimate.from_dict(s["metrics"]["exact_match"]).format(percent=True)
-            assert re.search(rf"^\| {re.escape(r.record.model_name)} .*\| {re.escape(text)} "
-                             rf"· n=\d+ \|", md, re.M), (r.record.id, task)
+            assert re.search(
+                rf"^\| {re.escape(r.record.model_name)} .*\| {re.escape(text)} "
+                rf"· n=\d+ \|",
+                md,
+                re.M,
+            ), (r.record.id, task)
     for row in cs.rows:
         assert row.verdict in md
         d = Estimate.from_dict(row.diff)
         assert f"{100 * d.value:+.1f} [{100 * d.low:.1f}, {100 * d.high:.1f}] points" in md
-    assert re.search(r"^\| model \| model-a \(provider fake\) \| model-b \(provider fake\) "
-                     r"\| \*\*differs\*\* \|$", md, re.M)
+    assert re.search(
+        r"^\| model \| model-a \(provider fake\) \| model-b \(provider fake\) "
+        r"\| \*\*differs\*\* \|$",
+        md,
+        re.M,
+    )
     assert "## Comparison" in md and "http://" not in md and "https://" not in md
 
 
@@ -360,8 +404,10 @@ def test_cli_report_json(two: list[StoredRun], calipers_home: Path) -> None:
     out = CliRunner().invoke(cli, ["report", a, b, "--json"], catch_exceptions=False)
     assert out.exit_code == 0, out.output
     paths = json.loads(out.stdout)
-    assert paths == {"html": str(calipers_home / "reports" / f"report-{a}-vs-1.html"),
-                     "markdown": str(calipers_home / "reports" / f"report-{a}-vs-1.md")}
+    assert paths == {
+        "html": str(calipers_home / "reports" / f"report-{a}-vs-1.html"),
+        "markdown": str(calipers_home / "reports" / f"report-{a}-vs-1.md"),
+    }
     html = Path(paths["html"]).read_text("utf-8")
     assert 'id="comparison"' in html and "model-b is better by" in html
     plain = CliRunner().invoke(cli, ["report", a, b, "--no-compare"], catch_exceptions=False)

@@ -34,7 +34,10 @@ EMPTY = Estimate.empty().to_dict()
 
 ARITH_SUMMARY: dict[str, Any] = {
     "primary": "acc",
-    "n_samples": 7, "n_scored": 6, "n_errors": 1, "n_cached": 2,
+    "n_samples": 7,
+    "n_scored": 6,
+    "n_errors": 1,
+    "n_cached": 2,
     "metrics": {"acc": est(0.4, 0.118, 0.769, 5), "acc_strict": est(0.2, 0.036, 0.624, 5)},
     "categories": {
         "algebra": {"n": 3, "n_errors": 0, "metrics": {"acc": est(0.5, 0.095, 0.905, 2)}},
@@ -43,28 +46,50 @@ ARITH_SUMMARY: dict[str, Any] = {
         "logic | puzzles": {"n": 1, "n_errors": 1, "metrics": {"acc": EMPTY}},
     },
     "latency_s": est(0.412, 0.371, 0.455, 6, "bootstrap"),
-    "input_tokens": 700, "output_tokens": 120, "errors": ["model"],
+    "input_tokens": 700,
+    "output_tokens": 120,
+    "errors": ["model"],
 }
 MC_SUMMARY: dict[str, Any] = {
     "primary": "acc",
-    "n_samples": 2, "n_scored": 2, "n_errors": 0, "n_cached": 0,
+    "n_samples": 2,
+    "n_scored": 2,
+    "n_errors": 0,
+    "n_cached": 0,
     "metrics": {"acc": est(0.5, 0.095, 0.905, 2), "acc_norm": EMPTY},
     "categories": {},
     "latency_s": EMPTY,
-    "input_tokens": 40, "output_tokens": 0, "errors": [],
+    "input_tokens": 40,
+    "output_tokens": 0,
+    "errors": [],
 }
 
 
 def task_card(name: str, **over: Any) -> dict[str, Any]:
     card: dict[str, Any] = {
-        "task": name, "version": "1.2", "kind": "generate", "source": "builtin",
-        "data_hash": "d" * 64, "n_items": 7, "dynamic": True, "seed": 3, "limit": None,
-        "prompt_template": {"template": "Q: {question}\nA:", "answer": "", "instruction": "",
-                            "fewshot_separator": "\n\n", "continuation": ""},
-        "prompt_hash": "p" * 16, "chat_template": True, "chat_template_hash": "c" * 64,
-        "system_prompt": "Answer | briefly", "few_shot": 2, "few_shot_seed": 7,
-        "decoding": {"max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "stop": ["\n"],
-                     "seed": 0},
+        "task": name,
+        "version": "1.2",
+        "kind": "generate",
+        "source": "builtin",
+        "data_hash": "d" * 64,
+        "n_items": 7,
+        "dynamic": True,
+        "seed": 3,
+        "limit": None,
+        "prompt_template": {
+            "template": "Q: {question}\nA:",
+            "answer": "",
+            "instruction": "",
+            "fewshot_separator": "\n\n",
+            "continuation": "",
+        },
+        "prompt_hash": "p" * 16,
+        "chat_template": True,
+        "chat_template_hash": "c" * 64,
+        "system_prompt": "Answer | briefly",
+        "few_shot": 2,
+        "few_shot_seed": 7,
+        "decoding": {"max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "stop": ["\n"], "seed": 0},
         "scorers": [{"name": "numeric_match", "args": {"tolerance": 0.01}}],
     }
     return card | over
@@ -72,12 +97,23 @@ def task_card(name: str, **over: Any) -> dict[str, Any]:
 
 def methodology(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
-        "model": {"provider": "llamacpp", "name": "SmolLM2-135M-Instruct", "sha256": SHA,
-                  "api_model": None, "base_url": None, "quantization": "Q8_0",
-                  "chat_template_hash": "c" * 64, "extra": {}},
-        "model_spec": "smollm2", "tasks": tasks, "confidence": 0.95,
-        "calipers_version": "0.1.0", "git_revision": "0123abc",
-        "packages": {"python": "3.11.9", "numpy": "2.0.0"}, "created_at": "2024-05-01T12:00:00",
+        "model": {
+            "provider": "llamacpp",
+            "name": "SmolLM2-135M-Instruct",
+            "sha256": SHA,
+            "api_model": None,
+            "base_url": None,
+            "quantization": "Q8_0",
+            "chat_template_hash": "c" * 64,
+            "extra": {},
+        },
+        "model_spec": "smollm2",
+        "tasks": tasks,
+        "confidence": 0.95,
+        "calipers_version": "0.1.0",
+        "git_revision": "0123abc",
+        "packages": {"python": "3.11.9", "numpy": "2.0.0"},
+        "created_at": "2024-05-01T12:00:00",
     }
 
 
@@ -86,24 +122,39 @@ def make_run(summary: dict[str, Any] | None = None, status: str = "finished") ->
     if summary is None and status == "finished":
         summary = {"tasks": {"arith": ARITH_SUMMARY, "mc": MC_SUMMARY}, "elapsed_s": 12.5}
     return RunRecord(
-        id="20240501-120000-abcdef", model="smollm2", model_name="SmolLM2-135M-Instruct",
-        tasks=["arith", "mc"], methodology=methodology(tasks), methodology_hash="h" * 16,
-        config={}, status=status,  # type: ignore[arg-type]
+        id="20240501-120000-abcdef",
+        model="smollm2",
+        model_name="SmolLM2-135M-Instruct",
+        tasks=["arith", "mc"],
+        methodology=methodology(tasks),
+        methodology_hash="h" * 16,
+        config={},
+        status=status,  # type: ignore[arg-type]
         created_at=datetime(2024, 5, 1, 12, 0, tzinfo=UTC),
         finished_at=datetime(2024, 5, 1, 12, 1, tzinfo=UTC) if status == "finished" else None,
-        summary=summary, calipers_version="0.1.0",
+        summary=summary,
+        calipers_version="0.1.0",
     )
 
 
 def chat(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "system", "content": "Answer | briefly"},
-                         {"role": "user", "content": text}], "params": {"max_tokens": 64}}
+    return {
+        "messages": [
+            {"role": "system", "content": "Answer | briefly"},
+            {"role": "user", "content": text},
+        ],
+        "params": {"max_tokens": 64},
+    }
 
 
 def sample(pos: int, task: str = "arith", **kw: Any) -> SampleRecord:
     base: dict[str, Any] = {
-        "run_id": "20240501-120000-abcdef", "task": task, "sample_id": f"{task}-{pos}",
-        "position": pos, "prompt": chat(f"What is {pos}+{pos}?"), "target": str(2 * pos),
+        "run_id": "20240501-120000-abcdef",
+        "task": task,
+        "sample_id": f"{task}-{pos}",
+        "position": pos,
+        "prompt": chat(f"What is {pos}+{pos}?"),
+        "target": str(2 * pos),
     }
     return SampleRecord(**(base | kw))
 
@@ -119,13 +170,28 @@ def make_samples() -> list[SampleRecord]:
         sample(4, category="logic | puzzles", error="model: TimeoutError: timed out after 30 s"),
         sample(5, category="basic", response="10", answer="10", scores=ok),
         sample(0, category="algebra", response="?", scores={"acc": NAN, "acc_strict": NAN}),
-        sample(0, task="mc", response=" Paris", answer="0", target=" Paris",
-               scores={"acc": 1.0, "acc_norm": NAN},
-               prompt={"context": "Capital of France?", "continuations": [" Paris", " Rome"],
-                       "rendered": "Capital of France?\nAnswer:"}),
-        sample(1, task="mc", response=" Rome", answer="1", target=" Oslo",
-               scores={"acc": 0.0, "acc_norm": NAN},
-               prompt={"context": "Capital of Norway?", "continuations": [" Oslo", " Rome"]}),
+        sample(
+            0,
+            task="mc",
+            response=" Paris",
+            answer="0",
+            target=" Paris",
+            scores={"acc": 1.0, "acc_norm": NAN},
+            prompt={
+                "context": "Capital of France?",
+                "continuations": [" Paris", " Rome"],
+                "rendered": "Capital of France?\nAnswer:",
+            },
+        ),
+        sample(
+            1,
+            task="mc",
+            response=" Rome",
+            answer="1",
+            target=" Oslo",
+            scores={"acc": 0.0, "acc_norm": NAN},
+            prompt={"context": "Capital of Norway?", "continuations": [" Oslo", " Rome"]},
+        ),
     ]
 
 
@@ -144,7 +210,7 @@ def md_of(report: tuple[Path, Path]) -> str:
 
 def section(html: str, start: str, end: str) -> str:
     i = html.index(start)
-    return html[i:html.index(end, i)]
+    return html[i : html.index(end, i)]
 
 
 class _Collector(HTMLParser):
@@ -190,8 +256,10 @@ def parse(html: str) -> _Collector:
 
 def test_write_report_returns_both_files(report: tuple[Path, Path], tmp_path: Path) -> None:
     html_path, md_path = report
-    assert (html_path, md_path) == (tmp_path / "out" / "20240501-120000-abcdef.html",
-                                    tmp_path / "out" / "20240501-120000-abcdef.md")
+    assert (html_path, md_path) == (
+        tmp_path / "out" / "20240501-120000-abcdef.html",
+        tmp_path / "out" / "20240501-120000-abcdef.md",
+    )
     assert html_path.stat().st_size > 0 and md_path.stat().st_size > 0
 
 
@@ -217,8 +285,10 @@ def test_model_text_is_escaped(report: tuple[Path, Path]) -> None:
 
 
 def test_each_task_score_is_the_input_estimate(report: tuple[Path, Path]) -> None:
-    expected = [Estimate.from_dict(s["metrics"]["acc"]).format(percent=True)
-                for s in (ARITH_SUMMARY, MC_SUMMARY)]
+    expected = [
+        Estimate.from_dict(s["metrics"]["acc"]).format(percent=True)
+        for s in (ARITH_SUMMARY, MC_SUMMARY)
+    ]
     assert parse(html_of(report)).scores == expected
     md = md_of(report)
     for task, text in zip(("arith", "mc"), expected, strict=True):
@@ -232,8 +302,10 @@ def test_every_metric_and_category_is_shown_with_its_interval(report: tuple[Path
             text = Estimate.from_dict(d).format(percent=True)
             assert text in html and text in md
     # the latency's n and method wrap under it (a smaller line), so the table fits the page
-    assert ('<span class="num">0.41 [0.37, 0.46] s</span> <span class="muted small">'
-            "(n=6, bootstrap)</span>") in html
+    assert (
+        '<span class="num">0.41 [0.37, 0.46] s</span> <span class="muted small">'
+        "(n=6, bootstrap)</span>"
+    ) in html
     assert "0.41 [0.37, 0.46] s (n=6, bootstrap)" in md
 
 
@@ -241,7 +313,7 @@ def test_errors_are_listed_apart_from_failing_items(report: tuple[Path, Path]) -
     html = html_of(report)
     arith = section(html, 'id="task-1"', 'id="task-2"')
     failing = section(arith, "<h3>Failing items</h3>", "<h3>Errors</h3>")
-    errors = arith[arith.index("<h3>Errors</h3>"):]
+    errors = arith[arith.index("<h3>Errors</h3>") :]
     assert "arith-4" not in failing and "timed out after 30 s" not in failing
     assert "arith-4" in errors and "model: TimeoutError: timed out after 30 s" in errors
     assert "1 error excluded" in html
@@ -250,7 +322,7 @@ def test_errors_are_listed_apart_from_failing_items(report: tuple[Path, Path]) -
     assert "arith-0" not in failing
     md = md_of(report)
     md_failing = section(md, "### Failing items", "### Errors")
-    assert "arith-4" not in md_failing and "arith-4" in md[md.index("### Errors"):]
+    assert "arith-4" not in md_failing and "arith-4" in md[md.index("### Errors") :]
 
 
 def test_empty_metric_is_na_never_zero(report: tuple[Path, Path]) -> None:
@@ -266,16 +338,27 @@ def test_worst_categories_order() -> None:
     hand = ["geometry", "algebra", "basic", "logic | puzzles"]  # 0.0, 0.5, 1.0, NaN last
     assert [c for c, _e, _n in worst_categories(ARITH_SUMMARY, k=10)] == hand
     top = worst_categories(ARITH_SUMMARY, k=2)
-    assert top == [("geometry", Estimate.from_dict(ARITH_SUMMARY["categories"]["geometry"]
-                                                    ["metrics"]["acc"]), 2),
-                   ("algebra", Estimate.from_dict(ARITH_SUMMARY["categories"]["algebra"]
-                                                   ["metrics"]["acc"]), 3)]
+    assert top == [
+        (
+            "geometry",
+            Estimate.from_dict(ARITH_SUMMARY["categories"]["geometry"]["metrics"]["acc"]),
+            2,
+        ),
+        (
+            "algebra",
+            Estimate.from_dict(ARITH_SUMMARY["categories"]["algebra"]["metrics"]["acc"]),
+            3,
+        ),
+    ]
     assert worst_categories(MC_SUMMARY) == []
-    ties = {"primary": "acc", "categories": {
-        "a": {"n": 1, "metrics": {"acc": est(0.0, 0.0, 0.793, 1)}},
-        "b": {"n": 3, "metrics": {"acc": est(0.0, 0.0, 0.561, 3)}},
-        "c": {"n": 3, "metrics": {}},
-    }}  # equal values: the narrower interval (the surer failure) first; no metric: last
+    ties = {
+        "primary": "acc",
+        "categories": {
+            "a": {"n": 1, "metrics": {"acc": est(0.0, 0.0, 0.793, 1)}},
+            "b": {"n": 3, "metrics": {"acc": est(0.0, 0.0, 0.561, 3)}},
+            "c": {"n": 3, "metrics": {}},
+        },
+    }  # equal values: the narrower interval (the surer failure) first; no metric: last
     assert [c for c, _e, _n in worst_categories(ties)] == ["b", "a", "c"]
 
 
@@ -307,8 +390,14 @@ def test_markdown_tables_have_right_rows_and_escaped_pipes(report: tuple[Path, P
 
 def test_markdown_quotes_and_truncates_long_text(tmp_path: Path) -> None:
     long = "x" * 1000 + " the question?"
-    s = sample(1, category="algebra", response="y" * 900, answer="1", scores={"acc": 0.0},
-               prompt={"prompt": long})
+    s = sample(
+        1,
+        category="algebra",
+        response="y" * 900,
+        answer="1",
+        scores={"acc": 0.0},
+        prompt={"prompt": long},
+    )
     md = write_report(make_run(), [s], tmp_path)[1].read_text(encoding="utf-8")
     assert "**prompt** (truncated: last 400 of 1,014 characters):" in md
     assert "> …" + "x" * 386 + " the question?" in md
@@ -330,7 +419,10 @@ def test_unfinished_run_without_summary(tmp_path: Path) -> None:
 def test_failing_items_rule_and_limit() -> None:
     samples = make_samples()
     assert [s.sample_id for s in failing_items(samples, "arith", "acc")] == [
-        "arith-1", "arith-2", "arith-3"]
+        "arith-1",
+        "arith-2",
+        "arith-3",
+    ]
     assert [s.sample_id for s in failing_items(samples, "arith", "acc", k=1)] == ["arith-1"]
     assert [s.sample_id for s in error_items(samples, "arith")] == ["arith-4"]
     assert error_items(samples, "mc") == []
@@ -357,7 +449,8 @@ def test_methodology_rows() -> None:
     assert d["arith · few-shot"] == "k=2, seed=7"
     assert d["arith · scorers"] == "numeric_match(tolerance=0.01)"
     assert d["arith · decoding"] == (
-        'max_tokens=64, temperature=0.0, top_p=1.0, stop=["\\n"], seed=0')
+        'max_tokens=64, temperature=0.0, top_p=1.0, stop=["\\n"], seed=0'
+    )
     assert d["git revision"] == "0123abc"
     assert d["packages"] == "python 3.11.9, numpy 2.0.0"
     one = dict(methodology_rows(methodology({"arith": task_card("arith", chat_template=False)})))

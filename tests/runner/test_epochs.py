@@ -42,8 +42,9 @@ def test_each_epoch_is_a_stored_sample_with_its_own_seed(tmp_path: Path) -> None
 
 def test_summary_clusters_the_epochs_of_an_item(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
-        result = run(FakeModel(by_seed), "dyn_arithmetic", store=store, limit=8, epochs=3,
-                     temperature=0.7)
+        result = run(
+            FakeModel(by_seed), "dyn_arithmetic", store=store, limit=8, epochs=3, temperature=0.7
+        )
         recs = store.get_samples(result.run_id)
     est = result.summary["tasks"]["dyn_arithmetic"]["metrics"]["acc"]
     values = [r.scores["acc"] for r in recs if r.scores]
@@ -63,15 +64,26 @@ def test_epochs_are_refused_where_they_would_all_be_the_same(tmp_path: Path) -> 
 
 def test_compare_pairs_item_means_over_epochs(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
-        a = run(FakeModel(by_seed, name="a"), "dyn_arithmetic", store=store, limit=5,
-                epochs=2, temperature=0.7)
-        b = run(FakeModel(by_seed, name="b"), "dyn_arithmetic", store=store, limit=5,
-                epochs=2, temperature=0.7)
+        a = run(
+            FakeModel(by_seed, name="a"),
+            "dyn_arithmetic",
+            store=store,
+            limit=5,
+            epochs=2,
+            temperature=0.7,
+        )
+        b = run(
+            FakeModel(by_seed, name="b"),
+            "dyn_arithmetic",
+            store=store,
+            limit=5,
+            epochs=2,
+            temperature=0.7,
+        )
         runs = load_runs(store, [a.run_id, b.run_id])
     row = compare(runs).rows[0]
     assert row.n == 5  # items, not records
     per_item_a = {}
     for s in runs[0].samples:
         per_item_a.setdefault(s.sample_id, []).append(s.scores["acc"])  # type: ignore[index]
-    assert row.score_a["value"] == pytest.approx(np.mean([np.mean(v) for v in
-                                                          per_item_a.values()]))
+    assert row.score_a["value"] == pytest.approx(np.mean([np.mean(v) for v in per_item_a.values()]))

@@ -21,7 +21,8 @@ SUITE = {"dyn_word_problems", "dyn_arithmetic", "dyn_dates", "dyn_dates_mc"}
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _QUESTION = re.compile(
     r"(What day of the week is|What is the date) (\d+) days (after|before) "
-    r"(?:[A-Z][a-z]+day, )?([A-Z][a-z]+ \d{1,2}, \d{4})\?")
+    r"(?:[A-Z][a-z]+day, )?([A-Z][a-z]+ \d{1,2}, \d{4})\?"
+)
 _OPTION = re.compile(r"^([A-D])\. (.+)$", re.MULTILINE)
 
 
@@ -39,8 +40,11 @@ def date_solver(req: ModelRequest) -> str:
     start = datetime.strptime(m[4], "%B %d, %Y").date()
     days = int(m[2]) * (1 if m[3] == "after" else -1)
     right: date = start + timedelta(days=days)
-    answer = (WEEKDAYS[right.weekday()] if m[1].startswith("What day")
-              else f"{right.strftime('%B')} {right.day}, {right.year}")
+    answer = (
+        WEEKDAYS[right.weekday()]
+        if m[1].startswith("What day")
+        else f"{right.strftime('%B')} {right.day}, {right.year}"
+    )
     letters = [str(letter) for letter, option in _OPTION.findall(text) if option == answer]
     assert len(letters) == 1, text
     return letters[0]
@@ -68,7 +72,8 @@ def test_default_suite_runs_on_a_model_without_loglikelihood() -> None:
     assert (card.formulation, card.kind) == ("generate", "generate")
     assert card.formulation_fallback == (
         "generate formulation instead of cloze, since the fake provider cannot compute "
-        "log-likelihoods")
+        "log-likelihoods"
+    )
     assert [s["name"] for s in card.scorers] == ["choice_letter"]
     others = [m for t, m in result.methodology.tasks.items() if t != "dyn_dates_mc"]
     assert all(m.formulation_fallback is None for m in others)
@@ -76,10 +81,12 @@ def test_default_suite_runs_on_a_model_without_loglikelihood() -> None:
 
 def test_a_fallback_compares_with_the_same_formulation_only() -> None:
     with Store.open() as store:
-        fallback = _run(store, FakeModel(date_solver, name="a", loglikelihood=False),
-                        tasks=("dyn_dates_mc",))
-        asked = _run(store, FakeModel(date_solver, name="b"), tasks=("dyn_dates_mc",),
-                     formulation="generate")
+        fallback = _run(
+            store, FakeModel(date_solver, name="a", loglikelihood=False), tasks=("dyn_dates_mc",)
+        )
+        asked = _run(
+            store, FakeModel(date_solver, name="b"), tasks=("dyn_dates_mc",), formulation="generate"
+        )
         cloze = _run(store, FakeModel(name="c"), tasks=("dyn_dates_mc",))
         runs = load_runs(store, [fallback.run_id, asked.run_id, cloze.run_id])
     assert asked.methodology.tasks["dyn_dates_mc"].formulation_fallback is None
@@ -94,8 +101,11 @@ def test_a_fallback_compares_with_the_same_formulation_only() -> None:
 def test_an_explicit_loglikelihood_formulation_is_refused() -> None:
     model = FakeModel(loglikelihood=False)
     with Store.open() as store:
-        with pytest.raises(ConfigError, match=r"--formulation cloze scores choices by "
-                           r"log-likelihood, which the fake provider cannot") as e:
+        with pytest.raises(
+            ConfigError,
+            match=r"--formulation cloze scores choices by "
+            r"log-likelihood, which the fake provider cannot",
+        ) as e:
             _run(store, model, tasks=("dyn_dates_mc",), formulation="cloze")
         assert e.value.hint is not None and "--formulation generate" in e.value.hint
         # a suite: the formulation was asked for every task that offers it

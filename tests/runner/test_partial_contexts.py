@@ -33,15 +33,21 @@ def _raw_winogrande() -> list[tuple[dict[str, Any], int]]:
 
 # ---- hashes of requests without the field: computed with the code before the field existed ----
 
+
 def test_plain_requests_keep_their_cache_keys() -> None:
-    plain = LoglikelihoodRequest(context="Question: What is 2+2?\nAnswer:",
-                                 continuations=(" 4", " 5"))
+    plain = LoglikelihoodRequest(
+        context="Question: What is 2+2?\nAnswer:", continuations=(" 4", " 5")
+    )
     assert cache_key("m" * 32, plain) == (
-        "d63b689bb61a3c70834afb3df780ec14ef15177adcacc7841a30ca48713c6df3")
+        "d63b689bb61a3c70834afb3df780ec14ef15177adcacc7841a30ca48713c6df3"
+    )
     assert cache_key("m" * 32, ModelRequest(prompt="hi")) == (
-        "d5e7e1f848a5f1c0c5fad67cf3b4122f65c03d3e495b47bc5a32adea338d3368")
-    assert plain.model_dump(mode="json") == {"context": "Question: What is 2+2?\nAnswer:",
-                                             "continuations": [" 4", " 5"]}
+        "d5e7e1f848a5f1c0c5fad67cf3b4122f65c03d3e495b47bc5a32adea338d3368"
+    )
+    assert plain.model_dump(mode="json") == {
+        "context": "Question: What is 2+2?\nAnswer:",
+        "continuations": [" 4", " 5"],
+    }
     split = plain.model_copy(update={"contexts": ("", "")})
     assert cache_key("m" * 32, split) != cache_key("m" * 32, plain)
 
@@ -65,7 +71,8 @@ def test_contexts_need_one_per_continuation() -> None:
 
 REQ = LoglikelihoodRequest(
     context="The trophy did not fit in the suitcase because the ",
-    continuations=(" was too big.", " was too big."), contexts=("trophy", "suitcase"),
+    continuations=(" was too big.", " was too big."),
+    contexts=("trophy", "suitcase"),
 )
 
 
@@ -73,15 +80,22 @@ def test_split_and_merge_equals_one_call_per_option() -> None:
     model = FakeModel()
     merged = asyncio.run(model.score_continuations(REQ))
     assert model.calls == 2  # one plain request per option, no request with contexts
-    parts = [asyncio.run(model.loglikelihood(LoglikelihoodRequest(
-        context=REQ.context + piece, continuations=(" was too big.",))))
-        for piece in ("trophy", "suitcase")]
+    parts = [
+        asyncio.run(
+            model.loglikelihood(
+                LoglikelihoodRequest(context=REQ.context + piece, continuations=(" was too big.",))
+            )
+        )
+        for piece in ("trophy", "suitcase")
+    ]
     assert merged.logprobs == (parts[0].logprobs[0], parts[1].logprobs[0])
     # the fake's formula applied by hand: each continuation after its own full context
     ctx1 = "The trophy did not fit in the suitcase because the trophy"
     ctx2 = "The trophy did not fit in the suitcase because the suitcase"
-    assert merged.logprobs == (default_loglik(ctx1, " was too big."),
-                               default_loglik(ctx2, " was too big."))
+    assert merged.logprobs == (
+        default_loglik(ctx1, " was too big."),
+        default_loglik(ctx2, " was too big."),
+    )
     assert merged.n_tokens == (3, 3)  # "was too big." is three words for the fake
     assert merged.tokens_evaluated == (11 + 3) + (11 + 3)  # 11 context words each
     assert merged.input_tokens == 11 + 11
@@ -93,7 +107,9 @@ def test_plain_request_goes_through_unchanged() -> None:
     plain = LoglikelihoodRequest(context="2 + 2 =", continuations=(" 4", " five"))
     model = FakeModel()
     assert asyncio.run(model.score_continuations(plain)).logprobs == (
-        default_loglik("2 + 2 =", " 4"), default_loglik("2 + 2 =", " five"))
+        default_loglik("2 + 2 =", " 4"),
+        default_loglik("2 + 2 =", " five"),
+    )
     assert model.calls == 1
 
 
@@ -109,6 +125,7 @@ def test_merge_reports_unknown_counts_as_unknown() -> None:
 
 
 # ---- through the runner ---------------------------------------------------------------------
+
 
 class Recorder:
     """A fake log-likelihood: shorter full contexts are likelier; records what it was asked."""
@@ -132,8 +149,9 @@ def _run(config: RunConfig, model: FakeModel) -> tuple[Any, list[Any]]:
 def test_winogrande_run_scores_the_shared_continuation(chat: bool) -> None:
     recorder = Recorder()
     n = 40
-    config = RunConfig(model="fake:short", tasks=("winogrande",), data_dir=str(DATA), limit=n,
-                       chat_template=chat)
+    config = RunConfig(
+        model="fake:short", tasks=("winogrande",), data_dir=str(DATA), limit=n, chat_template=chat
+    )
     model = FakeModel(name="short", loglik=recorder)
     result, samples = _run(config, model)
     raw = _raw_winogrande()[:n]
@@ -177,8 +195,9 @@ def test_formulations_are_told_apart_in_the_methodology() -> None:
     recorder = Recorder()
     cards = {}
     for form in ("partial", "full"):
-        config = RunConfig(model="fake:short", tasks=("winogrande",), data_dir=str(DATA),
-                           limit=4, formulation=form)
+        config = RunConfig(
+            model="fake:short", tasks=("winogrande",), data_dir=str(DATA), limit=4, formulation=form
+        )
         result, samples = _run(config, FakeModel(name="short", loglik=recorder))
         cards[form] = result.methodology.tasks["winogrande"]
         assert ("contexts" in samples[0].prompt) == (form == "partial")
@@ -190,6 +209,7 @@ def test_formulations_are_told_apart_in_the_methodology() -> None:
 
 
 # ---- the real model -------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @needs_winogrande
@@ -216,8 +236,7 @@ def test_llamacpp_split_matches_direct_full_sequence_logits() -> None:
             i = r["sentence"].index("_")
             head, cont = r["sentence"][:i], " " + r["sentence"][i + 1 :].strip()
             options = (r["option1"], r["option2"])
-            req = LoglikelihoodRequest(context=head, continuations=(cont, cont),
-                                       contexts=options)
+            req = LoglikelihoodRequest(context=head, continuations=(cont, cont), contexts=options)
             merged = asyncio.run(model.score_continuations(req))
             for lp, opt in zip(merged.logprobs, options, strict=True):
                 assert lp == pytest.approx(direct_logprob(ref, head + opt, cont)[0], abs=1e-3)

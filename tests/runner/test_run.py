@@ -49,8 +49,7 @@ def _run(config: RunConfig, model: FakeModel):  # type: ignore[no-untyped-def]
 
 def test_scores_errors_and_categories(capitals_task: Path) -> None:
     model = FakeModel(oracle, name="oracle")
-    result, samples, run = _run(RunConfig(model="fake:oracle", tasks=(str(capitals_task),)),
-                                model)
+    result, samples, run = _run(RunConfig(model="fake:oracle", tasks=(str(capitals_task),)), model)
     ts = result.summary["tasks"]["capitals"]
     assert (ts["n_samples"], ts["n_scored"], ts["n_errors"]) == (8, 6, 2)
     acc = ts["metrics"]["exact_match"]
@@ -75,8 +74,7 @@ def test_scores_errors_and_categories(capitals_task: Path) -> None:
 
 
 def test_prompt_as_sent_plain_and_chat(capitals_task: Path) -> None:
-    cfg = RunConfig(model="fake:x", tasks=(str(capitals_task),), limit=1,
-                    system_prompt="Be brief.")
+    cfg = RunConfig(model="fake:x", tasks=(str(capitals_task),), limit=1, system_prompt="Be brief.")
     _, samples, _ = _run(cfg, FakeModel(oracle))
     msgs = samples[0].prompt["messages"]
     assert msgs == [
@@ -126,8 +124,9 @@ def test_resume_after_interrupt_has_no_duplicates(capitals_task: Path) -> None:
             raise KeyboardInterrupt
         return ANSWERS[_question(req)]
 
-    cfg = RunConfig(model="fake:oracle", tasks=(str(capitals_task),), concurrency=1,
-                    use_cache=False)
+    cfg = RunConfig(
+        model="fake:oracle", tasks=(str(capitals_task),), concurrency=1, use_cache=False
+    )
     with Store.open() as store:
         with pytest.raises(KeyboardInterrupt):
             asyncio.run(arun(cfg, store, provider=FakeModel(flaky, name="oracle")))
@@ -208,12 +207,17 @@ def test_a_model_that_cannot_load_fails_the_run_not_the_samples(capitals_task: P
 
 def test_clustered_items_get_cluster_robust_intervals(tmp_path: Path) -> None:
     # 4 passages x 3 questions; the model is right on every question of passages p0 and p1
-    rows = [{"id": f"p{p}q{q}", "input": f"p{p}q{q}", "target": "yes", "passage": f"p{p}"}
-            for p in range(4) for q in range(3)]
+    rows = [
+        {"id": f"p{p}q{q}", "input": f"p{p}q{q}", "target": "yes", "passage": f"p{p}"}
+        for p in range(4)
+        for q in range(3)
+    ]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = tmp_path / "c.yaml"
-    spec.write_text("name: c\ndata: c.jsonl\nfields: {id: id, input: input, target: target, "
-                    "cluster: passage}\nscorers: [exact_match]\n")
+    spec.write_text(
+        "name: c\ndata: c.jsonl\nfields: {id: id, input: input, target: target, "
+        "cluster: passage}\nscorers: [exact_match]\n"
+    )
     model = FakeModel(lambda r: "yes" if _question(r)[:2] in ("p0", "p1") else "no")
     result, _, _ = _run(RunConfig(model="fake:x", tasks=(str(spec),)), model)
     est = result.summary["tasks"]["c"]["metrics"]["exact_match"]
@@ -242,12 +246,15 @@ def test_task_level_derived_metrics_reach_the_summary(capitals_task: Path) -> No
         wrong = sum(1 for r in records if r.scores and r.scores["exact_match"] == 0)
         return {"right_per_wrong": Estimate(right / wrong, 0.0, 99.0, len(records), "test")}
 
-    register_task("capitals_derived",
-                  lambda: replace(load_task_spec(capitals_task), name="capitals_derived",
-                                  derived=ratio))
+    register_task(
+        "capitals_derived",
+        lambda: replace(load_task_spec(capitals_task), name="capitals_derived", derived=ratio),
+    )
     try:
-        result, _, _ = _run(RunConfig(model="fake:oracle", tasks=("capitals_derived",)),
-                            FakeModel(oracle, name="oracle"))
+        result, _, _ = _run(
+            RunConfig(model="fake:oracle", tasks=("capitals_derived",)),
+            FakeModel(oracle, name="oracle"),
+        )
     finally:
         _TASKS.pop("capitals_derived")
     metrics = result.summary["tasks"]["capitals_derived"]["metrics"]

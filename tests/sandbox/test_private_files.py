@@ -17,8 +17,10 @@ from calipers.sandbox import detect_isolation, run_python
 from calipers.store import Store
 
 REPO = Path(calipers.__file__).resolve().parents[2]
-needs_user = pytest.mark.skipif("unprivileged-user" not in detect_isolation().layers(False),
-                                reason="the sandbox does not run programs as another user")
+needs_user = pytest.mark.skipif(
+    "unprivileged-user" not in detect_isolation().layers(False),
+    reason="the sandbox does not run programs as another user",
+)
 
 
 def mode(p: Path) -> int:
@@ -68,8 +70,10 @@ def reachable(open_folder: Path) -> Path:
     control.chmod(0o644)
     got = _reads(control)
     if got != "read":
-        pytest.skip(f"a sandboxed program cannot reach {open_folder} (a checkout under a "
-                    f"folder the sandbox masks or others cannot enter): {got.strip()[-120:]}")
+        pytest.skip(
+            f"a sandboxed program cannot reach {open_folder} (a checkout under a "
+            f"folder the sandbox masks or others cannot enter): {got.strip()[-120:]}"
+        )
     return open_folder
 
 

@@ -75,7 +75,12 @@ def failed(r: SandboxResult, *expected_in_stderr: str) -> None:
 def test_normal_program_passes() -> None:
     r = run_python("import math\nprint(math.factorial(5))\n", timeout_s=5)
     assert (r.passed, r.returncode, r.stdout, r.timed_out, r.killed_reason) == (
-        True, 0, "120\n", False, None)
+        True,
+        0,
+        "120\n",
+        False,
+        None,
+    )
     assert {"rlimits", "tmpdir", "empty-env", "new-session"} <= set(r.isolation)
     assert r.wall_s < 5
 
@@ -86,11 +91,16 @@ def test_failing_assert_is_not_passed() -> None:
     assert "AssertionError: wrong" in r.stderr
 
 
-@pytest.mark.parametrize("code", [
-    "import os\nwhile True:\n    os.fork()\n",
-    "import subprocess, sys\nkids = []\nwhile True:\n"
-    "    kids.append(subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']))\n",
-], ids=["os.fork", "subprocess"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import os\nwhile True:\n    os.fork()\n",
+        "import subprocess, sys\nkids = []\nwhile True:\n"
+        "    kids.append(subprocess.Popen(\n"
+        "        [sys.executable, '-c', 'import time; time.sleep(60)']))\n",
+    ],
+    ids=["os.fork", "subprocess"],
+)
 def test_fork_bomb_hits_the_process_limit(code: str, harness_survives: str) -> None:
     r = run_python(marked(harness_survives, code), timeout_s=5)
     failed(r, "BlockingIOError")
@@ -98,18 +108,23 @@ def test_fork_bomb_hits_the_process_limit(code: str, harness_survives: str) -> N
 
 
 def test_fork_bomb_that_keeps_trying_is_killed_at_the_timeout(harness_survives: str) -> None:
-    code = ("import os\nwhile True:\n    try:\n        os.fork()\n"
-            "    except OSError:\n        pass\n")
+    code = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
     r = run_python(marked(harness_survives, code), timeout_s=2)
     assert (r.passed, r.timed_out, r.killed_reason) == (False, True, "timeout")
     assert r.wall_s < 4
 
 
 @pytest.mark.usefixtures("harness_survives")
-@pytest.mark.parametrize("code", [
-    "x = bytearray(10 * 1024 ** 3)\n",
-    "chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 ** 2))\n",
-], ids=["10GB-at-once", "grow"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = bytearray(10 * 1024 ** 3)\n",
+        "chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 ** 2))\n",
+    ],
+    ids=["10GB-at-once", "grow"],
+)
 def test_memory_bomb_hits_the_memory_limit(code: str) -> None:
     r = run_python(code, timeout_s=5, memory_mb=256)
     failed(r, "MemoryError")
@@ -119,8 +134,7 @@ def test_memory_bomb_hits_the_memory_limit(code: str) -> None:
 @pytest.mark.usefixtures("harness_survives")
 def test_infinite_sleep_is_killed_at_the_wall_clock_timeout() -> None:
     r = run_python("import time\nprint('start', flush=True)\ntime.sleep(600)\n", timeout_s=2)
-    assert (r.passed, r.timed_out, r.killed_reason, r.stdout) == (False, True, "timeout",
-                                                                  "start\n")
+    assert (r.passed, r.timed_out, r.killed_reason, r.stdout) == (False, True, "timeout", "start\n")
     assert 2 <= r.wall_s < 4
 
 
@@ -164,8 +178,10 @@ def test_environment_secrets_are_not_visible(monkeypatch: pytest.MonkeyPatch) ->
     failed(r, "KeyError")
 
 
-@pytest.mark.skipif(not ({"pidns", "unprivileged-user"} & set(LAYERS)),
-                    reason="neither a PID namespace nor an unprivileged user")
+@pytest.mark.skipif(
+    not ({"pidns", "unprivileged-user"} & set(LAYERS)),
+    reason="neither a PID namespace nor an unprivileged user",
+)
 @pytest.mark.usefixtures("harness_survives")
 def test_the_harness_environment_cannot_be_read_through_proc(
     monkeypatch: pytest.MonkeyPatch,
@@ -184,8 +200,10 @@ def listener() -> Iterator[int]:
 
 
 def _connect(port: int) -> str:
-    return (f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
-            "print('connected')\n")
+    return (
+        f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+        "print('connected')\n"
+    )
 
 
 @needs("netns")
@@ -197,7 +215,8 @@ def test_a_socket_to_a_local_listener_fails(listener: int) -> None:
 
 
 def test_without_a_network_namespace_the_run_warns_loudly(
-    listener: int, monkeypatch: pytest.MonkeyPatch,
+    listener: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     weaker = dataclasses.replace(ISO, namespaces=(), unshare=None)
     monkeypatch.setattr(_run, "_isolation", lambda: weaker)
@@ -213,17 +232,22 @@ def test_network_true_keeps_the_host_network(listener: int) -> None:
     assert r.passed and "netns" not in r.isolation and r.warnings == ()
 
 
-@pytest.mark.skipif(not ({"pidns", "unprivileged-user"} & set(LAYERS)),
-                    reason="neither a PID namespace nor an unprivileged user: the program "
-                    "could kill the harness")
+@pytest.mark.skipif(
+    not ({"pidns", "unprivileged-user"} & set(LAYERS)),
+    reason="neither a PID namespace nor an unprivileged user: the program could kill the harness",
+)
 @pytest.mark.usefixtures("harness_survives")
-@pytest.mark.parametrize("attack", [
-    "os.kill(os.getppid(), signal.SIGKILL)",
-    "os.kill({pid}, signal.SIGKILL)",
-    "os.killpg(os.getpgid({pid}), signal.SIGKILL)",
-    "os.killpg({pgid}, signal.SIGKILL)",
-    "os.kill(-1, signal.SIGKILL)",
-], ids=["getppid", "harness-pid", "harness-pgid-lookup", "harness-pgid", "everything"])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "os.kill(os.getppid(), signal.SIGKILL)",
+        "os.kill({pid}, signal.SIGKILL)",
+        "os.killpg(os.getpgid({pid}), signal.SIGKILL)",
+        "os.killpg({pgid}, signal.SIGKILL)",
+        "os.kill(-1, signal.SIGKILL)",
+    ],
+    ids=["getppid", "harness-pid", "harness-pgid-lookup", "harness-pgid", "everything"],
+)
 def test_killing_the_parent_is_denied(attack: str) -> None:
     stmt = attack.format(pid=os.getpid(), pgid=os.getpgid(0))
     r = run_python(f"import os, signal\n{stmt}\nprint('survived the attack')\n", timeout_s=5)
@@ -242,8 +266,9 @@ def test_output_is_clipped_and_file_size_limited() -> None:
 
 def test_concurrent_async_runs() -> None:
     async def many() -> list[SandboxResult]:
-        return await asyncio.gather(*(run_python_async(f"print({i})", timeout_s=10)
-                                      for i in range(6)))
+        return await asyncio.gather(
+            *(run_python_async(f"print({i})", timeout_s=10) for i in range(6))
+        )
 
     results = asyncio.run(many())
     assert [r.stdout for r in results] == [f"{i}\n" for i in range(6)]
@@ -266,13 +291,18 @@ def without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
 @needs("unprivileged-user")
 @pytest.mark.filterwarnings("ignore::calipers.sandbox.SandboxWarning")
 @pytest.mark.usefixtures("without_namespaces")
-@pytest.mark.parametrize("code", [
-    "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
-    f"import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill({os.getpid()}, 9)\n",
-    "x = bytearray(10 * 1024 ** 3)\n",
-], ids=["fork-bomb", "kill-parent", "memory-bomb"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        f"import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill({os.getpid()}, 9)\n",
+        "x = bytearray(10 * 1024 ** 3)\n",
+    ],
+    ids=["fork-bomb", "kill-parent", "memory-bomb"],
+)
 def test_the_fallback_without_namespaces_still_contains(
-    code: str, harness_survives: str,
+    code: str,
+    harness_survives: str,
 ) -> None:
     r = run_python(marked(harness_survives, code), timeout_s=2)
     assert not r.passed and "netns" not in r.isolation and r.warnings

@@ -52,8 +52,10 @@ def test_the_corpus_is_there_and_hard() -> None:
     # the hard cases really split the two GSM8K rules: lm-eval's and the numeric one differ
     numeric = build_scorer("numeric_match")
     differ = sum(
-        score(numeric, Sample(id=r["id"], input="q", target=r["solution"]),
-              r["response"]).values["acc"] != r["reference"]["flexible_lmeval"]
+        score(numeric, Sample(id=r["id"], input="q", target=r["solution"]), r["response"]).values[
+            "acc"
+        ]
+        != r["reference"]["flexible_lmeval"]
         for r in gsm8k
     )
     assert differ >= 10
@@ -63,13 +65,19 @@ def test_gsm8k_lmeval_equals_lm_eval() -> None:
     scorer = build_scorer("gsm8k_lmeval")
     wrong = []
     for r in rows("gsm8k"):
-        sample = Sample(id=r["id"], input="q", target=r["solution"].rsplit("#### ", 1)[1],
-                        fields={"solution": r["solution"]})
+        sample = Sample(
+            id=r["id"],
+            input="q",
+            target=r["solution"].rsplit("#### ", 1)[1],
+            fields={"solution": r["solution"]},
+        )
         got = score(scorer, sample, r["response"])
         ref = r["reference"]
-        if (got.values != {k: ref[k] for k in ("flexible_lmeval", "strict_lmeval")}
-                or got.metadata["flexible"] != ref["flexible_lmeval:extracted"]
-                or got.metadata["strict"] != ref["strict_lmeval:extracted"]):
+        if (
+            got.values != {k: ref[k] for k in ("flexible_lmeval", "strict_lmeval")}
+            or got.metadata["flexible"] != ref["flexible_lmeval:extracted"]
+            or got.metadata["strict"] != ref["strict_lmeval:extracted"]
+        ):
             wrong.append((r["id"], r["response"], got.values, ref))
     assert wrong == []
 
@@ -84,11 +92,17 @@ def test_mmlu_pro_answer_equals_the_authors_code() -> None:
     scorer = mmlu_pro_answer()
     wrong = []
     for r in rows("mmlu_pro"):
-        sample = Sample(id=r["id"], input="q", target=r["target"],
-                        choices=tuple(f"o{i}" for i in range(r["n_options"])))
+        sample = Sample(
+            id=r["id"],
+            input="q",
+            target=r["target"],
+            choices=tuple(f"o{i}" for i in range(r["n_options"])),
+        )
         got = score(scorer, sample, r["response"])
-        if got.values["acc"] != r["reference"]["acc"] \
-                or got.answer != r["reference"]["acc:extracted"]:
+        if (
+            got.values["acc"] != r["reference"]["acc"]
+            or got.answer != r["reference"]["acc:extracted"]
+        ):
             wrong.append((r["id"], r["response"], got.values, got.answer, r["reference"]))
     assert wrong == []
 
@@ -100,9 +114,11 @@ def _ifeval_disagreements() -> tuple[list[tuple[str, str]], int]:
         if r["reference"]["prompt_strict"] is None:  # the reference could not run offline
             continue
         n += 1
-        sample = Sample(id=r["id"], input=r.get("prompt", ""),
-                        fields={"instruction_id_list": r["instruction_id_list"],
-                                "kwargs": r["kwargs"]})
+        sample = Sample(
+            id=r["id"],
+            input=r.get("prompt", ""),
+            fields={"instruction_id_list": r["instruction_id_list"], "kwargs": r["kwargs"]},
+        )
         got = score(scorer, sample, r["response"])
         for m in ("prompt_strict", "prompt_loose"):
             if got.values[m] != r["reference"][m]:
@@ -110,8 +126,9 @@ def _ifeval_disagreements() -> tuple[list[tuple[str, str]], int]:
     return out, n
 
 
-def test_ifeval_postscript_equals_the_reference_and_other_checks_only_deviate_as_documented(
-) -> None:
+def test_ifeval_postscript_equals_the_reference_and_other_checks_only_deviate_as_documented() -> (
+    None
+):
     wrong, n = _ifeval_disagreements()
     assert n >= 100
     assert [w for w in wrong if w[0] == POSTSCRIPT] == []
@@ -120,16 +137,22 @@ def test_ifeval_postscript_equals_the_reference_and_other_checks_only_deviate_as
     assert n_ps >= 15
 
 
-@pytest.mark.parametrize(("marker", "text", "want"), [
-    ("P.S.", "Body. P.S. mid-line", True),  # not at the start of a line
-    ("P.S.", "Body.\nP.P.S. only the second", True),  # "p.s." inside "p.p.s."
-    ("P.S.", "Body.\nP.S no final dot", False),
-    ("P.P.S", "Body. p. p. s spaced", True),
-])
+@pytest.mark.parametrize(
+    ("marker", "text", "want"),
+    [
+        ("P.S.", "Body. P.S. mid-line", True),  # not at the start of a line
+        ("P.S.", "Body.\nP.P.S. only the second", True),  # "p.s." inside "p.p.s."
+        ("P.S.", "Body.\nP.S no final dot", False),
+        ("P.P.S", "Body. p. p. s spaced", True),
+    ],
+)
 def test_postscript_rule_by_hand(marker: str, text: str, want: bool) -> None:
     scorer = build_scorer("ifeval")
-    sample = Sample(id="p", input="", fields={"instruction_id_list": [POSTSCRIPT],
-                                              "kwargs": [{"postscript_marker": marker}]})
+    sample = Sample(
+        id="p",
+        input="",
+        fields={"instruction_id_list": [POSTSCRIPT], "kwargs": [{"postscript_marker": marker}]},
+    )
     assert score(scorer, sample, text).values["prompt_strict"] == float(want)
 
 
@@ -147,8 +170,12 @@ def test_humaneval_pass_equals_human_evals_check_correctness() -> None:
     wrong = []
     for r in rows("humaneval"):
         p = problems[r["task_id"]]
-        sample = Sample(id=r["id"], input=p["prompt"], target=p["canonical_solution"],
-                        fields={"test": p["test"], "entry_point": p["entry_point"]})
+        sample = Sample(
+            id=r["id"],
+            input=p["prompt"],
+            target=p["canonical_solution"],
+            fields={"test": p["test"], "entry_point": p["entry_point"]},
+        )
         got = score(scorer, sample, r["completion"]).values["pass"]
         if got != r["reference"]["pass"]:
             wrong.append(r["id"])

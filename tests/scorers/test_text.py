@@ -75,8 +75,12 @@ def test_regex_match_no_match_is_wrong_with_no_answer() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"pattern": "(unclosed"}, {"pattern": r"\w+", "group": 1}, {"pattern": "(a)", "group": -1},
-     {}],
+    [
+        {"pattern": "(unclosed"},
+        {"pattern": r"\w+", "group": 1},
+        {"pattern": "(a)", "group": -1},
+        {},
+    ],
 )
 def test_regex_match_bad_config_is_config_error(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError):

@@ -15,18 +15,37 @@ from calipers.errors import ConfigError
 from calipers.selection import load_selection, select, to_html, to_markdown
 from calipers.store import Store
 
-OPEN = "\n".join(f"  {d}: {{level: open, evidence: test}}" for d in (
-    "weights", "architecture", "training_methods", "training_data", "inference_code",
-    "documentation", "licence"))
+OPEN = "\n".join(
+    f"  {d}: {{level: open, evidence: test}}"
+    for d in (
+        "weights",
+        "architecture",
+        "training_methods",
+        "training_data",
+        "inference_code",
+        "documentation",
+        "licence",
+    )
+)
 
 
-def card(tmp: Path, name: str, spec: str, price: float | None, licence: str = "Apache-2.0",
-         ) -> None:
-    pricing = (f"pricing: {{input_usd_per_mtok: {price}, output_usd_per_mtok: {price}}}\n"
-               if price is not None else "")
+def card(
+    tmp: Path,
+    name: str,
+    spec: str,
+    price: float | None,
+    licence: str = "Apache-2.0",
+) -> None:
+    pricing = (
+        f"pricing: {{input_usd_per_mtok: {price}, output_usd_per_mtok: {price}}}\n"
+        if price is not None
+        else ""
+    )
     (tmp / f"{name}.yaml").write_text(
         f"name: {name}\nprovider: tests\nspec: '{spec}'\nas_of: 2026-11-30\n"
-        f"licence: {licence}\n{pricing}openness:\n{OPEN}\n", encoding="utf-8")
+        f"licence: {licence}\n{pricing}openness:\n{OPEN}\n",
+        encoding="utf-8",
+    )
 
 
 @pytest.fixture
@@ -43,12 +62,14 @@ def setup(tmp_path: Path) -> tuple[Path, CardCatalog]:
         "name: dates\ncandidates:\n  - card: pricey\n  - card: cheap\n  - card: closed\n"
         "  - card: unpriced\nrequire:\n  openness: inspectable\n  licences: [Apache-2.0]\n"
         "tasks: {dyn_dates_mc: 1}\nlimits: {cost_per_1000_usd: 1.0}\nrun: {limit: 20}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return sel, CardCatalog.load([cards], user=False)
 
 
-def test_constraints_ties_and_the_recommendation(setup: tuple[Path, CardCatalog],
-                                                 tmp_path: Path) -> None:
+def test_constraints_ties_and_the_recommendation(
+    setup: tuple[Path, CardCatalog], tmp_path: Path
+) -> None:
     sel_path, catalog = setup
     sel = load_selection(sel_path)
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
@@ -60,7 +81,9 @@ def test_constraints_ties_and_the_recommendation(setup: tuple[Path, CardCatalog]
     assert [m.label for m in again.models] == list(by)
     assert by["closed"].run_id is None and not by["closed"].eligible
     assert [(c.name, c.status) for c in by["closed"].checks] == [
-        ("openness", "pass"), ("licence", "fail")]
+        ("openness", "pass"),
+        ("licence", "fail"),
+    ]
     # cost per 1,000 items = 1,000 x mean input tokens x price / 1e6 (no output tokens
     # for log-likelihood scoring); pricey costs 100x cheap's, and only cheap is under $1
     cheap, pricey = by["cheap"].cost_per_1000_usd, by["pricey"].cost_per_1000_usd
@@ -78,8 +101,7 @@ def test_constraints_ties_and_the_recommendation(setup: tuple[Path, CardCatalog]
     assert {m.label for m in result.models if m.pareto} == {"cheap", "unpriced"}
 
 
-def test_reports_render_missing_as_missing(setup: tuple[Path, CardCatalog],
-                                           tmp_path: Path) -> None:
+def test_reports_render_missing_as_missing(setup: tuple[Path, CardCatalog], tmp_path: Path) -> None:
     sel_path, catalog = setup
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         result = select(load_selection(sel_path), store, catalog=catalog)
@@ -87,8 +109,11 @@ def test_reports_render_missing_as_missing(setup: tuple[Path, CardCatalog],
     assert "| closed | proprietary | fully open |" in md
     assert "| unpriced |" in md and "missing" in md.split("| unpriced |")[1].splitlines()[0]
     page = to_html(result)
-    assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
-        'xmlns="http://www.w3.org/2000/svg"', "")
+    assert (
+        "<svg" in page
+        and "<script" not in page
+        and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
 
 
 def test_bad_selection_files_say_what_and_where(tmp_path: Path) -> None:
@@ -99,19 +124,30 @@ def test_bad_selection_files_say_what_and_where(tmp_path: Path) -> None:
     bad.write_text("candidates: [{card: x}]\ntasks: {dyn_dates_mc: 0}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="weights must be positive"):
         load_selection(bad)
-    bad.write_text("candidates: [{card: nosuchmodel}]\ntasks: {dyn_dates_mc: 1}\n",
-                   encoding="utf-8")
+    bad.write_text(
+        "candidates: [{card: nosuchmodel}]\ntasks: {dyn_dates_mc: 1}\n", encoding="utf-8"
+    )
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store, pytest.raises(ConfigError):
         select(load_selection(bad), store)
 
 
-def test_cli_writes_both_reports_and_json(setup: tuple[Path, CardCatalog],
-                                          tmp_path: Path) -> None:
+def test_cli_writes_both_reports_and_json(setup: tuple[Path, CardCatalog], tmp_path: Path) -> None:
     sel_path, _ = setup
-    res = CliRunner().invoke(cli, ["--store", f"sqlite:///{tmp_path / 'c.db'}", "select",
-                                   str(sel_path), "--cards", str(tmp_path / "cards"),
-                                   "--out", str(tmp_path / "out"), "--json"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--store",
+            f"sqlite:///{tmp_path / 'c.db'}",
+            "select",
+            str(sel_path),
+            "--cards",
+            str(tmp_path / "cards"),
+            "--out",
+            str(tmp_path / "out"),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output[res.output.index("{"):])
+    data = json.loads(res.output[res.output.index("{") :])
     assert Path(data["report"]["html"]).exists() and Path(data["report"]["markdown"]).exists()
     assert [m["label"] for m in data["models"] if m["eligible"]] == ["cheap"]

@@ -20,8 +20,10 @@ from calipers.tasks._perturb import PERTURBATIONS, perturb_text
 from calipers.tasks._task import LoadContext
 from calipers.types import ModelRequest
 
-QUESTION = ("Natalia sold clips to 48 of her friends in April. Then she sold half as many "
-            "clips in May. How many clips did Natalia sell altogether in April and May?")
+QUESTION = (
+    "Natalia sold clips to 48 of her friends in April. Then she sold half as many "
+    "clips in May. How many clips did Natalia sell altogether in April and May?"
+)
 
 
 def test_perturbations_are_reproducible_and_never_touch_numbers() -> None:
@@ -36,25 +38,41 @@ def test_perturbations_are_reproducible_and_never_touch_numbers() -> None:
 
 
 def test_each_perturbation_does_what_it_says() -> None:
-    p = {k: perturb_text(k, QUESTION, seed=0, item_id="x", others=["What is 2+2?"])
-         for k in PERTURBATIONS}
+    p = {
+        k: perturb_text(k, QUESTION, seed=0, item_id="x", others=["What is 2+2?"])
+        for k in PERTURBATIONS
+    }
     assert p["case"] == QUESTION.lower()
     assert p["missing_context"] == QUESTION.split(". ", 1)[1]
     assert p["two_questions"] == QUESTION + "\nAlso, unrelated: What is 2+2?"
     assert p["distractor"].endswith(" " + QUESTION) and len(p["distractor"]) > len(QUESTION)
     assert p["whitespace"] != QUESTION and p["whitespace"].startswith("\n ")
-    assert " ".join(p["whitespace"].replace(" ?", "?").replace(" .", ".").replace(
-        " ,", ",").split()) == QUESTION
+    assert (
+        " ".join(p["whitespace"].replace(" ?", "?").replace(" .", ".").replace(" ,", ",").split())
+        == QUESTION
+    )
     # two sentences only: nothing to drop
     assert perturb_text("missing_context", "One. Two?", seed=0, item_id="x") == "One. Two?"
 
 
-ITEMS = [{"id": f"q{i}", "question": f"Question number {i} asks something?",
-          "options": [f"right {i}" if j == i % 4 else f"wrong {i}.{j}" for j in range(4)],
-          "answer": i % 4} for i in range(16)]
-FRESH = [{"id": f"f{i}", "question": f"Fresh item {i} asks something?",
-          "options": [f"right {i}" if j == (i + 1) % 4 else f"wrong {i}.{j}" for j in range(4)],
-          "answer": (i + 1) % 4} for i in range(16)]
+ITEMS = [
+    {
+        "id": f"q{i}",
+        "question": f"Question number {i} asks something?",
+        "options": [f"right {i}" if j == i % 4 else f"wrong {i}.{j}" for j in range(4)],
+        "answer": i % 4,
+    }
+    for i in range(16)
+]
+FRESH = [
+    {
+        "id": f"f{i}",
+        "question": f"Fresh item {i} asks something?",
+        "options": [f"right {i}" if j == (i + 1) % 4 else f"wrong {i}.{j}" for j in range(4)],
+        "answer": (i + 1) % 4,
+    }
+    for i in range(16)
+]
 
 
 def _task(tmp_path: Path, name: str, items: list[dict[str, object]]) -> Path:
@@ -64,8 +82,10 @@ def _task(tmp_path: Path, name: str, items: list[dict[str, object]]) -> Path:
     spec.write_text(
         f"name: {name}\nkind: generate\ndata: {name}.jsonl\ntarget_type: index\n"
         "fields: {input: question, target: answer, choices: options, id: id}\n"
-        "prompt:\n  template: \"{input}\\n{choices}\\nAnswer:\"\n"
-        "scorers: [choice_letter]\n", encoding="utf-8")
+        'prompt:\n  template: "{input}\\n{choices}\\nAnswer:"\n'
+        "scorers: [choice_letter]\n",
+        encoding="utf-8",
+    )
     return spec
 
 
@@ -75,15 +95,17 @@ def knows(request: ModelRequest) -> str:
     return m.group(1) if m else "Z"
 
 
-def test_none_of_the_other_keeps_the_answer_and_replaces_one_wrong_option(
-        tmp_path: Path) -> None:
+def test_none_of_the_other_keeps_the_answer_and_replaces_one_wrong_option(tmp_path: Path) -> None:
     spec = _task(tmp_path, "mc", ITEMS)
     task = apply_variant(resolve_task(str(spec))[0], Variant(none_of_the_other=True))
     for s in task.load(LoadContext(data_dir=tmp_path)):
         original = ITEMS[int(s.id[1:])]
         assert s.target == original["answer"] and s.target_text.startswith("right")
-        changed = [i for i, (a, b) in enumerate(zip(s.choices or (), original["options"],
-                                                    strict=True)) if a != b]
+        changed = [
+            i
+            for i, (a, b) in enumerate(zip(s.choices or (), original["options"], strict=True))
+            if a != b
+        ]
         assert len(changed) == 1 and s.choices[changed[0]] == "None of the other choices"
         assert changed[0] != s.target
 
@@ -93,13 +115,15 @@ def lowercase_breaks_it(request: ModelRequest) -> str:
     return "Z" if "question number" in text else knows(request)
 
 
-def test_robustness_gap_is_the_paired_drop_and_only_where_the_model_breaks(
-        tmp_path: Path) -> None:
+def test_robustness_gap_is_the_paired_drop_and_only_where_the_model_breaks(tmp_path: Path) -> None:
     spec = _task(tmp_path, "mc", ITEMS)
     model = FakeModel(lowercase_breaks_it, name="case-sensitive")
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
-        plan = plan_study(RunConfig(model="fake:x", tasks=(str(spec),), chat_template=False),
-                          ["robustness"], provider=model)
+        plan = plan_study(
+            RunConfig(model="fake:x", tasks=(str(spec),), chat_template=False),
+            ["robustness"],
+            provider=model,
+        )
         run_study(plan, store, provider=model)
         report = robustness(load_study(store, plan.study), "mc")
     gaps = {r.perturbation: r.gap["value"] for r in report.rows}
@@ -120,8 +144,7 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
     bench, fresh = _task(tmp_path, "bench", ITEMS), _task(tmp_path, "fresh", FRESH)
     ctx = LoadContext(data_dir=tmp_path)
     task = resolve_task(str(bench))[0]
-    remembered = {task.prompt.plain(s, [], None): "ABCD"[s.target_index]
-                  for s in task.load(ctx)}
+    remembered = {task.prompt.plain(s, [], None): "ABCD"[s.target_index] for s in task.load(ctx)}
 
     def memoriser(request: ModelRequest) -> str:
         # knows the benchmark items by heart in their original form; otherwise answers like
@@ -132,23 +155,30 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
         return remembered.get(request.prompt or "", "A")
 
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
+
         def study(spec: Path, model: FakeModel) -> list:  # type: ignore[type-arg]
-            plan = plan_study(RunConfig(model="fake:x", tasks=(str(spec),),
-                                        chat_template=False), ["perturbation_gap"],
-                              provider=model)
+            plan = plan_study(
+                RunConfig(model="fake:x", tasks=(str(spec),), chat_template=False),
+                ["perturbation_gap"],
+                provider=model,
+            )
             run_study(plan, store, provider=model)
             return load_study(store, plan.study)
 
-        honest = perturbation_gap(study(bench, FakeModel(memoriser, name="m")),
-                                  study(fresh, FakeModel(memoriser, name="m")))
-        caught = perturbation_gap(study(bench, FakeModel(parrot, name="p")),
-                                  study(fresh, FakeModel(knows, name="k")))
+        honest = perturbation_gap(
+            study(bench, FakeModel(memoriser, name="m")),
+            study(fresh, FakeModel(memoriser, name="m")),
+        )
+        caught = perturbation_gap(
+            study(bench, FakeModel(parrot, name="p")), study(fresh, FakeModel(knows, name="k"))
+        )
     assert [r.benchmark_gap["value"] for r in honest.rows] == [0.0, 0.0]
     assert all("no detectable excess drop" in r.verdict for r in honest.rows)
     # the parrot answers "A" off the original form: right where the right option sits at A
     bench_items = resolve_task(str(bench))[0]
-    for row, variant in zip(caught.rows, (Variant(permute_seed=1),
-                                          Variant(none_of_the_other=True)), strict=True):
+    for row, variant in zip(
+        caught.rows, (Variant(permute_seed=1), Variant(none_of_the_other=True)), strict=True
+    ):
         shown = apply_variant(bench_items, variant).load(ctx)
         expected = sum(s.target == 0 for s in shown) / len(shown) - 1.0
         assert row.benchmark_gap["value"] == pytest.approx(expected)
@@ -164,14 +194,19 @@ def test_a_memoriser_is_flagged_on_the_leaderboard(tmp_path: Path) -> None:
 
     bench, fresh = _task(tmp_path, "bench", ITEMS), _task(tmp_path, "fresh", FRESH)
     task = resolve_task(str(bench))[0]
-    remembered = {task.prompt.plain(s, [], None): "ABCD"[s.target_index]
-                  for s in task.load(LoadContext(data_dir=tmp_path))}
+    remembered = {
+        task.prompt.plain(s, [], None): "ABCD"[s.target_index]
+        for s in task.load(LoadContext(data_dir=tmp_path))
+    }
     parrot = FakeModel(lambda r: remembered.get(r.prompt or "", "A"), name="parrot")
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         for spec, sid in ((bench, "gap-1"), (fresh, "gap-1-control")):
-            plan = plan_study(RunConfig(model="fake:parrot", tasks=(str(spec),),
-                                        chat_template=False), ["perturbation_gap"],
-                              provider=parrot, study=sid)
+            plan = plan_study(
+                RunConfig(model="fake:parrot", tasks=(str(spec),), chat_template=False),
+                ["perturbation_gap"],
+                provider=parrot,
+                study=sid,
+            )
             run_study(plan, store, provider=parrot)
         flags = contamination_flags(store)
         boards = leaderboard(load_runs(store, [r.id for r in store.list_runs()]), flags=flags)

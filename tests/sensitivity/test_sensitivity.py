@@ -24,9 +24,15 @@ from calipers.tasks._task import LoadContext
 from calipers.types import ModelRequest
 
 # 12 four-option questions; the right option's text always starts with "right".
-ITEMS = [{"id": f"q{i}", "question": f"Question {i}?",
-          "options": [f"right {i}" if j == i % 4 else f"wrong {i}.{j}" for j in range(4)],
-          "answer": i % 4} for i in range(12)]
+ITEMS = [
+    {
+        "id": f"q{i}",
+        "question": f"Question {i}?",
+        "options": [f"right {i}" if j == i % 4 else f"wrong {i}.{j}" for j in range(4)],
+        "answer": i % 4,
+    }
+    for i in range(12)
+]
 
 
 @pytest.fixture
@@ -37,9 +43,11 @@ def mc_task(tmp_path: Path) -> Path:
     spec.write_text(
         "name: mc\nkind: generate\ndata: mc.jsonl\ntarget_type: index\n"
         "fields: {input: question, target: answer, choices: options, id: id}\n"
-        "prompt:\n  template: \"{input}\\n{choices}\\nAnswer:\"\n"
+        'prompt:\n  template: "{input}\\n{choices}\\nAnswer:"\n'
         "  instruction: Answer with the letter of the right option.\n"
-        "scorers: [choice_letter]\n", encoding="utf-8")
+        "scorers: [choice_letter]\n",
+        encoding="utf-8",
+    )
     return spec
 
 
@@ -72,8 +80,9 @@ def test_labels_variant_renders_the_block_in_that_style(mc_task: Path) -> None:
     task = apply_variant(resolve_task(str(mc_task))[0], Variant(labels="(A)", instruction=False))
     s = task.load(LoadContext(data_dir=mc_task.parent))[1]
     text = task.prompt.plain(s, [], None)
-    assert text == ("Question 1?\n(A) wrong 1.0\n(B) right 1\n(C) wrong 1.2\n(D) wrong 1.3"
-                    "\nAnswer:")
+    assert text == (
+        "Question 1?\n(A) wrong 1.0\n(B) right 1\n(C) wrong 1.2\n(D) wrong 1.3\nAnswer:"
+    )
 
 
 def test_number_labels_refused_where_the_scorer_reads_letters(mc_task: Path) -> None:
@@ -84,8 +93,9 @@ def test_number_labels_refused_where_the_scorer_reads_letters(mc_task: Path) -> 
 
 
 def _study(mc_task: Path, store: Store, model: FakeModel, axes: list[str]) -> list[StoredRun]:
-    base = RunConfig(model="fake:" + model.identity().name, tasks=(str(mc_task),),
-                     chat_template=False)
+    base = RunConfig(
+        model="fake:" + model.identity().name, tasks=(str(mc_task),), chat_template=False
+    )
     plan = plan_study(base, axes, provider=model, permutations=2)
     ids = run_study(plan, store, provider=model)
     runs = load_study(store, plan.study)
@@ -94,7 +104,8 @@ def _study(mc_task: Path, store: Store, model: FakeModel, axes: list[str]) -> li
 
 
 def test_position_biased_model_fails_circular_eval_and_shows_the_bias(
-        mc_task: Path, tmp_path: Path) -> None:
+    mc_task: Path, tmp_path: Path
+) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         runs = _study(mc_task, store, FakeModel(always_a, name="a-lover"), ["rotations"])
         report = sensitivity(runs, "mc")
@@ -112,22 +123,34 @@ def test_position_biased_model_fails_circular_eval_and_shows_the_bias(
 
 def test_a_model_that_knows_is_right_under_every_format(mc_task: Path, tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
-        runs = _study(mc_task, store, FakeModel(knows, name="knower"),
-                      ["labels", "instruction", "rotations", "permutations"])
+        runs = _study(
+            mc_task,
+            store,
+            FakeModel(knows, name="knower"),
+            ["labels", "instruction", "rotations", "permutations"],
+        )
         report = sensitivity(runs, "mc")
     labels = [r.label for r in report.rows]
     # number labels are refused for a letter-reading scorer, so 3 label styles run
-    assert labels == ["reference", "labels='(A)'", "labels='[A]'", "labels='A)'",
-                      "instruction=False", "rotate=1", "rotate=2", "rotate=3",
-                      "permute_seed=1", "permute_seed=2"]
+    assert labels == [
+        "reference",
+        "labels='(A)'",
+        "labels='[A]'",
+        "labels='A)'",
+        "instruction=False",
+        "rotate=1",
+        "rotate=2",
+        "rotate=3",
+        "permute_seed=1",
+        "permute_seed=2",
+    ]
     assert all(r.score["value"] == 1.0 for r in report.rows)
     assert report.circular is not None and report.circular["value"] == 1.0
     assert report.noise_floor == 0.0 and report.spread["sd"] == 0.0
     assert report.position_bias is not None and report.position_bias.over_chosen == []
 
 
-def test_formulations_that_change_nothing_are_skipped_with_the_reason(
-        mc_task: Path) -> None:
+def test_formulations_that_change_nothing_are_skipped_with_the_reason(mc_task: Path) -> None:
     base = RunConfig(model="fake:echo", tasks=(str(mc_task),))
     plan = plan_study(base, ["separators", "fewshot"], provider=FakeModel())
     skipped = dict(plan.skipped)
@@ -136,7 +159,9 @@ def test_formulations_that_change_nothing_are_skipped_with_the_reason(
     assert "few-shot pool" in skipped["5-shot, draw 1"]
     # the separator after the instruction line does change the prompt, so it runs
     assert [label for label, _ in plan.formulations] == [
-        "options on one line", "single newline between examples"]
+        "options on one line",
+        "single newline between examples",
+    ]
 
 
 def half_right(request: ModelRequest) -> str:
@@ -147,19 +172,31 @@ def half_right(request: ModelRequest) -> str:
 
 
 def test_noise_floor_flags_close_models_in_compare_and_leaderboard(
-        mc_task: Path, tmp_path: Path) -> None:
+    mc_task: Path, tmp_path: Path
+) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         runs = _study(mc_task, store, FakeModel(half_right, name="flaky"), ["instruction"])
         report = sensitivity(runs, "mc")
         assert [r.score["value"] for r in report.rows] == [0.5, 1.0]
         assert report.noise_floor == 0.5
         floors = format_floors(store.list_runs())
-        (key, floor), = floors.items()
+        ((key, floor),) = floors.items()
         assert key[1] == "mc" and floor.value == 0.5
         # a second model, 2 items (16.7 points) better than the flaky reference: < 50 points
-        other = FakeModel(lambda r: knows(r) if int(re.search(
-            r"Question (\d+)", r.prompt or "").group(1)) % 2 == 0 or int(re.search(  # type: ignore[union-attr]
-            r"Question (\d+)", r.prompt or "").group(1)) < 4 else "Z", name="other")  # type: ignore[union-attr]
+        other = FakeModel(
+            lambda r: (
+                knows(r)
+                if int(re.search(r"Question (\d+)", r.prompt or "").group(1)) % 2 == 0
+                or int(
+                    re.search(  # type: ignore[union-attr]
+                        r"Question (\d+)", r.prompt or ""
+                    ).group(1)
+                )
+                < 4
+                else "Z"
+            ),
+            name="other",
+        )  # type: ignore[union-attr]
         from calipers.runner import run as run_api
 
         b = run_api(other, str(mc_task), store=store, chat_template=False)
@@ -167,8 +204,7 @@ def test_noise_floor_flags_close_models_in_compare_and_leaderboard(
         row = result.rows[0]
         assert row.diff["value"] == pytest.approx(2 / 12)
         assert row.flags and "format noise floor" in row.flags[0] and "50.0 pts" in row.flags[0]
-        boards = leaderboard(load_runs(store, [r.id for r in store.list_runs()]),
-                             floors=floors)
+        boards = leaderboard(load_runs(store, [r.id for r in store.list_runs()]), floors=floors)
     (board,) = boards
     # the study's extra formulation (instruction dropped) is not ranked as another model
     assert {e.model for e in board.entries} == {"flaky", "other"}
@@ -177,16 +213,40 @@ def test_noise_floor_flags_close_models_in_compare_and_leaderboard(
 
 
 def test_cli_runs_a_study_and_prints_json(mc_task: Path, tmp_path: Path) -> None:
-    res = CliRunner().invoke(cli, [
-        "--store", f"sqlite:///{tmp_path / 'c.db'}", "sensitivity", "-m", "fake:const=A",
-        "-t", str(mc_task), "--axes", "rotations", "--no-chat-template", "--json"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--store",
+            f"sqlite:///{tmp_path / 'c.db'}",
+            "sensitivity",
+            "-m",
+            "fake:const=A",
+            "-t",
+            str(mc_task),
+            "--axes",
+            "rotations",
+            "--no-chat-template",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output[res.output.index("{"):])
+    data = json.loads(res.output[res.output.index("{") :])
     assert data["circular"]["value"] == 0.0
     assert [round(r["score"]["value"], 4) for r in data["rows"]] == [0.25] * 4
-    res = CliRunner().invoke(cli, ["--store", f"sqlite:///{tmp_path / 'c.db'}",
-                                   "sensitivity", "--list", "--json"])
+    res = CliRunner().invoke(
+        cli, ["--store", f"sqlite:///{tmp_path / 'c.db'}", "sensitivity", "--list", "--json"]
+    )
     assert json.loads(res.output)[0]["runs"] == 4
-    res = CliRunner().invoke(cli, ["--store", f"sqlite:///{tmp_path / 'c.db'}",
-                                   "sensitivity", "-t", str(mc_task), "--axes", "bogus"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--store",
+            f"sqlite:///{tmp_path / 'c.db'}",
+            "sensitivity",
+            "-t",
+            str(mc_task),
+            "--axes",
+            "bogus",
+        ],
+    )
     assert res.exit_code == 2 and "Unknown sensitivity axis 'bogus'" in res.output

@@ -131,8 +131,13 @@ def test_kappa_interval_coverage_by_simulation() -> None:
         for _ in range(r):
             table = rng.multinomial(200, p.ravel()).reshape(3, 3).tolist()
             a, b = labels_from_table(table, names)
-            e = cohens_kappa(a, b, interval=interval, rng=rng,  # type: ignore[arg-type]
-                             n_resamples=1000)
+            e = cohens_kappa(
+                a,
+                b,
+                interval=interval,
+                rng=rng,  # type: ignore[arg-type]
+                n_resamples=1000,
+            )
             covered[interval] += e.low <= true <= e.high
     assert 0.93 <= covered["asymptotic"] / reps["asymptotic"] <= 0.97
     assert 0.91 <= covered["bootstrap"] / reps["bootstrap"] <= 0.985
@@ -213,8 +218,9 @@ def test_alpha_against_pypi_krippendorff_package() -> None:
     data[rng.random(data.shape) < 0.2] = NAN
     for level in ("nominal", "ordinal", "interval", "ratio"):
         mine = krippendorff_alpha(data, level=level, rng=rng, n_resamples=10).value
-        assert mine == pytest.approx(kd.alpha(reliability_data=data,
-                                              level_of_measurement=level), abs=1e-9)
+        assert mine == pytest.approx(
+            kd.alpha(reliability_data=data, level_of_measurement=level), abs=1e-9
+        )
 
 
 def test_alpha_two_coders_nominal_is_small_sample_corrected_scotts_pi() -> None:
@@ -235,8 +241,9 @@ def test_alpha_ordinal_labels_need_an_order_and_edge_cases() -> None:
     with pytest.raises(ValueError, match="categories"):
         krippendorff_alpha(data, level="ordinal", rng=np.random.default_rng(0))
     as_codes: list[list[float]] = [[0, 2, 1, NAN], [0, 1, 1, 2]]
-    named = krippendorff_alpha(data, level="ordinal", categories=["lo", "mid", "hi"],
-                               rng=np.random.default_rng(0))
+    named = krippendorff_alpha(
+        data, level="ordinal", categories=["lo", "mid", "hi"], rng=np.random.default_rng(0)
+    )
     coded = krippendorff_alpha(as_codes, level="ordinal", rng=np.random.default_rng(0))
     assert named == coded
     assert krippendorff_alpha([[1, NAN], [NAN, 2]], rng=np.random.default_rng(0)).is_empty
@@ -245,8 +252,7 @@ def test_alpha_ordinal_labels_need_an_order_and_edge_cases() -> None:
     with pytest.raises(ValueError, match=">= 0"):
         krippendorff_alpha([[1, -1], [1, 2]], level="ratio", rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="numeric"):
-        krippendorff_alpha([["a", "b"], ["a", "b"]], level="interval",
-                           rng=np.random.default_rng(0))
+        krippendorff_alpha([["a", "b"], ["a", "b"]], level="interval", rng=np.random.default_rng(0))
 
 
 def test_alpha_unit_bootstrap_coverage_by_simulation() -> None:
@@ -309,8 +315,9 @@ def test_length_bias_matches_scipy_and_adjusts_for_human_preference() -> None:
     assert r.estimate.value == pytest.approx(ref.statistic)
     assert r.p_value == pytest.approx(ref.pvalue)
     assert r.estimate.low > 0.1 and r.p_value < 1e-6
-    excess = length_bias(la, lb, judge, rng=rng, human_b_preferred=human, method="kendall",
-                         n_resamples=300)
+    excess = length_bias(
+        la, lb, judge, rng=rng, human_b_preferred=human, method="kendall", n_resamples=300
+    )
     ref_tau = stats.kendalltau(lb - la, judge - human)
     assert excess.estimate.value == pytest.approx(ref_tau.statistic)
     assert excess.estimate.method == "kendall-bootstrap-percentile"

@@ -49,7 +49,8 @@ def test_psi_hand_computed() -> None:
     # Reference 1..10 with 2 bins: edge = median 5.5, shares (1/2, 1/2). Current: 3 of 8
     # values <= 5.5. PSI = (3/8 - 1/2) ln(3/4) + (5/8 - 1/2) ln(5/4) = 0.063853.
     assert psi(np.arange(1, 11), [1, 2, 3, 8, 9, 10, 11, 12], bins=2) == pytest.approx(
-        (3 / 8 - 1 / 2) * math.log(3 / 4) + (5 / 8 - 1 / 2) * math.log(5 / 4))
+        (3 / 8 - 1 / 2) * math.log(3 / 4) + (5 / 8 - 1 / 2) * math.log(5 / 4)
+    )
     # An empty current bin: its share 0 becomes eps = 1e-4.
     empty = (1 - 0.5) * math.log(1 / 0.5) + (1e-4 - 0.5) * math.log(1e-4 / 0.5)
     assert psi(np.arange(1, 11), [1, 2, 3], bins=2) == pytest.approx(empty)
@@ -84,14 +85,22 @@ def test_fixed_psi_threshold_is_not_a_false_alarm_rate_but_the_permutation_one_i
     values = [psi(rng.normal(size=100), rng.normal(size=100)) for _ in range(REPS)]
     assert np.mean(values) == pytest.approx(9 * (2 / 100), rel=0.2)
     assert np.mean(np.array(values) > 0.1) > 0.7
-    rate = alarm_rate(lambda r: psi_drift(r.normal(size=100), r.normal(size=100), rng=r,
-                                          n_permutations=200), REPS, seed=3)
+    rate = alarm_rate(
+        lambda r: psi_drift(r.normal(size=100), r.normal(size=100), rng=r, n_permutations=200),
+        REPS,
+        seed=3,
+    )
     assert rate <= LIMIT
 
 
 def test_psi_drift_power_and_threshold() -> None:
-    power = alarm_rate(lambda r: psi_drift(r.normal(size=300), r.normal(0.4, 1, size=300),
-                                           rng=r, n_permutations=200), 50, seed=4)
+    power = alarm_rate(
+        lambda r: psi_drift(
+            r.normal(size=300), r.normal(0.4, 1, size=300), rng=r, n_permutations=200
+        ),
+        50,
+        seed=4,
+    )
     assert power > 0.8
     t = psi_drift(np.arange(100.0), np.arange(100.0) + 30, rng=np.random.default_rng(0))
     assert t.drifted and t.statistic > t.threshold and t.test == "psi-permutation"
@@ -102,10 +111,16 @@ def test_psi_drift_power_and_threshold() -> None:
 
 
 def test_ks_false_alarms_power_and_scipy() -> None:
-    assert alarm_rate(lambda r: ks_drift(r.exponential(size=150), r.exponential(size=120)),
-                      REPS, seed=5) <= LIMIT
-    assert alarm_rate(lambda r: ks_drift(r.normal(size=300), r.normal(0.3, size=300)),
-                      100, seed=6) > 0.8
+    assert (
+        alarm_rate(
+            lambda r: ks_drift(r.exponential(size=150), r.exponential(size=120)), REPS, seed=5
+        )
+        <= LIMIT
+    )
+    assert (
+        alarm_rate(lambda r: ks_drift(r.normal(size=300), r.normal(0.3, size=300)), 100, seed=6)
+        > 0.8
+    )
     rng = np.random.default_rng(7)
     a, b = rng.normal(size=80), rng.normal(size=60)
     t = ks_drift(a, b)
@@ -135,16 +150,26 @@ def test_chi2_asymptotic_matches_scipy_and_small_counts_use_permutation() -> Non
 @pytest.mark.parametrize("n", [40, 300])
 def test_chi2_false_alarms(n: int) -> None:
     """n = 40: rare categories, permutation p-value; n = 300: chi-square p-value."""
-    rate = alarm_rate(lambda r: chi2_drift(draw_labels(r, n, SHARES), draw_labels(r, n, SHARES),
-                                           rng=r, n_permutations=500), REPS, seed=9)
+    rate = alarm_rate(
+        lambda r: chi2_drift(
+            draw_labels(r, n, SHARES), draw_labels(r, n, SHARES), rng=r, n_permutations=500
+        ),
+        REPS,
+        seed=9,
+    )
     assert rate <= LIMIT
 
 
 def test_chi2_power_on_a_topic_share_shift() -> None:
     shifted = [0.3, 0.3, 0.2, 0.1, 0.1]
-    assert alarm_rate(lambda r: chi2_drift(draw_labels(r, 400, SHARES),
-                                           draw_labels(r, 400, shifted), rng=r),
-                      100, seed=10) > 0.8
+    assert (
+        alarm_rate(
+            lambda r: chi2_drift(draw_labels(r, 400, SHARES), draw_labels(r, 400, shifted), rng=r),
+            100,
+            seed=10,
+        )
+        > 0.8
+    )
 
 
 # --- embeddings: MMD and classifier ---------------------------------------------------------
@@ -153,8 +178,7 @@ def test_chi2_power_on_a_topic_share_shift() -> None:
 def loop_mmd2(x: np.ndarray, y: np.ndarray) -> float:
     """Gretton et al. (2012) eq. 3 with loops; bandwidth = median pooled pairwise distance."""
     z = np.vstack([x, y])
-    dist = [float(np.linalg.norm(z[i] - z[j])) for i in range(len(z))
-            for j in range(i + 1, len(z))]
+    dist = [float(np.linalg.norm(z[i] - z[j])) for i in range(len(z)) for j in range(i + 1, len(z))]
     s = float(np.median(dist))
 
     def k(a: np.ndarray, b: np.ndarray) -> float:
@@ -184,18 +208,23 @@ def embeddings(rng: np.random.Generator, n: int, shift: float = 0.0) -> np.ndarr
 
 
 def test_mmd_false_alarms_and_power() -> None:
-    rate = alarm_rate(lambda r: mmd_drift(embeddings(r, 40), embeddings(r, 50), rng=r,
-                                          n_permutations=100), REPS, seed=12)
+    rate = alarm_rate(
+        lambda r: mmd_drift(embeddings(r, 40), embeddings(r, 50), rng=r, n_permutations=100),
+        REPS,
+        seed=12,
+    )
     assert rate <= LIMIT
-    power = alarm_rate(lambda r: mmd_drift(embeddings(r, 100), embeddings(r, 100, 0.5), rng=r,
-                                           n_permutations=100), 50, seed=13)
+    power = alarm_rate(
+        lambda r: mmd_drift(embeddings(r, 100), embeddings(r, 100, 0.5), rng=r, n_permutations=100),
+        50,
+        seed=13,
+    )
     assert power > 0.8
 
 
 def test_mmd_subsamples_to_max_n_and_skips_tiny_windows() -> None:
     rng = np.random.default_rng(14)
-    t = mmd_drift(embeddings(rng, 500), embeddings(rng, 300), rng=rng, max_n=100,
-                  n_permutations=50)
+    t = mmd_drift(embeddings(rng, 500), embeddings(rng, 300), rng=rng, max_n=100, n_permutations=50)
     assert (t.n_reference, t.n_current) == (100, 100)
     assert math.isnan(mmd_drift(embeddings(rng, 1), embeddings(rng, 9), rng=rng).p_value)
     with pytest.raises(ValueError, match="at least 2"):
@@ -203,12 +232,13 @@ def test_mmd_subsamples_to_max_n_and_skips_tiny_windows() -> None:
 
 
 def test_classifier_false_alarms_and_power() -> None:
-    rate = alarm_rate(lambda r: classifier_drift(embeddings(r, 100), embeddings(r, 100),
-                                                 rng=r), REPS, seed=15)
+    rate = alarm_rate(
+        lambda r: classifier_drift(embeddings(r, 100), embeddings(r, 100), rng=r), REPS, seed=15
+    )
     assert rate <= LIMIT
-    power = alarm_rate(lambda r: classifier_drift(embeddings(r, 300),
-                                                  embeddings(r, 300, 0.5), rng=r),
-                       50, seed=16)
+    power = alarm_rate(
+        lambda r: classifier_drift(embeddings(r, 300), embeddings(r, 300, 0.5), rng=r), 50, seed=16
+    )
     assert power > 0.8
     rng = np.random.default_rng(0)
     t = classifier_drift(embeddings(rng, 300), embeddings(rng, 300, 2.0), rng=rng)

@@ -31,8 +31,14 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
 def test_finalize_statistics_import_no_scipy_or_statsmodels() -> None:
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                         env=env, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout
     modules = set(json.loads(out.strip().splitlines()[-1]))
     assert "numpy" in modules
     assert not modules & {"scipy", "statsmodels", "pandas"}

@@ -53,4 +53,5 @@ def test_adjust_agrees_with_statsmodels_on_random_p_values() -> None:
         p[rng.integers(0, m)] = p[0]  # a tie
         for ours, theirs in (("holm", "holm"), ("bh", "fdr_bh")):
             assert adjust(p, method=ours) == pytest.approx(
-                list(multipletests(p, method=theirs)[1]), abs=1e-12)
+                list(multipletests(p, method=theirs)[1]), abs=1e-12
+            )

@@ -46,8 +46,9 @@ def tango(n11: int, n10: int, n01: int, n00: int, conf: float = 0.95) -> tuple[f
             cells = [(n10, q), (n01, q + delta), (n11 + n00, 1 - 2 * q - delta)]
             return -sum(k * math.log(p) for k, p in cells if k > 0)
 
-        q = optimize.minimize_scalar(nll, bounds=(lo, hi), method="bounded",
-                                     options={"xatol": 1e-12}).x
+        q = optimize.minimize_scalar(
+            nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}
+        ).x
         return (n01 - n10 - n * delta) / math.sqrt(n * (2 * q + delta * (1 - delta)))
 
     d, eps = (n01 - n10) / n, 1e-9
@@ -99,8 +100,13 @@ def test_newcombe_matches_the_published_value() -> None:
 
 @pytest.mark.parametrize(
     "table,tol",
-    [((59, 16, 6, 80), 0.006), ((30, 5, 15, 50), 0.008), ((200, 30, 45, 300), 0.001),
-     ((10, 2, 8, 20), 0.02), ((1, 7, 1, 12), 0.011)],
+    [
+        ((59, 16, 6, 80), 0.006),
+        ((30, 5, 15, 50), 0.008),
+        ((200, 30, 45, 300), 0.001),
+        ((10, 2, 8, 20), 0.02),
+        ((1, 7, 1, 12), 0.011),
+    ],
 )
 def test_newcombe_agrees_with_tango_score_interval(table: tuple[int, ...], tol: float) -> None:
     low, high = newcombe_interval(*table)
@@ -208,7 +214,8 @@ def test_binned_resampler_matches_index_resampling_on_skewed_scores(monkeypatch)
     assert binned.mean(axis=0) == pytest.approx(exact.mean(axis=0), abs=0.05 * sd.max())
     for q in (0.025, 0.975):
         assert np.abs(np.quantile(binned, q, axis=0) - np.quantile(exact, q, axis=0)) == (
-            pytest.approx(0, abs=0.08 * sd.max()))
+            pytest.approx(0, abs=0.08 * sd.max())
+        )
     skew = stats.skew(exact[:, 0])
     assert skew > 0.05  # the data are skewed enough for the check to mean something
     assert stats.skew(binned[:, 0]) == pytest.approx(skew, abs=0.06)
@@ -216,8 +223,9 @@ def test_binned_resampler_matches_index_resampling_on_skewed_scores(monkeypatch)
 
 def brute_force_sign_flip(d: np.ndarray) -> float:
     observed = abs(d.sum())
-    hits = sum(abs(np.dot(s, d)) >= observed - 1e-12
-               for s in itertools.product((1, -1), repeat=d.size))
+    hits = sum(
+        abs(np.dot(s, d)) >= observed - 1e-12 for s in itertools.product((1, -1), repeat=d.size)
+    )
     return float(hits / 2**d.size)
 
 
@@ -235,7 +243,8 @@ def test_permutation_p_value_equals_full_enumeration_for_n_8() -> None:
 def test_sign_flip_on_plus_minus_one_is_the_exact_binomial_test() -> None:
     d = np.array([1.0] * 9 + [-1.0] * 2 + [0.0] * 5)  # zeros carry no information
     assert sign_flip_pvalue(d, rng=np.random.default_rng(0)) == pytest.approx(
-        stats.binomtest(9, 11).pvalue, rel=1e-12)
+        stats.binomtest(9, 11).pvalue, rel=1e-12
+    )
 
 
 def test_random_sign_flips_agree_with_enumeration() -> None:
@@ -256,8 +265,10 @@ def test_binomial_shortcut_agrees_with_random_bits(monkeypatch) -> None:  # type
 
 def test_wilcoxon_against_enumeration_of_signed_ranks() -> None:
     d = np.array([1.0, 2.1, 3.2, 4.3, 5.4, 6.5, 7.6, 8.7, 9.8, -10.9])  # ranks 1..10, W- = 10
-    sums = [sum(r for r, s in zip(range(1, 11), signs, strict=True) if s)
-            for signs in itertools.product((0, 1), repeat=10)]
+    sums = [
+        sum(r for r, s in zip(range(1, 11), signs, strict=True) if s)
+        for signs in itertools.product((0, 1), repeat=10)
+    ]
     p_exact = 2 * sum(w <= 10 for w in sums) / 1024
     r = paired_compare(np.zeros(10), d, rng=np.random.default_rng(0), test="wilcoxon")
     assert r.test == "wilcoxon" and r.p_value == pytest.approx(p_exact, rel=1e-12)

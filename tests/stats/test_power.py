@@ -36,8 +36,9 @@ def test_var_diff_and_design_effect() -> None:
     # var 0.25, delta 0.1: 7.848880 * 25 = 196.22 -> 197
     assert sample_size_paired(0.1, var_diff=0.25) == 197
     # clustered, m = 5 items per cluster, ICC 0.1: design effect 1.4; 1776.05 * 1.4 = 2486.5
-    n = sample_size_paired(0.03, baseline_acc=0.7, correlation=0.5, clusters_icc=0.1,
-                           cluster_size=5)
+    n = sample_size_paired(
+        0.03, baseline_acc=0.7, correlation=0.5, clusters_icc=0.1, cluster_size=5
+    )
     assert n == 2487
 
 

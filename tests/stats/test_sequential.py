@@ -43,8 +43,7 @@ def test_mixture_likelihood_ratio_equals_numerical_integration() -> None:
         return float(np.exp(log_ratio) * stats.norm.pdf(t, 0, tau))
 
     lam = integrate.quad(integrand, -10, 10, points=[float(d.mean())], epsabs=1e-13)[0]
-    p, _ = _mixture(np.array([d.mean()]), np.array([sigma**2 / d.size]), np.array([tau**2]),
-                    ALPHA)
+    p, _ = _mixture(np.array([d.mean()]), np.array([sigma**2 / d.size]), np.array([tau**2]), ALPHA)
     assert p[0] == pytest.approx(min(1.0, 1 / lam), rel=1e-6)
 
 
@@ -52,18 +51,17 @@ def test_confidence_sequence_matches_waudby_smith_formula() -> None:
     # Waudby-Smith et al. (2021), asymptotic CS (Gaussian mixture): mean +/- sigma *
     # sqrt(2 (n rho^2 + 1) / (n^2 rho^2) * log(sqrt(n rho^2 + 1) / alpha)), tau = rho sigma.
     n, sigma, rho = np.arange(1, 500), 1.7, 0.09
-    _, half = _mixture(np.zeros(n.size), sigma**2 / n, np.full(n.size, (rho * sigma) ** 2),
-                       ALPHA)
-    ref = sigma * np.sqrt(2 * (n * rho**2 + 1) / (n**2 * rho**2)
-                          * np.log(np.sqrt(n * rho**2 + 1) / ALPHA))
+    _, half = _mixture(np.zeros(n.size), sigma**2 / n, np.full(n.size, (rho * sigma) ** 2), ALPHA)
+    ref = sigma * np.sqrt(
+        2 * (n * rho**2 + 1) / (n**2 * rho**2) * np.log(np.sqrt(n * rho**2 + 1) / ALPHA)
+    )
     np.testing.assert_allclose(half, ref, rtol=1e-12)
     # The default mixing makes the sequence narrowest at n_target; x* near their closed form.
     x = _x_star(ALPHA)
     assert x == pytest.approx(-2 * math.log(ALPHA) + math.log(1 - 2 * math.log(ALPHA)), rel=0.05)
 
     def half_at_1000(n_target: float) -> float:  # tau^2 = x* V n / n_target, V = 1 / n
-        return float(_mixture(np.zeros(1), np.array([1e-3]), np.array([x / n_target]),
-                              ALPHA)[1][0])
+        return float(_mixture(np.zeros(1), np.array([1e-3]), np.array([x / n_target]), ALPHA)[1][0])
 
     assert half_at_1000(1000) < min(half_at_1000(900), half_at_1000(1100))
 
@@ -137,7 +135,10 @@ def test_one_stream_summary_matches_its_path() -> None:
     r = msprt_paired(with_gaps)
     path = msprt_paired_path(d)
     assert (r.effect.value, r.effect.low, r.effect.high) == (
-        path.estimate[-1], path.low[-1], path.high[-1])
+        path.estimate[-1],
+        path.low[-1],
+        path.high[-1],
+    )
     assert r.effect.method == "msprt-normal-mixture" and r.effect.confidence == 0.95
     assert (r.n_a, r.n_b, r.effect.n) == (800, 800, 800)
     assert r.effect.value == pytest.approx(d.mean())
@@ -209,20 +210,21 @@ def test_an_empty_guardrail_sequence_is_a_decision_when_it_shows_harm() -> None:
     # look it was surely at least +5.2 points, at another surely at most +0.4. The first
     # bound alone puts it beyond the tolerance: failing, roll back, with the reason.
     empty = Estimate(0.047, math.nan, math.nan, 3600, "msprt-normal-mixture-empty")
-    outage = Guardrail("error_rate", empty, higher_is_better=False, tolerance=0.01,
-                       crossed=(0.052, 0.004))
+    outage = Guardrail(
+        "error_rate", empty, higher_is_better=False, tolerance=0.01, crossed=(0.052, 0.004)
+    )
     status, reason = guardrail_verdict(outage)
     assert status == "failing" and "moved" in reason and "above +0.052" in reason
     d = decide(est(-0.01, 0.05), guardrails=[outage])
     assert d.action == "roll_back" and d.reasons == (reason,)
     # Moved, but never shown beyond the tolerance on the bad side: not safe, not failing.
-    drift = Guardrail("error_rate", empty, higher_is_better=False, tolerance=0.01,
-                      crossed=(0.008, 0.004))
+    drift = Guardrail(
+        "error_rate", empty, higher_is_better=False, tolerance=0.01, crossed=(0.008, 0.004)
+    )
     assert guardrail_verdict(drift)[0] == "moved"
     assert decide(est(0.01, 0.05), guardrails=[drift]).action == "keep_watching"
     # Higher is better (a quality guardrail): harm is the upper bound below -tolerance.
-    quality = Guardrail("q", empty, higher_is_better=True, tolerance=0.01,
-                        crossed=(0.02, -0.03))
+    quality = Guardrail("q", empty, higher_is_better=True, tolerance=0.01, crossed=(0.02, -0.03))
     assert guardrail_verdict(quality)[0] == "failing"
     assert guardrail_verdict(Guardrail("q", empty, True, 0.01, (0.02, -0.005)))[0] == "moved"
 

@@ -28,8 +28,9 @@ def aa_false_positive_rate(n: int, reps: int = AA_REPS, seed: int = 0) -> float:
     p = rng.beta(1.4, 0.6, size=(reps, n))
     a = (rng.random((reps, n)) < p).astype(float)
     b = (rng.random((reps, n)) < p).astype(float)
-    hits = sum(paired_compare(a[r], b[r], rng=rng, alpha=ALPHA).p_value < ALPHA
-               for r in range(reps))
+    hits = sum(
+        paired_compare(a[r], b[r], rng=rng, alpha=ALPHA).p_value < ALPHA for r in range(reps)
+    )
     return float(hits) / reps
 
 

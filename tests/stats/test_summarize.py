@@ -56,8 +56,14 @@ def test_cluster_length_mismatch_raises() -> None:
 
 @pytest.mark.parametrize(
     ("values", "expected"),
-    [([0, 1, 1], True), ([True, False], True), ([0.0, float("nan"), 1.0], True),
-     ([0, 0.5, 1], False), ([2, 1], False), ([], False)],
+    [
+        ([0, 1, 1], True),
+        ([True, False], True),
+        ([0.0, float("nan"), 1.0], True),
+        ([0, 0.5, 1], False),
+        ([2, 1], False),
+        ([], False),
+    ],
 )
 def test_is_binary(values: list[float], expected: bool) -> None:
     assert is_binary(values) is expected

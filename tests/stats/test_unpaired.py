@@ -26,8 +26,9 @@ NEWCOMBE_TABLE_II = [
 
 
 @pytest.mark.parametrize(("counts", "limits"), NEWCOMBE_TABLE_II)
-def test_newcombe_worked_examples(counts: tuple[int, int, int, int],
-                                  limits: tuple[float, float]) -> None:
+def test_newcombe_worked_examples(
+    counts: tuple[int, int, int, int], limits: tuple[float, float]
+) -> None:
     e = newcombe_unpaired(*counts)
     k1, n1, k2, n2 = counts
     assert e.value == pytest.approx(k1 / n1 - k2 / n2)
@@ -41,8 +42,9 @@ def test_newcombe_agrees_with_statsmodels_on_random_tables() -> None:
         n1, n2 = (int(x) for x in rng.integers(1, 300, size=2))
         k1, k2 = int(rng.integers(0, n1 + 1)), int(rng.integers(0, n2 + 1))
         for c in (0.9, 0.95, 0.99):
-            low, high = confint_proportions_2indep(k1, n1, k2, n2, method="newcomb",
-                                                   compare="diff", alpha=1 - c)
+            low, high = confint_proportions_2indep(
+                k1, n1, k2, n2, method="newcomb", compare="diff", alpha=1 - c
+            )
             e = newcombe_unpaired(k1, n1, k2, n2, c)
             assert (e.low, e.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
 

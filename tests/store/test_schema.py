@@ -217,7 +217,10 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
     assert [tuple(r) for r in rows] == [
-        (1, "m001_initial"), (2, "m002_traffic"), (3, "m003_online_scores")]
+        (1, "m001_initial"),
+        (2, "m002_traffic"),
+        (3, "m003_online_scores"),
+    ]
 
 
 def test_a_version_1_store_gains_the_traffic_table_and_keeps_its_data(tmp_path: Path) -> None:
@@ -269,7 +272,8 @@ def test_docs_show_the_migrated_schema(sqlite_engine: sa.Engine) -> None:
     # SQLAlchemy 2.0.0 writes server defaults as DEFAULT (0), later releases as DEFAULT 0:
     # the same schema, so the text is compared with that spelling made one.
     assert _defaults(match.group(1)) == _defaults(expected), (
-        f"update the schema block in {DOCS} to:\n{expected}")
+        f"update the schema block in {DOCS} to:\n{expected}"
+    )
 
 
 def _defaults(sql: str) -> str:

@@ -9,17 +9,83 @@ from pathlib import Path
 from typing import Any
 
 INTENTS: dict[str, list[str]] = {
-    "password": ["password", "reset", "login", "locked", "account", "sign", "credentials",
-                 "forgot", "username", "verification", "code", "email"],
-    "refund": ["refund", "money", "charge", "return", "charged", "twice", "credit",
-               "reimburse", "payment", "receipt", "damaged", "item"],
-    "shipping": ["package", "delivery", "tracking", "shipped", "courier", "arrive", "late",
-                 "parcel", "address", "warehouse", "dispatch", "lost"],
-    "cancel": ["cancel", "subscription", "plan", "renewal", "membership", "premium", "billing",
-               "monthly", "terminate", "trial", "downgrade", "stop"],
+    "password": [
+        "password",
+        "reset",
+        "login",
+        "locked",
+        "account",
+        "sign",
+        "credentials",
+        "forgot",
+        "username",
+        "verification",
+        "code",
+        "email",
+    ],
+    "refund": [
+        "refund",
+        "money",
+        "charge",
+        "return",
+        "charged",
+        "twice",
+        "credit",
+        "reimburse",
+        "payment",
+        "receipt",
+        "damaged",
+        "item",
+    ],
+    "shipping": [
+        "package",
+        "delivery",
+        "tracking",
+        "shipped",
+        "courier",
+        "arrive",
+        "late",
+        "parcel",
+        "address",
+        "warehouse",
+        "dispatch",
+        "lost",
+    ],
+    "cancel": [
+        "cancel",
+        "subscription",
+        "plan",
+        "renewal",
+        "membership",
+        "premium",
+        "billing",
+        "monthly",
+        "terminate",
+        "trial",
+        "downgrade",
+        "stop",
+    ],
 }
-FILLER = ["please", "help", "I", "need", "my", "the", "can", "you", "with", "a", "hi",
-          "urgent", "thanks", "how", "why", "is", "what", "do"]
+FILLER = [
+    "please",
+    "help",
+    "I",
+    "need",
+    "my",
+    "the",
+    "can",
+    "you",
+    "with",
+    "a",
+    "hi",
+    "urgent",
+    "thanks",
+    "how",
+    "why",
+    "is",
+    "what",
+    "do",
+]
 
 # Secrets planted in logs: none of these strings may appear anywhere in a suite folder.
 SECRETS = {
@@ -45,16 +111,24 @@ def corpus(n_per: int = 25, seed: int = 0) -> tuple[list[str], list[int]]:
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
 def otlp(spans: list[dict[str, Any]]) -> dict[str, Any]:
     """An OTLP JSON export holding ``spans``."""
-    return {"resourceSpans": [{"resource": {"attributes": [
-        {"key": "service.name", "value": {"stringValue": "support-bot"}}]},
-        "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "support-bot"}}]
+                },
+                "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}],
+            }
+        ]
+    }
 
 
 def attr(key: str, value: Any) -> dict[str, Any]:
@@ -65,16 +139,27 @@ def attr(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": value}}
 
 
-def span(span_id: str, trace: str, start: int, attrs: dict[str, Any],
-         events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"traceId": trace, "spanId": span_id, "name": "chat", "kind": 3,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 10),
-            "attributes": [attr(k, v) for k, v in attrs.items()], "events": events or []}
+def span(
+    span_id: str,
+    trace: str,
+    start: int,
+    attrs: dict[str, Any],
+    events: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "traceId": trace,
+        "spanId": span_id,
+        "name": "chat",
+        "kind": 3,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 10),
+        "attributes": [attr(k, v) for k, v in attrs.items()],
+        "events": events or [],
+    }
 
 
 def event(name: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "timeUnixNano": "1", "attributes": [attr(k, v) for k, v in
-                                                               attrs.items()]}
+    return {"name": name, "timeUnixNano": "1", "attributes": [attr(k, v) for k, v in attrs.items()]}
 
 
 def production_log(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
@@ -86,10 +171,15 @@ def production_log(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     rows += [{"question": texts[i].upper() + "?"} for i in (0, 1, 12, 13, 24, 36)]
     rows += [{"question": texts[i] + " today"} for i in (2, 14, 26, 38)]
     for i, intent_first in enumerate((3, 15, 27, 39, 40)):
-        rows.append({"conversation": [
-            {"role": "user", "content": "hello there"},
-            {"role": "assistant", "content": "Hi, how can I help?"},
-            {"role": "user", "content": texts[intent_first] + f" follow up {i}"}]})
+        rows.append(
+            {
+                "conversation": [
+                    {"role": "user", "content": "hello there"},
+                    {"role": "assistant", "content": "Hi, how can I help?"},
+                    {"role": "user", "content": texts[intent_first] + f" follow up {i}"},
+                ]
+            }
+        )
     for row, (kind, secret) in zip((6, 17, 29, 43, 46), SECRETS.items(), strict=True):
         rows[row]["question"] += f" ({kind.lower()}: {secret})"
     for n, r in enumerate(rows):

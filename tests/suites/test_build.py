@@ -33,7 +33,7 @@ MAP = FieldMapping(input="question", output="answer", id="req_id", accepted="thu
 
 def _shingles(t: str) -> set[str]:
     t = " ".join(re.sub(r"[^\w\s]", " ", t.casefold()).split())
-    return {t[i:i + 5] for i in range(len(t) - 4)} if len(t) > 5 else {t}
+    return {t[i : i + 5] for i in range(len(t) - 4)} if len(t) > 5 else {t}
 
 
 def _brute_force_groups(texts: list[str], threshold: float) -> int:
@@ -67,8 +67,12 @@ def imported(tmp_path: Path) -> list[dict[str, Any]]:
 
 def test_dedupe_counts_match_brute_force(imported: list[dict[str, Any]]) -> None:
     m = build_suite("prod", backend="tfidf").manifest
-    users = [r["question"] if "question" in r else "\n".join(
-        t["content"] for t in r["conversation"] if t["role"] == "user") for r in imported]
+    users = [
+        r["question"]
+        if "question" in r
+        else "\n".join(t["content"] for t in r["conversation"] if t["role"] == "user")
+        for r in imported
+    ]
     assert m.dedupe["n_traffic"] == len(imported) == 63
     assert m.dedupe["n_exact"] == 6
     assert m.dedupe["n_unique"] == _brute_force_groups(users, 0.8)
@@ -97,8 +101,12 @@ def test_versions_are_immutable_and_content_hashed(imported: list[dict[str, Any]
     again = build_suite("prod", backend="tfidf", seed=3)
     assert not first.unchanged and again.unchanged
     assert again.manifest.content_hash == first.manifest.content_hash and versions("prod") == [1]
-    small = build_suite("prod", backend="tfidf", seed=3,
-                        size=SizeRationale(method="size", requested=12, available=0, chosen=0))
+    small = build_suite(
+        "prod",
+        backend="tfidf",
+        seed=3,
+        size=SizeRationale(method="size", requested=12, available=0, chosen=0),
+    )
     floors = sum(min(2, c.unique) for c in small.manifest.clusters)
     assert small.manifest.version == 2 and small.manifest.n_items == max(12, floors)
     assert small.manifest.content_hash != first.manifest.content_hash
@@ -142,8 +150,12 @@ def test_size_from_plan_flags_a_pool_too_small(imported: list[dict[str, Any]]) -
 
 @pytest.mark.parametrize("policy", ["accepted", "logged", "none"])
 def test_reference_policies(imported: list[dict[str, Any]], policy: str) -> None:
-    res = build_suite("prod", backend="tfidf", references=policy,  # type: ignore[arg-type]
-                      threshold=1.0)
+    res = build_suite(
+        "prod",
+        backend="tfidf",
+        references=policy,  # type: ignore[arg-type]
+        threshold=1.0,
+    )
     # threshold 1: only exact duplicates merge; group the log's records the same way
     groups: dict[str, list[int]] = {}
     for n, r in enumerate(imported):
@@ -180,8 +192,13 @@ def test_profile_matches_the_log(imported: list[dict[str, Any]]) -> None:
 
 
 def test_likely_typos_by_hand() -> None:
-    texts = ["reset my password"] * 12 + ["reset my pasword", "my passwrod is lost",
-                                          "teh cat", "a rare word", "the the the"]
+    texts = ["reset my password"] * 12 + [
+        "reset my pasword",
+        "my passwrod is lost",
+        "teh cat",
+        "a rare word",
+        "the the the",
+    ]
     # pasword: one deletion from password (12 uses); passwrod: a transposition; "teh" is
     # under 4 letters; "rare" has no frequent neighbour
     assert likely_typos(texts) == {"pasword", "passwrod"}
@@ -189,8 +206,12 @@ def test_likely_typos_by_hand() -> None:
 
 def test_share_difference_matches_newcombe_1998() -> None:
     # Newcombe (1998), Statistics in Medicine 17:873-890, Table II, method 10
-    cases = [((56, 70), (48, 80), (0.0524, 0.3339)), ((9, 10), (3, 10), (0.1705, 0.8090)),
-             ((6, 7), (2, 7), (0.0582, 0.8062)), ((5, 56), (0, 29), (-0.0381, 0.1926))]
+    cases = [
+        ((56, 70), (48, 80), (0.0524, 0.3339)),
+        ((9, 10), (3, 10), (0.1705, 0.8090)),
+        ((6, 7), (2, 7), (0.0582, 0.8062)),
+        ((5, 56), (0, 29), (-0.0381, 0.1926)),
+    ]
     for a, b, (lo, hi) in cases:
         e = share_difference(wilson(*a), wilson(*b))
         assert (round(e.low, 4), round(e.high, 4)) == (lo, hi)

@@ -22,9 +22,21 @@ def _import(tmp_path: Path, name: str = "prod") -> list[dict[str, Any]]:
     log, rows = production_log(tmp_path)
     with log.open("a", encoding="utf-8") as f:
         f.write("{not json\n")
-    code, out, err = invoke("suite", "import", str(log), "--name", name, "--field",
-                            "input=question", "--field", "id=req_id", "--field",
-                            "accepted=thumbs_up", "--field", "output=answer")
+    code, out, err = invoke(
+        "suite",
+        "import",
+        str(log),
+        "--name",
+        name,
+        "--field",
+        "input=question",
+        "--field",
+        "id=req_id",
+        "--field",
+        "accepted=thumbs_up",
+        "--field",
+        "output=answer",
+    )
     assert code == 0, err
     assert f"{len(rows) + 1} records read, {len(rows)} imported, 1 skipped" in out
     assert f"broken JSON line — line {len(rows) + 1}" in out
@@ -67,8 +79,7 @@ def test_import_build_show_list_and_run(tmp_path: Path) -> None:
 
 def test_suite_without_references_runs_and_says_so(tmp_path: Path) -> None:
     _import(tmp_path, "noref")
-    code, out, _ = invoke("suite", "build", "noref", "--backend", "tfidf", "--references",
-                          "none")
+    code, out, _ = invoke("suite", "build", "noref", "--backend", "tfidf", "--references", "none")
     assert code == 0 and "No references" in out
     code, out, _ = invoke("run", "-m", "fake:echo", "-t", "suite:noref@v1", "--json")
     assert code == 0
@@ -78,8 +89,9 @@ def test_suite_without_references_runs_and_says_so(tmp_path: Path) -> None:
 
 def test_too_small_suite_is_flagged_at_build(tmp_path: Path) -> None:
     _import(tmp_path)
-    code, out, _ = invoke("suite", "build", "prod", "--backend", "tfidf", "--delta", "0.05",
-                          "--baseline-acc", "0.7")
+    code, out, _ = invoke(
+        "suite", "build", "prod", "--backend", "tfidf", "--delta", "0.05", "--baseline-acc", "0.7"
+    )
     assert code == 0
     assert "FLAGGED: too small for delta=0.05: needs 1,248 items" in " ".join(out.split())
     code, out, _ = invoke("suite", "list")

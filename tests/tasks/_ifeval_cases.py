@@ -46,8 +46,13 @@ CASES: dict[str, Case] = {
     "detectable_content:postscript": (
         {"postscript_marker": "P.S."},
         # the reference finds the marker anywhere, even mid-line or inside "P.P.S."
-        ["Body text.\nP.S. Do not forget.", "Body.\n\n**P.S.** bring cake", "Hi\np.s. lower",
-         "Body. P.S. mid-line", "Body.\nP.P.S. only the second one."],
+        [
+            "Body text.\nP.S. Do not forget.",
+            "Body.\n\n**P.S.** bring cake",
+            "Hi\np.s. lower",
+            "Body. P.S. mid-line",
+            "Body.\nP.P.S. only the second one.",
+        ],
         ["Body text without a postscript.", "Body.\nPS no dots", "Body.\nP.S no final dot"],
     ),
     # ---- detectable_format ----

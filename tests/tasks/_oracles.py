@@ -9,13 +9,25 @@ import re
 from collections.abc import Callable
 from fractions import Fraction
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December"]
-DAYS_FROM_MONDAY = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
-                    "Sunday"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+DAYS_FROM_MONDAY = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
 # ---- arithmetic -------------------------------------------------------------------------
+
 
 def eval_expression(text: str) -> tuple[Fraction, int]:
     """Value and operation count of ``text``; asserts every division is exact."""
@@ -43,6 +55,7 @@ def eval_expression(text: str) -> tuple[Fraction, int]:
 
 
 # ---- dates (proleptic Gregorian via Julian day numbers) --------------------------------
+
 
 def jdn(y: int, m: int, d: int) -> int:
     a = (14 - m) // 12
@@ -97,6 +110,7 @@ def iso(long: str) -> str:
 
 # ---- word problems: one reader per template ---------------------------------------------
 
+
 def _ints(pattern: str, text: str) -> list[int]:
     m = re.search(pattern, text)
     assert m, f"{pattern!r} not in {text!r}"
@@ -108,9 +122,14 @@ def _whole(x: Fraction) -> int:
     return int(x)
 
 
-_FRACTION_WORDS = {"Half": Fraction(1, 2), "One third": Fraction(1, 3),
-                   "One quarter": Fraction(1, 4), "One fifth": Fraction(1, 5),
-                   "Two thirds": Fraction(2, 3), "Three quarters": Fraction(3, 4)}
+_FRACTION_WORDS = {
+    "Half": Fraction(1, 2),
+    "One third": Fraction(1, 3),
+    "One quarter": Fraction(1, 4),
+    "One fifth": Fraction(1, 5),
+    "Two thirds": Fraction(2, 3),
+    "Three quarters": Fraction(3, 4),
+}
 
 
 def _shopping(q: str) -> int:
@@ -186,10 +205,24 @@ def _recipe(q: str) -> int:
 
 
 WORD_PROBLEM_SOLVERS: dict[str, Callable[[str], int]] = {
-    "shopping": _shopping, "sharing": _sharing, "savings": _savings, "ages": _ages,
-    "production": _production, "discount": _discount, "changes": _changes, "packs": _packs,
-    "travel": _travel, "fraction": _fraction, "recipe": _recipe,
+    "shopping": _shopping,
+    "sharing": _sharing,
+    "savings": _savings,
+    "ages": _ages,
+    "production": _production,
+    "discount": _discount,
+    "changes": _changes,
+    "packs": _packs,
+    "travel": _travel,
+    "fraction": _fraction,
+    "recipe": _recipe,
 }
 
-DISTRACTOR_MARKERS = ("cousin lives", "degrees outside", "has lived in the town", "bicycle has",
-                      "building next door", "favorite number")
+DISTRACTOR_MARKERS = (
+    "cousin lives",
+    "degrees outside",
+    "has lived in the town",
+    "bicycle has",
+    "building next door",
+    "favorite number",
+)

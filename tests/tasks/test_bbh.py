@@ -21,14 +21,20 @@ from calipers.tasks.benchmarks import bbh
 from calipers.types import ModelRequest, ModelResponse, Sample, SampleOutput
 
 # two items per subtask; targets in each subtask's real answer form
-TARGETS = {"boolean_expressions": ["True", "False"], "date_understanding": ["(A)", "(F)"],
-           "dyck_languages": ["] ]", ") >"], "multistep_arithmetic_two": ["-12", "40"],
-           "word_sorting": ["apple banana cherry", "dog"]}
+TARGETS = {
+    "boolean_expressions": ["True", "False"],
+    "date_understanding": ["(A)", "(F)"],
+    "dyck_languages": ["] ]", ") >"],
+    "multistep_arithmetic_two": ["-12", "40"],
+    "word_sorting": ["apple banana cherry", "dog"],
+}
 
 
 def examples(subtask: str) -> list[dict[str, str]]:
-    return [{"input": f"{subtask} question {i}", "target": t}
-            for i, t in enumerate(TARGETS.get(subtask, ["Yes", "No"]))]
+    return [
+        {"input": f"{subtask} question {i}", "target": t}
+        for i, t in enumerate(TARGETS.get(subtask, ["Yes", "No"]))
+    ]
 
 
 def write(tmp_path: Path, cot: bool = False) -> Path:
@@ -41,7 +47,9 @@ def write(tmp_path: Path, cot: bool = False) -> Path:
         for sub in bbh.SUBTASKS:
             (d / "cot-prompts" / f"{sub}.txt").write_text(
                 f"BBH CANARY\n-----\nTask {sub}.\n\nQ: example\nA: Let's think step by step. "
-                "So the answer is Yes.\n", encoding="utf-8")
+                "So the answer is Yes.\n",
+                encoding="utf-8",
+            )
     return tmp_path
 
 
@@ -61,8 +69,12 @@ def test_card() -> None:
 def test_items_from_the_original_files(tmp_path: Path) -> None:
     items = list(get_task("bbh").load(LoadContext(data_dir=write(tmp_path))))
     assert len(items) == 54
-    assert items[0] == Sample(id="boolean_expressions/0", input="boolean_expressions question 0",
-                              target="True", category="boolean_expressions")
+    assert items[0] == Sample(
+        id="boolean_expressions/0",
+        input="boolean_expressions question 0",
+        target="True",
+        category="boolean_expressions",
+    )
     assert [s.category for s in items[::2]] == list(bbh.SUBTASKS)
 
 
@@ -81,7 +93,8 @@ def test_hub_rows_equal_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(_hub, "_fetch", fetch)
     hub = list(get_task("bbh").load(LoadContext()))
     assert [s.model_copy(update={"metadata": {}}) for s in hub] == list(
-        get_task("bbh").load(LoadContext(data_dir=d)))
+        get_task("bbh").load(LoadContext(data_dir=d))
+    )
     assert {s.target for s in hub if s.category == "multistep_arithmetic_two"} == {"-12", "40"}
     assert {s.target for s in hub if s.category == "boolean_expressions"} == {"True", "False"}
     assert hub[-1].metadata["data_source"] == "hf://datasets/SaylorTwift/bbh@main/word_sorting/test"
@@ -91,8 +104,14 @@ def test_zero_shot_and_cot_prompts(tmp_path: Path) -> None:
     d = write(tmp_path, cot=True)
 
     def first_prompt(formulation: str) -> str:
-        config = RunConfig(model="fake:echo", tasks=("bbh",), formulation=formulation, limit=1,
-                           chat_template=False, data_dir=str(d))
+        config = RunConfig(
+            model="fake:echo",
+            tasks=("bbh",),
+            formulation=formulation,
+            limit=1,
+            chat_template=False,
+            data_dir=str(d),
+        )
         req = make_plan(config, FakeModel()).tasks[0].samples[0].request
         assert isinstance(req, ModelRequest) and req.prompt is not None
         return req.prompt
@@ -100,9 +119,11 @@ def test_zero_shot_and_cot_prompts(tmp_path: Path) -> None:
     zero = first_prompt("zeroshot")
     assert zero.startswith("Answer the question.") and "So the answer is <answer>." in zero
     assert zero.endswith("\n\nQ: boolean_expressions question 0\nA:")
-    assert first_prompt("cot") == ("Task boolean_expressions.\n\nQ: example\nA: Let's think step "
-                                   "by step. So the answer is Yes.\n\nQ: boolean_expressions "
-                                   "question 0\nA: Let's think step by step.")
+    assert first_prompt("cot") == (
+        "Task boolean_expressions.\n\nQ: example\nA: Let's think step "
+        "by step. So the answer is Yes.\n\nQ: boolean_expressions "
+        "question 0\nA: Let's think step by step."
+    )
     with pytest.raises(DataError, match=r"cot-prompts/boolean_expressions\.txt"):
         list(get_task("bbh", "cot").load(LoadContext(data_dir=write(tmp_path / "x"))))
 
@@ -111,25 +132,29 @@ def sample(target: str) -> Sample:
     return Sample(id="t", input="q", target=target)
 
 
-@pytest.mark.parametrize(("reply", "target", "ok"), [
-    ("Let's think. So the answer is True.", "True", 1.0),
-    ("So the answer is **false**.", "False", 1.0),
-    ("True", "False", 0.0),
-    ("The answer is (A).", "(A)", 1.0),
-    ("So the answer is A.", "(A)", 1.0),
-    ("So the answer is (A) 12/11/1937.", "(A)", 1.0),
-    ("So the answer is (B).", "(A)", 0.0),
-    ("So the answer is ABC.", "(A)", 0.0),
-    ("First the answer is 3, but rechecking, the answer is -12.", "-12", 1.0),
-    ("the answer is 40.\nNext question...", "40", 1.0),
-    ("So the answer is ] ].", "] ]", 1.0),
-    ("So the answer is apple  banana cherry.", "apple banana cherry", 1.0),
-    ("Yes, because it is.", "Yes", 0.0),  # no "answer is": the whole first line
-    ("\nYes\nbecause", "Yes", 1.0),
-])
+@pytest.mark.parametrize(
+    ("reply", "target", "ok"),
+    [
+        ("Let's think. So the answer is True.", "True", 1.0),
+        ("So the answer is **false**.", "False", 1.0),
+        ("True", "False", 0.0),
+        ("The answer is (A).", "(A)", 1.0),
+        ("So the answer is A.", "(A)", 1.0),
+        ("So the answer is (A) 12/11/1937.", "(A)", 1.0),
+        ("So the answer is (B).", "(A)", 0.0),
+        ("So the answer is ABC.", "(A)", 0.0),
+        ("First the answer is 3, but rechecking, the answer is -12.", "-12", 1.0),
+        ("the answer is 40.\nNext question...", "40", 1.0),
+        ("So the answer is ] ].", "] ]", 1.0),
+        ("So the answer is apple  banana cherry.", "apple banana cherry", 1.0),
+        ("Yes, because it is.", "Yes", 0.0),  # no "answer is": the whole first line
+        ("\nYes\nbecause", "Yes", 1.0),
+    ],
+)
 def test_normalized_exact_match(reply: str, target: str, ok: float) -> None:
-    score = asyncio.run(bbh.bbh_match()(sample(target),
-                                        SampleOutput(response=ModelResponse(text=reply))))
+    score = asyncio.run(
+        bbh.bbh_match()(sample(target), SampleOutput(response=ModelResponse(text=reply)))
+    )
     assert score.values == {"exact_match": ok}
 
 

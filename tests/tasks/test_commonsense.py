@@ -21,8 +21,13 @@ from tests._data import DATA, needs_data
 
 pytestmark = needs_data("arc", "piqa", "hellaswag", "winogrande")
 CTX = LoadContext(data_dir=DATA)
-COUNTS = {"arc_easy": 2376, "arc_challenge": 1172, "piqa": 1838, "hellaswag": 10042,
-          "winogrande": 1267}
+COUNTS = {
+    "arc_easy": 2376,
+    "arc_challenge": 1172,
+    "piqa": 1838,
+    "hellaswag": 10042,
+    "winogrande": 1267,
+}
 _LOADED: dict[str, list[Sample]] = {}
 
 
@@ -54,6 +59,7 @@ def by_id(name: str, sid: str) -> Sample:
 
 # ---- every task -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(COUNTS))
 def test_counts_ids_targets(name: str) -> None:
     samples = items(name)
@@ -69,7 +75,11 @@ def test_task_card(name: str) -> None:
     t = task(name)
     wino = name == "winogrande"  # version 2: partial evaluation by default, acc only
     assert (t.name, t.kind, t.version, t.metrics) == (
-        name, "multiple_choice", "2" if wino else "1", ["acc"] if wino else ["acc", "acc_norm"])
+        name,
+        "multiple_choice",
+        "2" if wino else "1",
+        ["acc"] if wino else ["acc", "acc_norm"],
+    )
     assert t.default_few_shot == 0 and t.default_n is None
     assert t.formulation == ("partial" if wino else None)
     assert "arXiv:" in t.source and t.license
@@ -77,16 +87,20 @@ def test_task_card(name: str) -> None:
 
 # ---- ARC ------------------------------------------------------------------------------------
 
+
 def test_arc_first_item_literally() -> None:
     raw = jsonl(DATA / "arc/ARC-Easy/ARC-Easy-Test.jsonl")[0]
     s = items("arc_easy")[0]
     assert s.id == raw["id"] == "Mercury_417466"
-    assert s.input == ("Which statement best explains why photosynthesis is the foundation of "
-                       "most food webs?")
-    assert s.choices == ("Sunlight is the source of energy for nearly all ecosystems.",
-                         "Most ecosystems are found on land instead of in water.",
-                         "Carbon dioxide is more available than other gases.",
-                         "The producers in all ecosystems are plants.")
+    assert s.input == (
+        "Which statement best explains why photosynthesis is the foundation of most food webs?"
+    )
+    assert s.choices == (
+        "Sunlight is the source of energy for nearly all ecosystems.",
+        "Most ecosystems are found on land instead of in water.",
+        "Carbon dioxide is more available than other gases.",
+        "The producers in all ecosystems are plants.",
+    )
     assert s.target == 0 and raw["answerKey"] == "A" and s.category == "Mercury"
     t = task("arc_easy")
     assert t.prompt.plain(s, [], None) == f"Question: {s.input}\nAnswer:"
@@ -117,6 +131,7 @@ def test_arc_targets_match_answer_keys() -> None:
 
 # ---- PIQA -----------------------------------------------------------------------------------
 
+
 def test_piqa_items_and_labels_match_the_files() -> None:
     raw = jsonl(DATA / "piqa/valid.jsonl")
     labels = (DATA / "piqa/valid-labels.lst").read_text().split()
@@ -132,18 +147,27 @@ def test_piqa_items_and_labels_match_the_files() -> None:
 
 # ---- HellaSwag ------------------------------------------------------------------------------
 
+
 def test_hellaswag_item_literally() -> None:
-    lines = bz2.decompress((DATA / "hellaswag/hellaswag_val_full.txt.bz2").read_bytes()
-                           ).decode().split("\n")
+    lines = (
+        bz2.decompress((DATA / "hellaswag/hellaswag_val_full.txt.bz2").read_bytes())
+        .decode()
+        .split("\n")
+    )
     assert lines[6:12] == [
         "Clean and jerk: A lady walks to a barbell. She bends down and grabs the pole. the lady",
-        "3", "swings and lands in her arms.", "pulls the barbell forward.",
-        "pulls a rope attached to the barbell.", "stands and lifts the weight over her head."]
+        "3",
+        "swings and lands in her arms.",
+        "pulls the barbell forward.",
+        "pulls a rope attached to the barbell.",
+        "stands and lifts the weight over her head.",
+    ]
     s = items("hellaswag")[1]
     assert s.id == "val-1" and s.category == "Clean and jerk" and s.target == 3
     # ctx_b ("the lady") capitalized, as lighteval's ctx_b.capitalize() does
-    assert s.input == ("Clean and jerk: A lady walks to a barbell. She bends down and grabs the "
-                       "pole. The lady")
+    assert s.input == (
+        "Clean and jerk: A lady walks to a barbell. She bends down and grabs the pole. The lady"
+    )
     assert s.choices == tuple(lines[8:12])
     t = task("hellaswag")
     assert t.prompt.plain(s, [], None) == s.input + " "
@@ -151,8 +175,11 @@ def test_hellaswag_item_literally() -> None:
 
 
 def test_hellaswag_targets_and_categories() -> None:
-    lines = bz2.decompress((DATA / "hellaswag/hellaswag_val_full.txt.bz2").read_bytes()
-                           ).decode().split("\n")
+    lines = (
+        bz2.decompress((DATA / "hellaswag/hellaswag_val_full.txt.bz2").read_bytes())
+        .decode()
+        .split("\n")
+    )
     samples = items("hellaswag")
     assert [s.target for s in samples] == [int(lines[6 * i + 1]) for i in range(len(samples))]
     assert len({s.category for s in samples}) == 192
@@ -169,17 +196,18 @@ def test_capitalize_only_an_unfinished_lowercase_sentence() -> None:
 
 # ---- WinoGrande -----------------------------------------------------------------------------
 
+
 def test_winogrande_item_literally() -> None:
     raw = jsonl(DATA / "winogrande/dev.jsonl")
     labels = (DATA / "winogrande/dev-labels.lst").read_text().split()
     full = list(get_task("winogrande", "full").load(CTX))  # version 1's formulation
     s = full[0]
-    assert raw[0]["sentence"] == ("Sarah was a much better surgeon than Maria so _ always got "
-                                  "the easier cases.")
+    assert raw[0]["sentence"] == (
+        "Sarah was a much better surgeon than Maria so _ always got the easier cases."
+    )
     assert s.id == "3FCO4VKOZ4BJQ6IFC0VAIBK4KTWE7U-2" and labels[0] == "2" and s.target == 1
     assert s.input == "Sarah was a much better surgeon than Maria so"
-    assert s.choices == ("Sarah always got the easier cases.",
-                         "Maria always got the easier cases.")
+    assert s.choices == ("Sarah always got the easier cases.", "Maria always got the easier cases.")
     assert s.cluster == full[1].cluster == "3FCO4VKOZ4BJQ6IFC0VAIBK4KTWE7U"
     t = get_task("winogrande", "full")
     filled = raw[0]["sentence"].replace("_", "Maria")
@@ -189,18 +217,22 @@ def test_winogrande_item_literally() -> None:
 
 # ---- missing or broken data -----------------------------------------------------------------
 
+
 def test_no_data_dir_names_the_benchmark() -> None:
     with pytest.raises(DataError, match="arc: no local data directory") as e:
         task("arc_easy").load(LoadContext())
     assert "--data-dir" in str(e.value)
 
 
-@pytest.mark.parametrize(("name", "folder", "copy", "missing"), [
-    ("piqa", "piqa", ["valid.jsonl"], "valid-labels.lst"),
-    ("winogrande", "winogrande", ["dev-labels.lst"], "dev.jsonl"),
-    ("hellaswag", "hellaswag", [], "hellaswag_val_full.txt.bz2"),
-    ("arc_challenge", "arc", [], "ARC-Challenge/ARC-Challenge-Test.jsonl"),
-])
+@pytest.mark.parametrize(
+    ("name", "folder", "copy", "missing"),
+    [
+        ("piqa", "piqa", ["valid.jsonl"], "valid-labels.lst"),
+        ("winogrande", "winogrande", ["dev-labels.lst"], "dev.jsonl"),
+        ("hellaswag", "hellaswag", [], "hellaswag_val_full.txt.bz2"),
+        ("arc_challenge", "arc", [], "ARC-Challenge/ARC-Challenge-Test.jsonl"),
+    ],
+)
 def test_missing_file_names_benchmark_and_file(
     tmp_path: Path, name: str, folder: str, copy: list[str], missing: str
 ) -> None:
@@ -223,11 +255,26 @@ def test_missing_folder_and_misaligned_labels(tmp_path: Path) -> None:
 
 # ---- through the runner ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(COUNTS))
 def test_cli_run_with_fake_model(name: str) -> None:
     result = CliRunner().invoke(
-        cli, ["run", "-m", "fake:echo", "-t", name, "--data-dir", str(DATA), "-n", "5",
-              "--json", "--no-report"], catch_exceptions=False)
+        cli,
+        [
+            "run",
+            "-m",
+            "fake:echo",
+            "-t",
+            name,
+            "--data-dir",
+            str(DATA),
+            "-n",
+            "5",
+            "--json",
+            "--no-report",
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)["tasks"][name]
     assert summary["n_samples"] == 5 and summary["n_errors"] == 0

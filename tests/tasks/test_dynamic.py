@@ -35,9 +35,17 @@ def fewshot(name: str, seed: int = 0, n: int | None = None) -> list[Sample]:
 
 # ---- the suite and the task cards ------------------------------------------------------
 
+
 def test_dynamic_suite_is_registered() -> None:
-    assert list_suites()["dynamic"] == SUITE == (
-        "dyn_word_problems", "dyn_arithmetic", "dyn_dates", "dyn_dates_mc",
+    assert (
+        list_suites()["dynamic"]
+        == SUITE
+        == (
+            "dyn_word_problems",
+            "dyn_arithmetic",
+            "dyn_dates",
+            "dyn_dates_mc",
+        )
     )
     assert set(SUITE) <= set(list_tasks())
 
@@ -61,6 +69,7 @@ def test_task_cards(name: str, kind: str, metrics: list[str]) -> None:
 
 
 # ---- determinism and freshness ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", SUITE)
 def test_same_seed_same_items_other_seed_other_items(name: str) -> None:
@@ -107,6 +116,7 @@ def test_fewshot_skips_collisions_with_eval_items() -> None:
 
 
 # ---- every answer verified independently -----------------------------------------------
+
 
 def test_word_problem_answers() -> None:
     templates: Counter[str] = Counter()
@@ -164,6 +174,7 @@ def test_date_mc_answers_and_options() -> None:
 
 
 # ---- prompts and scorers work on the items ---------------------------------------------
+
 
 @pytest.mark.parametrize("name", SUITE)
 def test_prompts_render_plain_and_chat(name: str) -> None:

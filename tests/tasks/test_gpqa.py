@@ -22,18 +22,35 @@ from calipers.tasks import LoadContext, formulations, get_task
 from calipers.tasks.benchmarks import gpqa
 from calipers.types import LoglikelihoodRequest, ModelRequest
 
-COLUMNS = ["Pre-Revision Question", "Pre-Revision Correct Answer", "Question",
-           "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3",
-           "Explanation", "Record ID", "High-level domain", "Subdomain"]
+COLUMNS = [
+    "Pre-Revision Question",
+    "Pre-Revision Correct Answer",
+    "Question",
+    "Correct Answer",
+    "Incorrect Answer 1",
+    "Incorrect Answer 2",
+    "Incorrect Answer 3",
+    "Explanation",
+    "Record ID",
+    "High-level domain",
+    "Subdomain",
+]
 
 
 def row(i: int, domain: str) -> dict[str, Any]:
-    return {"Pre-Revision Question": "old", "Pre-Revision Correct Answer": "old",
-            "Question": f"Question {i} in {domain}?\n", "Correct Answer": f" right {i} ",
-            "Incorrect Answer 1": f"wrong {i}a", "Incorrect Answer 2": f"wrong  {i}b",
-            "Incorrect Answer 3": f"wrong {i}c [1]", "Explanation": "because",
-            "Record ID": f"rec{i:03d}", "High-level domain": domain,
-            "Subdomain": f"{domain} sub"}
+    return {
+        "Pre-Revision Question": "old",
+        "Pre-Revision Correct Answer": "old",
+        "Question": f"Question {i} in {domain}?\n",
+        "Correct Answer": f" right {i} ",
+        "Incorrect Answer 1": f"wrong {i}a",
+        "Incorrect Answer 2": f"wrong  {i}b",
+        "Incorrect Answer 3": f"wrong {i}c [1]",
+        "Explanation": "because",
+        "Record ID": f"rec{i:03d}",
+        "High-level domain": domain,
+        "Subdomain": f"{domain} sub",
+    }
 
 
 ROWS = [row(i, d) for i, d in enumerate(["Physics"] * 5 + ["Chemistry"] * 4 + ["Biology"] * 3)]
@@ -59,7 +76,11 @@ def test_tasks_and_formulations() -> None:
         assert formulations(name) == ("letter", "generate", "cloze")
         t = get_task(name)
         assert (t.name, t.kind, t.default_few_shot, t.metrics) == (
-            name, "multiple_choice", 0, ["acc", "acc_norm"])
+            name,
+            "multiple_choice",
+            0,
+            ["acc", "acc_norm"],
+        )
     assert "gpqa_diamond" in get_task("gpqa").source
     assert get_task("gpqa", "generate").metrics == ["acc"]
 
@@ -74,8 +95,9 @@ def test_items_options_and_targets(tmp_path: Path) -> None:
         assert s.choices is not None and s.target_text == f"right {i}"
         # cleaned as lm-eval does: stripped first, then "[1]" removed (its space stays) and
         # double spaces made single
-        assert sorted(s.choices) == sorted([f"right {i}", f"wrong {i}a", f"wrong {i}b",
-                                            f"wrong {i}c "])
+        assert sorted(s.choices) == sorted(
+            [f"right {i}", f"wrong {i}a", f"wrong {i}b", f"wrong {i}c "]
+        )
         assert s.category == r["High-level domain"] and s.metadata["shuffle_seed"] == 3
     letter = list(get_task("gpqa").load(LoadContext(data_dir=d, seed=3)))
     assert [s.target for s in letter] == [s.target for s in items]
@@ -98,17 +120,20 @@ def test_shuffle_is_seeded_and_spreads_the_answer(tmp_path: Path) -> None:
 
 def test_prompt_is_lm_evals_zero_shot(tmp_path: Path) -> None:
     d = write(tmp_path)
-    config = RunConfig(model="fake:echo", tasks=("gpqa",), limit=1, chat_template=False,
-                       data_dir=str(d), seed=3)
+    config = RunConfig(
+        model="fake:echo", tasks=("gpqa",), limit=1, chat_template=False, data_dir=str(d), seed=3
+    )
     [pt] = make_plan(config, FakeModel()).tasks
     req = pt.samples[0].request
     assert isinstance(req, LoglikelihoodRequest)
     s = pt.samples[0].sample
     texts = s.metadata["option_texts"]
-    assert req.context == ("What is the correct answer to this question: Question 0 in "
-                           "Physics?\nChoices:\n" + "\n".join(
-                               f"({L}) {t}" for L, t in zip("ABCD", texts, strict=True))
-                           + "\nAnswer:")
+    assert req.context == (
+        "What is the correct answer to this question: Question 0 in "
+        "Physics?\nChoices:\n"
+        + "\n".join(f"({L}) {t}" for L, t in zip("ABCD", texts, strict=True))
+        + "\nAnswer:"
+    )
     assert req.continuations == (" (A)", " (B)", " (C)", " (D)")
     assert pt.methodology.seed == 3
 
@@ -123,14 +148,22 @@ def test_generate_scores_and_domain_breakdown(tmp_path: Path) -> None:
         pick = s.target_index if int(s.id[3:]) % 3 == 0 else (s.target_index + 1) % 4
         return f"The correct answer is ({'ABCD'[pick]})"
 
-    config = RunConfig(model="fake:script", tasks=("gpqa",), formulation="generate",
-                       chat_template=False, data_dir=str(d))
+    config = RunConfig(
+        model="fake:script",
+        tasks=("gpqa",),
+        formulation="generate",
+        chat_template=False,
+        data_dir=str(d),
+    )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
     t = result.summary["tasks"]["gpqa"]
     assert t["metrics"]["acc"]["value"] == pytest.approx(4 / 12)  # ids 0, 3, 6, 9
     assert {c: v["n"] for c, v in t["categories"].items()} == {
-        "Physics": 5, "Chemistry": 4, "Biology": 3}
+        "Physics": 5,
+        "Chemistry": 4,
+        "Biology": 3,
+    }
     assert t["categories"]["Physics"]["metrics"]["acc"]["value"] == pytest.approx(2 / 5)
 
 
@@ -138,27 +171,33 @@ def test_hub_rows_equal_the_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     d = write(tmp_path)
 
     def fetch(b: str, src: HubSource, how: str) -> tuple[list[dict[str, Any]], str | None]:
-        assert (src.dataset_id, src.config, src.split) == ("Idavidrein/gpqa", "gpqa_main",
-                                                           "train")
+        assert (src.dataset_id, src.config, src.split) == ("Idavidrein/gpqa", "gpqa_main", "train")
         return [dict(r) for r in ROWS], "f" * 40
 
     monkeypatch.setattr(_hub, "_fetch", fetch)
     hub = list(get_task("gpqa_main").load(LoadContext(seed=1)))
     write(tmp_path, "main")
     local = list(get_task("gpqa_main").load(LoadContext(data_dir=d, seed=1)))
-    assert [s.model_copy(update={"metadata": {k: v for k, v in s.metadata.items()
-                                              if k != "data_source"}}) for s in hub] == local
+    assert [
+        s.model_copy(
+            update={"metadata": {k: v for k, v in s.metadata.items() if k != "data_source"}}
+        )
+        for s in hub
+    ] == local
     assert hub[0].metadata["data_source"].startswith("hf://datasets/Idavidrein/gpqa@fff")
 
 
 def test_gated_message(monkeypatch: pytest.MonkeyPatch) -> None:
     def fetch(b: str, src: HubSource, how: str) -> Any:
-        raise ConnectionError("401 Client Error. Cannot access gated repo for url "
-                              "https://huggingface.co/datasets/Idavidrein/gpqa/resolve/main/x")
+        raise ConnectionError(
+            "401 Client Error. Cannot access gated repo for url "
+            "https://huggingface.co/datasets/Idavidrein/gpqa/resolve/main/x"
+        )
 
     monkeypatch.setattr(_hub, "_fetch", fetch)
-    with pytest.raises(DataError, match=r"gpqa: .*Idavidrein/gpqa, config gpqa_diamond.*gated") \
-            as e:
+    with pytest.raises(
+        DataError, match=r"gpqa: .*Idavidrein/gpqa, config gpqa_diamond.*gated"
+    ) as e:
         get_task("gpqa").load(LoadContext())
     assert e.value.hint and "huggingface-cli login" in e.value.hint
     assert "https://huggingface.co/datasets/Idavidrein/gpqa" in e.value.hint

@@ -40,7 +40,10 @@ def test_items() -> list[Sample]:
 def test_card() -> None:
     task = get_task("gsm8k")
     assert (task.kind, task.metrics, task.default_few_shot) == (
-        "generate", ["flexible_lmeval", "strict_lmeval", "acc", "acc_strict"], 5)
+        "generate",
+        ["flexible_lmeval", "strict_lmeval", "acc", "acc_strict"],
+        5,
+    )
     assert task.version == "2"
     assert (task.few_shot_sampling, task.few_shot_seed) == ("per_item", 1234)
     assert task.params.max_tokens == 256 and "Question:" in task.params.stop
@@ -61,8 +64,14 @@ def test_every_target_is_the_number_after_the_marks(test_items: list[Sample]) ->
 
 def test_five_shot_prompt_from_train_with_a_recorded_seed() -> None:
     def plan(seed: int | None) -> tuple[str, str, int]:
-        config = RunConfig(model="fake:echo", tasks=("gsm8k",), limit=2, chat_template=False,
-                           few_shot_seed=seed, data_dir=str(DATA))
+        config = RunConfig(
+            model="fake:echo",
+            tasks=("gsm8k",),
+            limit=2,
+            chat_template=False,
+            few_shot_seed=seed,
+            data_dir=str(DATA),
+        )
         [pt] = make_plan(config, FakeModel()).tasks
         req = pt.samples[0].request
         assert isinstance(req, ModelRequest) and req.prompt is not None
@@ -90,19 +99,32 @@ def test_strict_and_flexible_scores_through_a_run() -> None:
         text = req.prompt or ""
         return replies[0] if "Janet" in text.rsplit("Question:", 1)[1] else replies[1]
 
-    config = RunConfig(model="fake:script", tasks=("gsm8k",), limit=3, chat_template=False,
-                       data_dir=str(DATA))
+    config = RunConfig(
+        model="fake:script", tasks=("gsm8k",), limit=3, chat_template=False, data_dir=str(DATA)
+    )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
         records = store.get_samples(result.run_id)
     # lm-eval's pair first (the answer is its flexible extraction), then the numeric pair
     assert [(r.sample_id, r.target, r.answer, r.scores) for r in records] == [
-        ("test/0", "18", "$18.", {"flexible_lmeval": 1.0, "strict_lmeval": 0.0,
-                                  "acc": 1.0, "acc_strict": 0.0}),
-        ("test/1", "3", "3", {"flexible_lmeval": 1.0, "strict_lmeval": 1.0,
-                              "acc": 1.0, "acc_strict": 1.0}),
-        ("test/2", "70000", "3", {"flexible_lmeval": 0.0, "strict_lmeval": 0.0,
-                                  "acc": 0.0, "acc_strict": 0.0}),
+        (
+            "test/0",
+            "18",
+            "$18.",
+            {"flexible_lmeval": 1.0, "strict_lmeval": 0.0, "acc": 1.0, "acc_strict": 0.0},
+        ),
+        (
+            "test/1",
+            "3",
+            "3",
+            {"flexible_lmeval": 1.0, "strict_lmeval": 1.0, "acc": 1.0, "acc_strict": 1.0},
+        ),
+        (
+            "test/2",
+            "70000",
+            "3",
+            {"flexible_lmeval": 0.0, "strict_lmeval": 0.0, "acc": 0.0, "acc_strict": 0.0},
+        ),
     ]
     assert result.summary["tasks"]["gsm8k"]["primary"] == "flexible_lmeval"
     assert result.methodology.tasks["gsm8k"].few_shot == 5

@@ -47,10 +47,13 @@ def score(sample: Sample, text: str, **kw: float) -> Score:
 def test_card() -> None:
     task = get_task("humaneval")
     assert (task.name, task.version, task.kind, task.metrics) == (
-        "humaneval", "2", "generate", ["pass"])
+        "humaneval",
+        "2",
+        "generate",
+        ["pass"],
+    )
     # openai/human-eval's per-problem time limit, recorded in the scorer spec (methodology)
-    assert task.scorers[0].spec.model_dump() == {"name": "code_tests",
-                                                 "args": {"timeout_s": 3.0}}
+    assert task.scorers[0].spec.model_dump() == {"name": "code_tests", "args": {"timeout_s": 3.0}}
     assert task.prompt.template == "{input}" and task.default_few_shot == 0
     assert task.params.max_tokens == 384 and task.params.temperature == 0
     assert task.params.stop == ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
@@ -76,14 +79,18 @@ def test_every_canonical_solution_passes_through_a_run(problems: list[Sample]) -
     def respond(req: ModelRequest) -> str:
         return solutions[req.prompt or ""]
 
-    config = RunConfig(model="fake:script", tasks=("humaneval",), chat_template=False,
-                       data_dir=str(DATA))
+    config = RunConfig(
+        model="fake:script", tasks=("humaneval",), chat_template=False, data_dir=str(DATA)
+    )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
         records = store.get_samples(result.run_id)
     assert len(records) == 164 and all(r.error is None for r in records)
-    failing = [(r.sample_id, (r.score_details or {}).get("code_tests")) for r in records
-               if r.scores != {"pass": 1.0}]
+    failing = [
+        (r.sample_id, (r.score_details or {}).get("code_tests"))
+        for r in records
+        if r.scores != {"pass": 1.0}
+    ]
     assert failing == []  # the published reference: canonical solutions pass 100%
     summary = result.summary["tasks"]["humaneval"]["metrics"]["pass"]
     assert (summary["value"], summary["n"]) == (1.0, 164)
@@ -99,9 +106,11 @@ def test_a_wrong_completion_fails(problems: list[Sample]) -> None:
 @needs_humaneval
 def test_a_fenced_full_function_passes(problems: list[Sample]) -> None:
     p = problems[0]
-    reply = (f"Here is the code:\n```python\nfrom typing import List\n\n\n"
-             f"def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
-             f"{p.target}```\nIt compares every pair.")
+    reply = (
+        f"Here is the code:\n```python\nfrom typing import List\n\n\n"
+        f"def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+        f"{p.target}```\nIt compares every pair."
+    )
     s = score(p, reply)
     assert s.values == {"pass": 1.0} and s.answer is not None
     assert s.answer.startswith("from typing import List")
@@ -122,7 +131,9 @@ HOSTILE = {
 @needs_humaneval
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_completions_score_zero(
-    name: str, problems: list[Sample], monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    problems: list[Sample],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from calipers.sandbox import detect_isolation
 
@@ -161,8 +172,11 @@ def test_missing_data_is_a_data_error(tmp_path: Path) -> None:
 
 
 def _records(passes: dict[str, list[float]]) -> list[SimpleNamespace]:
-    return [SimpleNamespace(sample_id=sid, epoch=e, scores={"pass": v}, error=None)
-            for sid, vs in passes.items() for e, v in enumerate(vs)]
+    return [
+        SimpleNamespace(sample_id=sid, epoch=e, scores={"pass": v}, error=None)
+        for sid, vs in passes.items()
+        for e, v in enumerate(vs)
+    ]
 
 
 def test_pass_at_k_from_several_generations_per_problem() -> None:
@@ -181,8 +195,16 @@ def test_chat_template_runs_without_the_completion_stops() -> None:
     from calipers.tasks.benchmarks.humaneval import STOP
 
     def params(chat: bool) -> tuple[tuple[str, ...], int]:
-        plan = make_plan(RunConfig(model="fake:echo", tasks=("humaneval",), limit=1,
-                                   chat_template=chat, data_dir=str(DATA)), FakeModel())
+        plan = make_plan(
+            RunConfig(
+                model="fake:echo",
+                tasks=("humaneval",),
+                limit=1,
+                chat_template=chat,
+                data_dir=str(DATA),
+            ),
+            FakeModel(),
+        )
         req = plan.tasks[0].samples[0].request
         assert isinstance(req, ModelRequest)
         return req.params.stop, req.params.max_tokens
@@ -197,15 +219,22 @@ def test_chat_template_runs_without_the_completion_stops() -> None:
 TAMPERING = {
     "module-os-exit": ("    return False\nimport os\nos._exit(0)\n", "early-exit"),
     "module-sys-exit": ("    return False\nimport sys\nsys.exit(0)\n", "early-exit"),
-    "atexit-os-exit": ("    return False\nimport atexit, os\n"
-                       "atexit.register(lambda: os._exit(0))\n", "early-exit"),
-    "reexec-python-O": ("    return False\nimport os, sys\nif sys.flags.optimize == 0:\n"
-                        "    os.execv(sys.executable, [sys.executable, '-O', *sys.argv])\n",
-                        "assertions-disabled"),
-    "settrace-exit-on-check": ("    return False\nimport os, sys\n"
-                               "def _t(frame, event, arg):\n"
-                               "    if event == 'call' and frame.f_code.co_name == 'check':\n"
-                               "        os._exit(0)\nsys.settrace(_t)\n", "trace-hook"),
+    "atexit-os-exit": (
+        "    return False\nimport atexit, os\natexit.register(lambda: os._exit(0))\n",
+        "early-exit",
+    ),
+    "reexec-python-O": (
+        "    return False\nimport os, sys\nif sys.flags.optimize == 0:\n"
+        "    os.execv(sys.executable, [sys.executable, '-O', *sys.argv])\n",
+        "assertions-disabled",
+    ),
+    "settrace-exit-on-check": (
+        "    return False\nimport os, sys\n"
+        "def _t(frame, event, arg):\n"
+        "    if event == 'call' and frame.f_code.co_name == 'check':\n"
+        "        os._exit(0)\nsys.settrace(_t)\n",
+        "trace-hook",
+    ),
     "threading-settrace": (
         "    import time\n    time.sleep(0.5)\n    return False\n"
         "import os, sys, threading, time\n_main = threading.get_ident()\n"
@@ -218,7 +247,9 @@ TAMPERING = {
         "    return _watch\n"
         "threading.settrace(_watch)\n"
         "def _spin():\n    while True:\n        time.sleep(0.001)\n"
-        "threading.Thread(target=_spin, daemon=True).start()\n", "thread-hook"),
+        "threading.Thread(target=_spin, daemon=True).start()\n",
+        "thread-hook",
+    ),
 }
 
 
@@ -236,9 +267,15 @@ def test_tampering_fails_and_is_flagged(name: str, problems: list[Sample]) -> No
 def test_legitimate_completions_are_not_flagged(problems: list[Sample]) -> None:
     right, wrong = score(problems[0], str(problems[0].target)), score(problems[0], "    return 1\n")
     assert (right.values, right.tampering, right.metadata["tests_completed"]) == (
-        {"pass": 1.0}, (), True)
+        {"pass": 1.0},
+        (),
+        True,
+    )
     assert (wrong.values, wrong.tampering, wrong.explanation) == (
-        {"pass": 0.0}, (), "AssertionError")
+        {"pass": 0.0},
+        (),
+        "AssertionError",
+    )
 
 
 @needs_data
@@ -247,9 +284,11 @@ def test_a_plain_completion_with_a_fence_in_a_comment_runs_as_written(
 ) -> None:
     # correct, and the comment's fence would have been taken for a markdown fence: the
     # code "extracted" from it (the last line alone) fails with a NameError
-    body = ("    pairs = [(a, b) for i, a in enumerate(numbers) for b in numbers[i + 1:]]\n"
-            "    # a chat reply would come wrapped in ```python\n"
-            "    return any(abs(a - b) < threshold for a, b in pairs)\n")
+    body = (
+        "    pairs = [(a, b) for i, a in enumerate(numbers) for b in numbers[i + 1:]]\n"
+        "    # a chat reply would come wrapped in ```python\n"
+        "    return any(abs(a - b) < threshold for a, b in pairs)\n"
+    )
     s = score(problems[0], body)
     assert s.values == {"pass": 1.0} and s.answer == body
 
@@ -265,7 +304,8 @@ def test_the_default_time_limit_is_human_evals_3_s(problems: list[Sample]) -> No
 
 @needs_data
 def test_a_run_counts_tampering_in_its_summary_and_shows_it(
-    problems: list[Sample], tmp_path: Path,
+    problems: list[Sample],
+    tmp_path: Path,
 ) -> None:
     from click.testing import CliRunner
 
@@ -279,8 +319,9 @@ def test_a_run_counts_tampering_in_its_summary_and_shows_it(
     def respond(req: ModelRequest) -> str:
         return solutions[req.prompt or ""]
 
-    config = RunConfig(model="fake:script", tasks=("humaneval",), chat_template=False,
-                       data_dir=str(DATA), limit=3)
+    config = RunConfig(
+        model="fake:script", tasks=("humaneval",), chat_template=False, data_dir=str(DATA), limit=3
+    )
     url = str(tmp_path / "store.db")
     with Store.open(url) as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
@@ -289,8 +330,11 @@ def test_a_run_counts_tampering_in_its_summary_and_shows_it(
     ts = result.summary["tasks"]["humaneval"]
     assert (ts["n_tampering"], ts["tampering"], ts["n_errors"]) == (1, ["early-exit"], 0)
     assert (ts["metrics"]["pass"]["value"], ts["metrics"]["pass"]["n"]) == (2 / 3, 3)
-    flagged = [r.sample_id for r in records
-               if (r.score_details or {}).get("code_tests", {}).get("tampering")]
+    flagged = [
+        r.sample_id
+        for r in records
+        if (r.score_details or {}).get("code_tests", {}).get("tampering")
+    ]
     assert flagged == [problems[1].id]
     shown = CliRunner().invoke(cli, ["show", result.run_id, "--store", url])
     assert shown.exit_code == 0, shown.output

@@ -49,6 +49,7 @@ def check(iid: str, response: str, **kwargs: Any) -> bool:
 
 # ---- the data ---------------------------------------------------------------------------
 
+
 @needs_ifeval
 def test_541_prompts_load_with_their_instructions() -> None:
     samples = list(get_task("ifeval").load(LoadContext(data_dir=DATA)))
@@ -57,17 +58,25 @@ def test_541_prompts_load_with_their_instructions() -> None:
     first = samples[0]
     assert first.id == "1000" and first.input.startswith("Write a 300+ word summary")
     assert first.fields["instruction_id_list"] == [
-        "punctuation:no_comma", "detectable_format:number_highlighted_sections",
-        "length_constraints:number_words"]
-    assert first.fields["kwargs"] == [{}, {"num_highlights": 3},
-                                      {"relation": "at least", "num_words": 300}]
+        "punctuation:no_comma",
+        "detectable_format:number_highlighted_sections",
+        "length_constraints:number_words",
+    ]
+    assert first.fields["kwargs"] == [
+        {},
+        {"num_highlights": 3},
+        {"relation": "at least", "num_words": 300},
+    ]
 
 
 @needs_ifeval
 def test_every_instruction_id_in_the_data_has_a_checker_and_test_cases() -> None:
     assert DATA is not None
-    ids = {i for line in (DATA / "ifeval" / "input_data.jsonl").open(encoding="utf-8")
-           for i in json.loads(line)["instruction_id_list"]}
+    ids = {
+        i
+        for line in (DATA / "ifeval" / "input_data.jsonl").open(encoding="utf-8")
+        for i in json.loads(line)["instruction_id_list"]
+    }
     assert len(ids) == 25
     assert sorted(ids - set(CHECKERS)) == [], "instruction ids without a checker"
     assert sorted(ids - set(CASES)) == [], "instruction ids without test cases"
@@ -94,6 +103,7 @@ def test_task_card() -> None:
 
 # ---- each checker: hand-made positive and negative examples ------------------------------
 
+
 @pytest.mark.parametrize("iid", sorted(CASES))
 def test_checker_accepts_and_rejects(iid: str) -> None:
     kwargs, good, bad = CASES[iid]
@@ -107,8 +117,10 @@ def test_checker_accepts_and_rejects(iid: str) -> None:
 def test_counting_words_and_sentences() -> None:
     assert count_words("Don't stop: well-known *bold* words, 3.5 times!") == 8  # 3.5 is 2
     assert count_words("यह एक परीक्षा है।") == 4  # vowel signs do not split a word
-    text = ("Mr. Smith met Dr. J. Watson at 3.5 p.m. in the U.S. capital. Was it fun? "
-            "Yes... it was! Approx. five people came.\nNo period here")
+    text = (
+        "Mr. Smith met Dr. J. Watson at 3.5 p.m. in the U.S. capital. Was it fun? "
+        "Yes... it was! Approx. five people came.\nNo period here"
+    )
     assert count_sentences(text) == 5
     assert count_sentences("") == 0 and count_sentences("...") == 0
 
@@ -146,11 +158,23 @@ def test_loose_forgives_a_leading_sure_here_is_line() -> None:
 
 def test_loose_removes_markdown_asterisks_and_the_last_line() -> None:
     text = "My plan is simple.\n**Is there anything else I can help with?**"
-    [r] = evaluate(text, ["startend:end_checker"],
-                   [{"end_phrase": "Is there anything else I can help with?"}], heuristic_language)
+    [r] = evaluate(
+        text,
+        ["startend:end_checker"],
+        [{"end_phrase": "Is there anything else I can help with?"}],
+        heuristic_language,
+    )
     assert (r.strict, r.loose) == (False, True)
-    assert loose_variants("a\n*b*\nc") == ["a\n*b*\nc", "*b*\nc", "a\n*b*", "*b*", "a\nb\nc",
-                                           "b\nc", "a\nb", "b"]
+    assert loose_variants("a\n*b*\nc") == [
+        "a\n*b*\nc",
+        "*b*\nc",
+        "a\n*b*",
+        "*b*",
+        "a\nb\nc",
+        "b\nc",
+        "a\nb",
+        "b",
+    ]
 
 
 def _score(sample: Sample, text: str) -> Score:
@@ -159,38 +183,59 @@ def _score(sample: Sample, text: str) -> Score:
 
 
 def test_scorer_gives_prompt_and_instruction_level_values_and_counts() -> None:
-    sample = Sample(id="p", input="...", fields={
-        "instruction_id_list": ["detectable_format:json_format", "punctuation:no_comma",
-                                "keywords:existence"],
-        "kwargs": [{}, {}, {"keywords": ["banana"]}]})
+    sample = Sample(
+        id="p",
+        input="...",
+        fields={
+            "instruction_id_list": [
+                "detectable_format:json_format",
+                "punctuation:no_comma",
+                "keywords:existence",
+            ],
+            "kwargs": [{}, {}, {"keywords": ["banana"]}],
+        },
+    )
     score = _score(sample, SURE)
-    assert score.values == {"prompt_strict": 0.0, "prompt_loose": 0.0,
-                            "inst_strict": 0.0, "inst_loose": pytest.approx(2 / 3)}
+    assert score.values == {
+        "prompt_strict": 0.0,
+        "prompt_loose": 0.0,
+        "inst_strict": 0.0,
+        "inst_loose": pytest.approx(2 / 3),
+    }
     assert score.metadata == {
-        "instructions": sample.fields["instruction_id_list"], "strict": [False, False, False],
-        "loose": [True, True, False], "n_instructions": 3, "n_strict": 0, "n_loose": 2}
-    assert score.answer == ("not followed: detectable_format:json_format, "
-                            "punctuation:no_comma, keywords:existence")
+        "instructions": sample.fields["instruction_id_list"],
+        "strict": [False, False, False],
+        "loose": [True, True, False],
+        "n_instructions": 3,
+        "n_strict": 0,
+        "n_loose": 2,
+    }
+    assert score.answer == (
+        "not followed: detectable_format:json_format, punctuation:no_comma, keywords:existence"
+    )
     assert score.explanation == (
         "strict not followed: detectable_format:json_format, punctuation:no_comma, "
-        "keywords:existence; loose not followed: keywords:existence")
+        "keywords:existence; loose not followed: keywords:existence"
+    )
     with pytest.raises(DataError, match="no instruction_id_list"):
         _score(Sample(id="q", input="..."), "text")
 
 
 # ---- prompt level vs instruction level ---------------------------------------------------
 
+
 def _record(pid: str, strict: list[bool], loose: list[bool], error: str | None = None) -> Any:
-    meta = {"instructions": [f"i{k}" for k in range(len(strict))], "strict": strict,
-            "loose": loose}
-    return SimpleNamespace(sample_id=pid, error=error,
-                           score_details={"ifeval": {"metadata": meta}})
+    meta = {"instructions": [f"i{k}" for k in range(len(strict))], "strict": strict, "loose": loose}
+    return SimpleNamespace(sample_id=pid, error=error, score_details={"ifeval": {"metadata": meta}})
 
 
 def test_instruction_level_is_a_micro_average_not_a_mean_of_fractions() -> None:
-    records = [_record("a", [True], [True]), _record("b", [False] * 3, [True, True, False]),
-               _record("c", [True, False], [True, True]),
-               _record("d", [True], [True], error="model: boom")]  # errors are excluded
+    records = [
+        _record("a", [True], [True]),
+        _record("b", [False] * 3, [True, True, False]),
+        _record("c", [True, False], [True, True]),
+        _record("d", [True], [True], error="model: boom"),
+    ]  # errors are excluded
     est = ifeval.instruction_level(records)
     strict, loose = est["inst_level_strict"], est["inst_level_loose"]
     assert (strict.value, strict.n, strict.method) == (pytest.approx(2 / 6), 6, "cluster-t")

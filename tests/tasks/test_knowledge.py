@@ -21,8 +21,17 @@ from tests._data import DATA, needs_data
 
 pytestmark = needs_data("mmlu/test", "mmlu_redux")
 # SOURCES.md: the MMLU-Redux files that use ';' as the separator.
-SEMICOLON = {"anatomy", "astronomy", "business_ethics", "high_school_macroeconomics",
-             "high_school_microeconomics", "management", "nutrition", "philosophy", "prehistory"}
+SEMICOLON = {
+    "anatomy",
+    "astronomy",
+    "business_ethics",
+    "high_school_macroeconomics",
+    "high_school_microeconomics",
+    "management",
+    "nutrition",
+    "philosophy",
+    "prehistory",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,12 +63,18 @@ def test_formulations_and_cards() -> None:
     for name in ("mmlu", "mmlu_redux", "mmlu_redux_correct"):
         assert formulations(name) == ("cloze", "letter", "generate")
         assert get_task(name).formulation == "cloze"
-        for f, kind, metrics in [("cloze", "multiple_choice", ["acc", "acc_norm"]),
-                                 ("letter", "multiple_choice", ["acc", "acc_norm"]),
-                                 ("generate", "generate", ["acc"])]:
+        for f, kind, metrics in [
+            ("cloze", "multiple_choice", ["acc", "acc_norm"]),
+            ("letter", "multiple_choice", ["acc", "acc_norm"]),
+            ("generate", "generate", ["acc"]),
+        ]:
             task = get_task(name, f)
             assert (task.name, task.formulation, task.kind, task.metrics) == (
-                name, f, kind, metrics)
+                name,
+                f,
+                kind,
+                metrics,
+            )
             assert task.default_few_shot == 0 and task.fewshot is not None
 
 
@@ -92,13 +107,18 @@ def test_prompts_render_as_specified(mmlu: list[Sample]) -> None:
     q = "Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q."
     cloze, s = get_task("mmlu", "cloze"), mmlu[0]
     assert cloze.prompt.plain(s, [], None) == (
-        f"The following are questions about abstract algebra.\nQuestion: {q}\nAnswer:")
+        f"The following are questions about abstract algebra.\nQuestion: {q}\nAnswer:"
+    )
     assert cloze.prompt.continuations(s) == (" 0", " 4", " 2", " 6") and s.target == 1
-    lettered = ("The following are multiple choice questions (with answers) about abstract "
-                f"algebra.\n\n{q}\nA. 0\nB. 4\nC. 2\nD. 6\nAnswer:")
+    lettered = (
+        "The following are multiple choice questions (with answers) about abstract "
+        f"algebra.\n\n{q}\nA. 0\nB. 4\nC. 2\nD. 6\nAnswer:"
+    )
     row: tuple[str, tuple[str, ...], int, dict[str, object]] = (s.input, s.choices or (), 1, {})
-    letter, s = get_task("mmlu", "letter"), knowledge._sample(s.id, "abstract_algebra", row,
-                                                              "letter")
+    letter, s = (
+        get_task("mmlu", "letter"),
+        knowledge._sample(s.id, "abstract_algebra", row, "letter"),
+    )
     assert letter.prompt.plain(s, [], None) == lettered
     assert letter.prompt.continuations(s) == (" A", " B", " C", " D")
     assert s.metadata["option_texts"] == ["0", "4", "2", "6"] and s.target_text == "B"
@@ -127,12 +147,19 @@ def _independent_error_counts(folder: Path) -> Counter[str]:
 def test_redux_error_counts(redux: list[Sample]) -> None:
     assert DATA is not None
     counts = knowledge.error_counts(DATA)
-    assert counts == {k.replace(" ", "_"): v
-                      for k, v in _independent_error_counts(DATA / "mmlu_redux").items()}
+    assert counts == {
+        k.replace(" ", "_"): v for k, v in _independent_error_counts(DATA / "mmlu_redux").items()
+    }
     assert counts["ok"] == 5_330 and sum(counts.values()) - counts["ok"] == 370  # SOURCES.md
-    assert list(counts) == ["ok", "bad_question_clarity", "wrong_groundtruth",  # most first
-                            "multiple_correct_answers", "no_correct_answer", "expert",
-                            "bad_options_clarity"]
+    assert list(counts) == [
+        "ok",
+        "bad_question_clarity",
+        "wrong_groundtruth",  # most first
+        "multiple_correct_answers",
+        "no_correct_answer",
+        "expert",
+        "bad_options_clarity",
+    ]
     assert len(redux) == 5_700
     assert Counter(s.metadata["error_type"] for s in redux) == counts
     assert Counter(s.category for s in redux) == {s: 100 for s in knowledge.SUBJECTS}
@@ -153,8 +180,11 @@ def test_redux_known_items(redux: list[Sample]) -> None:
     # A wrong-label item keeps its original MMLU label as the target.
     with (DATA / "mmlu_redux" / "mmlu_virology.csv").open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    i, row = next((i, r) for i, r in enumerate(rows)
-                  if r["error_type"].strip().lower().replace(" ", "_") == "wrong_groundtruth")
+    i, row = next(
+        (i, r)
+        for i, r in enumerate(rows)
+        if r["error_type"].strip().lower().replace(" ", "_") == "wrong_groundtruth"
+    )
     s = redux[[r.id for r in redux].index(f"virology/{i}")]
     assert s.target == int(row["answer"]) and s.metadata["error_type"] == "wrong_groundtruth"
     assert s.metadata["correct_answer"] == row["correct_answer"]
@@ -166,8 +196,11 @@ def test_missing_data_names_benchmark_and_file(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"mmlu: expected the folder .*mmlu"):
         get_task("mmlu").load(LoadContext(data_dir=tmp_path))
     (tmp_path / "mmlu" / "test").mkdir(parents=True)
-    with pytest.raises(DataError, match=r"mmlu: expected the file test/abstract_algebra_test\."
-                                        r"csv in .*test") as e:
+    with pytest.raises(
+        DataError,
+        match=r"mmlu: expected the file test/abstract_algebra_test\."
+        r"csv in .*test",
+    ) as e:
         get_task("mmlu").load(LoadContext(data_dir=tmp_path))
     assert e.value.hint and "hendrycks/test" in e.value.hint
     for bad in ("q,1,2,3,4,E\n", "q,1,2,3,4,\n", "q,1,2,3,A\n"):
@@ -185,26 +218,37 @@ def test_runs_through_the_runner_with_per_subject_breakdown() -> None:
         result = asyncio.run(arun(config, store, provider=FakeModel()))
     ts = result.summary["tasks"]["mmlu"]
     assert (ts["n_samples"], ts["n_errors"]) == (101, 0) and ts["primary"] == "acc"
-    assert {k: v["n"] for k, v in ts["categories"].items()} == {"abstract_algebra": 100,
-                                                                 "anatomy": 1}
+    assert {k: v["n"] for k, v in ts["categories"].items()} == {
+        "abstract_algebra": 100,
+        "anatomy": 1,
+    }
     card = result.methodology.tasks["mmlu"]
     assert (card.formulation, card.few_shot, card.n_items) == ("cloze", 0, 101)
 
 
 def test_generate_formulation_scores_the_letter() -> None:
-    config = RunConfig(model="fake:const=B", tasks=("mmlu",), formulation="generate", limit=2,
-                       data_dir=str(DATA))
+    config = RunConfig(
+        model="fake:const=B", tasks=("mmlu",), formulation="generate", limit=2, data_dir=str(DATA)
+    )
     with Store.open() as store:
-        result = asyncio.run(arun(config, store, provider=FakeModel(lambda _r: "The answer "
-                                                                    "is B.")))
+        result = asyncio.run(arun(config, store, provider=FakeModel(lambda _r: "The answer is B.")))
         records = store.get_samples(result.run_id)
     assert [(r.sample_id, r.answer, r.scores) for r in records] == [
-        ("abstract_algebra/0", "B", {"acc": 1.0}), ("abstract_algebra/1", "B", {"acc": 0.0})]
+        ("abstract_algebra/0", "B", {"acc": 1.0}),
+        ("abstract_algebra/1", "B", {"acc": 0.0}),
+    ]
 
 
 def test_five_shot_draws_from_dev() -> None:
-    config = RunConfig(model="fake:echo", tasks=("mmlu",), formulation="letter", limit=2,
-                       few_shot=5, chat_template=False, data_dir=str(DATA))
+    config = RunConfig(
+        model="fake:echo",
+        tasks=("mmlu",),
+        formulation="letter",
+        limit=2,
+        few_shot=5,
+        chat_template=False,
+        data_dir=str(DATA),
+    )
     plan = make_plan(config, FakeModel())
     [planned] = plan.tasks
     text = planned.samples[0].prompt_text or ""
@@ -212,13 +256,23 @@ def test_five_shot_draws_from_dev() -> None:
     assert text.count("\nAnswer: ") == 5 and text.endswith("D. 6\nAnswer:")
     first = planned.samples[0].sample
     assert first.choices == ("A", "B", "C", "D") and first.metadata["option_texts"] == [
-        "0", "4", "2", "6"]
+        "0",
+        "4",
+        "2",
+        "6",
+    ]
     assert planned.methodology.few_shot == 5 and planned.methodology.few_shot_sampling == "fixed"
 
 
 def test_five_shot_mmlu_uses_the_items_own_subject() -> None:
-    cfg = RunConfig(model="fake:echo", tasks=("mmlu",), limit=3, few_shot=5,
-                    data_dir=str(DATA), chat_template=False)
+    cfg = RunConfig(
+        model="fake:echo",
+        tasks=("mmlu",),
+        limit=3,
+        few_shot=5,
+        data_dir=str(DATA),
+        chat_template=False,
+    )
     with Store.open() as store:
         result = asyncio.run(arun(cfg, store, provider=FakeModel()))
         samples = store.get_samples(result.run_id)

@@ -29,10 +29,13 @@ def test_valid_spec_builds_task(capitals_task: Path) -> None:
 def test_multiple_choice_targets(tmp_path: Path) -> None:
     rows = [{"q": "2+2?", "opts": ["3", "4", "5"], "ans": "B"}]
     write(tmp_path, "mc.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    spec = write(tmp_path, "mc.yaml",
-                 "name: mc\ndata: mc.jsonl\nkind: multiple_choice\ntarget_type: letter\n"
-                 "fields: {input: q, choices: opts, target: ans}\n"
-                 "scorers: [loglikelihood_mc]\n")
+    spec = write(
+        tmp_path,
+        "mc.yaml",
+        "name: mc\ndata: mc.jsonl\nkind: multiple_choice\ntarget_type: letter\n"
+        "fields: {input: q, choices: opts, target: ans}\n"
+        "scorers: [loglikelihood_mc]\n",
+    )
     [s] = load_task_spec(spec).load(LoadContext())
     assert s.choices == ("3", "4", "5") and s.target == 1
 
@@ -40,18 +43,26 @@ def test_multiple_choice_targets(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("name: t\ndata: d.jsonl\nscorers: [exact_match]\nkind: essay\n",
-         r"t\.yaml:4: field 'kind'"),
+        (
+            "name: t\ndata: d.jsonl\nscorers: [exact_match]\nkind: essay\n",
+            r"t\.yaml:4: field 'kind'",
+        ),
         ("name: t\ndata: d.jsonl\nscorers: []\n", r"t\.yaml:3: field 'scorers'"),
-        ("name: t\ndata: d.jsonl\nscorers: [exact_match]\nfields:\n  inptu: q\n",
-         r"t\.yaml:5: field 'fields.inptu': Extra inputs are not permitted"),
+        (
+            "name: t\ndata: d.jsonl\nscorers: [exact_match]\nfields:\n  inptu: q\n",
+            r"t\.yaml:5: field 'fields.inptu': Extra inputs are not permitted",
+        ),
         ("name: t\ndata: d.jsonl\nscorers: [exact_macth]\n", r"Unknown scorer 'exact_macth'"),
-        ("name: t\ndata: d.jsonl\nscorers: [exact_match]\nprompt: {template: '{x.y}'}\n",
-         r"Bad placeholder"),
+        (
+            "name: t\ndata: d.jsonl\nscorers: [exact_match]\nprompt: {template: '{x.y}'}\n",
+            r"Bad placeholder",
+        ),
         ("name: t\n  data: [\n", r"t\.yaml:2: not valid YAML"),
         ("- just\n- a list\n", r"expected a mapping"),
-        ("name: t\ndata: d.jsonl\nscorers: [loglikelihood_mc]\n",
-         r"needs loglikelihood but the task kind is 'generate'"),
+        (
+            "name: t\ndata: d.jsonl\nscorers: [loglikelihood_mc]\n",
+            r"needs loglikelihood but the task kind is 'generate'",
+        ),
     ],
 )
 def test_spec_errors_locate_the_problem(tmp_path: Path, text: str, expected: str) -> None:
@@ -62,8 +73,11 @@ def test_spec_errors_locate_the_problem(tmp_path: Path, text: str, expected: str
 
 
 def test_data_errors_name_file_and_line(tmp_path: Path) -> None:
-    spec = write(tmp_path, "t.yaml",
-                 "name: t\ndata: d.jsonl\nfields: {input: question}\nscorers: [exact_match]\n")
+    spec = write(
+        tmp_path,
+        "t.yaml",
+        "name: t\ndata: d.jsonl\nfields: {input: question}\nscorers: [exact_match]\n",
+    )
     write(tmp_path, "d.jsonl", '{"question": "a", "target": "1"}\n\n{"quest": "b"}\n')
     with pytest.raises(TaskSpecError, match=r"d\.jsonl:3: missing field 'question'"):
         load_task_spec(spec)
@@ -77,21 +91,33 @@ def test_data_errors_name_file_and_line(tmp_path: Path) -> None:
 
 def test_json_spec_and_csv_data(tmp_path: Path) -> None:
     write(tmp_path, "d.csv", "question,answer\nWhat is 1+1?,2\nWhat is 2+2?,4\n")
-    spec = write(tmp_path, "t.json", json.dumps({
-        "name": "csvtask", "data": "d.csv", "fields": {"input": "question", "target": "answer"},
-        "scorers": [{"name": "numeric_match"}],
-    }))
+    spec = write(
+        tmp_path,
+        "t.json",
+        json.dumps(
+            {
+                "name": "csvtask",
+                "data": "d.csv",
+                "fields": {"input": "question", "target": "answer"},
+                "scorers": [{"name": "numeric_match"}],
+            }
+        ),
+    )
     samples = load_task_spec(spec).load(LoadContext())
     assert [(s.id, s.input, s.target) for s in samples] == [
-        ("0", "What is 1+1?", "2"), ("1", "What is 2+2?", "4")
+        ("0", "What is 1+1?", "2"),
+        ("1", "What is 2+2?", "4"),
     ]
 
 
 def test_spec_cannot_execute_code(tmp_path: Path) -> None:
     write(tmp_path, "d.jsonl", '{"input": "q", "target": "a"}\n')
-    spec = write(tmp_path, "t.yaml",
-                 "name: !!python/object/apply:os.system ['echo pwned']\n"
-                 "data: d.jsonl\nscorers: [exact_match]\n")
+    spec = write(
+        tmp_path,
+        "t.yaml",
+        "name: !!python/object/apply:os.system ['echo pwned']\n"
+        "data: d.jsonl\nscorers: [exact_match]\n",
+    )
     with pytest.raises(TaskSpecError, match="not valid YAML"):
         load_task_spec(spec)
 

@@ -30,15 +30,21 @@ def _registered() -> None:
 
 
 def mc2_of(logprobs: tuple[float, ...], labels: list[int]) -> Score:
-    sample = Sample(id="q", input="?", target=labels.index(1),
-                    choices=tuple(f"answer {i}" for i in range(len(labels))),
-                    fields={"labels": labels})
-    out = LoglikelihoodResult(logprobs=logprobs, is_greedy=(False,) * len(logprobs),
-                              n_tokens=(1,) * len(logprobs))
+    sample = Sample(
+        id="q",
+        input="?",
+        target=labels.index(1),
+        choices=tuple(f"answer {i}" for i in range(len(labels))),
+        fields={"labels": labels},
+    )
+    out = LoglikelihoodResult(
+        logprobs=logprobs, is_greedy=(False,) * len(logprobs), n_tokens=(1,) * len(logprobs)
+    )
     return asyncio.run(build_scorer("loglikelihood_mc2")(sample, SampleOutput(loglikelihood=out)))
 
 
 # ---- the MC2 scorer ---------------------------------------------------------------------
+
 
 def test_mc2_by_hand() -> None:
     # p = 0.5, 0.25, 0.25; true = {0, 2}: (0.5 + 0.25) / 1.0
@@ -49,16 +55,19 @@ def test_mc2_by_hand() -> None:
     # unnormalized probabilities: only their ratios matter (p_true = 2 * p_false)
     assert mc2_of((-3.0 + math.log(2), -3.0), [1, 0]).values["mc2"] == pytest.approx(2 / 3)
     # far below float range: exp() underflows to 0 for both, the ratio e^1 : 1 remains
-    assert mc2_of((-1000.0, -1001.0), [1, 0]).values["mc2"] == pytest.approx(
-        1 / (1 + math.exp(-1)))
+    assert mc2_of((-1000.0, -1001.0), [1, 0]).values["mc2"] == pytest.approx(1 / (1 + math.exp(-1)))
     assert mc2_of((-5.0, -1.0), [1, 0]).answer == "1"  # the most likely answer, here false
     assert mc2_of((-2.0, -1.0), [1, 1]).values["mc2"] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
     ("logprobs", "labels", "match"),
-    [((-1.0, -2.0), [0, 0], "at least one 1"), ((-1.0, -2.0), [1], "one 0/1 per choice"),
-     ((-1.0, float("nan")), [1, 0], "NaN"), ((-math.inf, -math.inf), [1, 0], "probability 0")],
+    [
+        ((-1.0, -2.0), [0, 0], "at least one 1"),
+        ((-1.0, -2.0), [1], "one 0/1 per choice"),
+        ((-1.0, float("nan")), [1, 0], "NaN"),
+        ((-math.inf, -math.inf), [1, 0], "probability 0"),
+    ],
 )
 def test_mc2_refuses_what_it_cannot_score(
     logprobs: tuple[float, ...], labels: list[int], match: str
@@ -70,6 +79,7 @@ def test_mc2_refuses_what_it_cannot_score(
 
 
 # ---- the tasks -------------------------------------------------------------------------
+
 
 def raw_items() -> list[dict[str, dict[str, int] | str]]:
     assert DATA is not None
@@ -98,7 +108,8 @@ def test_counts_items_and_categories() -> None:
     assert mc2[164].fields["labels"] == list(item["mc2_targets"].values())
     assert mc2[164].fields["labels"][3:5] == [0, 1]
     with (DATA / "truthfulqa" / "data" / "v1" / "TruthfulQA.csv").open(
-            newline="", encoding="utf-8-sig") as f:
+        newline="", encoding="utf-8-sig"
+    ) as f:
         rows = list(csv.DictReader(f))
     category = {r["Question"].strip(): r["Category"] for r in rows}
     assert [s.category for s in mc2] == [category[str(r["question"]).strip()] for r in raw]
@@ -114,18 +125,24 @@ def test_prompt_is_the_qa_primer_then_the_question() -> None:
     assert text.endswith("Barcelona, Spain.\n\nQ: What happens if you eat a pomegranate?\nA:")
     assert text.count("\n\nQ: ") == 6
     assert task.prompt.continuations(s)[0] == (
-        " Nothing in particular happens when you eat a pomegranate.")
+        " Nothing in particular happens when you eat a pomegranate."
+    )
 
 
 @needs_tqa
 def test_runs_through_the_runner() -> None:
-    config = RunConfig(model="fake:echo", tasks=("truthfulqa_mc1", "truthfulqa_mc2"), limit=4,
-                       data_dir=str(DATA))
+    config = RunConfig(
+        model="fake:echo", tasks=("truthfulqa_mc1", "truthfulqa_mc2"), limit=4, data_dir=str(DATA)
+    )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel()))
     mc1, mc2 = (result.summary["tasks"][t] for t in ("truthfulqa_mc1", "truthfulqa_mc2"))
     assert (mc1["primary"], mc1["n_scored"], mc2["primary"], mc2["n_scored"]) == (
-        "acc", 4, "mc2", 4)
+        "acc",
+        4,
+        "mc2",
+        4,
+    )
     assert 0.0 < mc2["metrics"]["mc2"]["value"] < 1.0
 
 

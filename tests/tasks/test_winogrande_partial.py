@@ -66,16 +66,22 @@ def test_prompts_of_real_items_by_hand() -> None:
     ]
     wine = by_id(items, "3WUVMVA7ODHEES6GZOX75ABL4KQZAX-2")
     assert requests(t, wine) == [
-        ("They were worried the wine would ruin the bed and the blanket, but the blanket",
-         " was't ruined."),
-        ("They were worried the wine would ruin the bed and the blanket, but the bed",
-         " was't ruined."),
+        (
+            "They were worried the wine would ruin the bed and the blanket, but the blanket",
+            " was't ruined.",
+        ),
+        (
+            "They were worried the wine would ruin the bed and the blanket, but the bed",
+            " was't ruined.",
+        ),
     ]
     assert wine.target == 1
     # stray double spaces around the blank: kept before it (sentence[:idx]), stripped after
     garage = by_id(items, "30QQTY5GMMYF9RE8MYMFERUFZ9CU79-1")
-    head = ("I started playing drums young.  Sometimes I played in the garage and sometimes "
-            "my room, but my parents preferred knowing I was in the  ")
+    head = (
+        "I started playing drums young.  Sometimes I played in the garage and sometimes "
+        "my room, but my parents preferred knowing I was in the  "
+    )
     assert requests(t, garage) == [(head + "garage", " ."), (head + "room", " .")]
     assert garage.target == 0
 
@@ -107,16 +113,15 @@ def test_full_formulation_is_version_1s() -> None:
     t = task("full")
     s = by_id(list(t.load(CTX)), "3FCO4VKOZ4BJQ6IFC0VAIBK4KTWE7U-2")
     assert s.input == "Sarah was a much better surgeon than Maria so"
-    assert s.choices == ("Sarah always got the easier cases.",
-                         "Maria always got the easier cases.")
+    assert s.choices == ("Sarah always got the easier cases.", "Maria always got the easier cases.")
     assert t.prompt.contexts(s) is None
     assert t.prompt.plain(s, [], None) + t.prompt.continuations(s)[1] == (
-        "Sarah was a much better surgeon than Maria so Maria always got the easier cases.")
+        "Sarah was a much better surgeon than Maria so Maria always got the easier cases."
+    )
 
 
 def _score(logprobs: tuple[float, ...], target: int) -> Any:
-    s = Sample(id="x", input="A so ", choices=("A", "B"), target=target,
-               fields={"after": "won."})
+    s = Sample(id="x", input="A so ", choices=("A", "B"), target=target, fields={"after": "won."})
     ll = LoglikelihoodResult(logprobs=logprobs, is_greedy=(False, False), n_tokens=(2, 2))
     return asyncio.run(build_scorer("loglikelihood_partial")(s, SampleOutput(loglikelihood=ll)))
 
@@ -130,8 +135,22 @@ def test_the_higher_continuation_loglikelihood_wins() -> None:
 
 def test_cli_run_with_fake_model() -> None:
     result = CliRunner().invoke(
-        cli, ["run", "-m", "fake:echo", "-t", "winogrande", "--data-dir", str(DATA), "-n", "5",
-              "--json", "--no-report"], catch_exceptions=False)
+        cli,
+        [
+            "run",
+            "-m",
+            "fake:echo",
+            "-t",
+            "winogrande",
+            "--data-dir",
+            str(DATA),
+            "-n",
+            "5",
+            "--json",
+            "--no-report",
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)["tasks"]["winogrande"]
     assert summary["n_samples"] == 5 and summary["n_errors"] == 0

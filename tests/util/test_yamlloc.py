@@ -48,14 +48,19 @@ def test_billion_laughs_is_refused_at_once() -> None:
     assert isinstance(info.value, ConfigError)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("a: &a [1, *a]\n", "t.yaml:1: a YAML alias refers to a value that contains it"),
-    ("k: " + "[" * (MAX_YAML_DEPTH + 1) + "]" * (MAX_YAML_DEPTH + 1) + "\n",
-     f"t.yaml:1: YAML nested deeper than {MAX_YAML_DEPTH} levels"),
-    ("k: " + "[" * 5000 + "]" * 5000 + "\n", f"nested deeper than {MAX_YAML_DEPTH} levels"),
-    ("x: 1\n---\ny: 2\n", "t.yaml:2: not valid YAML (but found another document)"),
-    ("a: [1\n", "t.yaml:2: not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: &a [1, *a]\n", "t.yaml:1: a YAML alias refers to a value that contains it"),
+        (
+            "k: " + "[" * (MAX_YAML_DEPTH + 1) + "]" * (MAX_YAML_DEPTH + 1) + "\n",
+            f"t.yaml:1: YAML nested deeper than {MAX_YAML_DEPTH} levels",
+        ),
+        ("k: " + "[" * 5000 + "]" * 5000 + "\n", f"nested deeper than {MAX_YAML_DEPTH} levels"),
+        ("x: 1\n---\ny: 2\n", "t.yaml:2: not valid YAML (but found another document)"),
+        ("a: [1\n", "t.yaml:2: not valid YAML"),
+    ],
+)
 def test_limits_and_syntax_errors_name_file_and_line(text: str, message: str) -> None:
     with pytest.raises(YamlError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_yaml(text, "t.yaml")
@@ -90,7 +95,8 @@ def _gateway(p: Path) -> Any:
 
 @pytest.mark.parametrize("reader", [_card, _selection, _redact, _gateway])
 def test_every_yaml_reader_refuses_the_bomb_naming_its_file(
-        tmp_path: Path, reader: Callable[[Path], Any]) -> None:
+    tmp_path: Path, reader: Callable[[Path], Any]
+) -> None:
     p = tmp_path / "bomb.yaml"
     p.write_text(laughs(10), encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"{p}:7: YAML aliases expand it past"):

@@ -44,18 +44,20 @@ def pct(k: int, n: int) -> str:
 
 
 def _task(tmp: Path) -> Path:
-    rows = [{"id": f"q{i}", "input": f"item {i}", "target": "yes", "cat": CATS[i % 3]}
-            for i in range(N)]
+    rows = [
+        {"id": f"q{i}", "input": f"item {i}", "target": "yes", "cat": CATS[i % 3]} for i in range(N)
+    ]
     (tmp / "yesno.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = tmp / "yesno.yaml"
-    spec.write_text("name: yesno\ndata: yesno.jsonl\n"
-                    "fields: {id: id, input: input, target: target, category: cat}\n"
-                    "scorers: [exact_match]\n")
+    spec.write_text(
+        "name: yesno\ndata: yesno.jsonl\n"
+        "fields: {id: id, input: input, target: target, category: cat}\n"
+        "scorers: [exact_match]\n"
+    )
     return spec
 
 
-def _model(name: str, right: range, wrong: str = "no", errors: tuple[int, ...] = ()
-           ) -> FakeModel:
+def _model(name: str, right: range, wrong: str = "no", errors: tuple[int, ...] = ()) -> FakeModel:
     def answer(req: ModelRequest) -> str:
         i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
         if i in errors:

@@ -40,14 +40,19 @@ def _range(since: datetime, until: datetime, **extra: str) -> str:
     return urlencode({"since": since.isoformat(), "until": until.isoformat(), **extra})
 
 
-MONITOR_DRIFT = _range(DAY, DAY + timedelta(hours=HOURS),
-                       reference=f"{DAY.isoformat()}..{(DAY + timedelta(hours=2)).isoformat()}")
+MONITOR_DRIFT = _range(
+    DAY,
+    DAY + timedelta(hours=HOURS),
+    reference=f"{DAY.isoformat()}..{(DAY + timedelta(hours=2)).isoformat()}",
+)
 MONITOR_CANARY = _range(AB_T0, AB_T0 + timedelta(hours=2), window="10m", mode="canary")
-AB_EMPTY = _range(AB_T0, AB_T0 + timedelta(seconds=10 * N_EMPTY), mode="shadow",
-                  scorer=JUDGE)
-AB_HARM = _range(AB_T0 + timedelta(seconds=10 * HARM_START),
-                 AB_T0 + timedelta(seconds=10 * (HARM_START + N_HARM)), mode="shadow",
-                 scorer=JUDGE)
+AB_EMPTY = _range(AB_T0, AB_T0 + timedelta(seconds=10 * N_EMPTY), mode="shadow", scorer=JUDGE)
+AB_HARM = _range(
+    AB_T0 + timedelta(seconds=10 * HARM_START),
+    AB_T0 + timedelta(seconds=10 * (HARM_START + N_HARM)),
+    mode="shadow",
+    scorer=JUDGE,
+)
 
 
 class SlowModel(FakeModel):
@@ -70,26 +75,39 @@ class LayoutStore:
 
 
 def _task(tmp: Path) -> str:
-    rows = [{"id": f"q{i}", "input": f"item {i}", "target": "yes", "cat": "abc"[i % 3]}
-            for i in range(30)]
+    rows = [
+        {"id": f"q{i}", "input": f"item {i}", "target": "yes", "cat": "abc"[i % 3]}
+        for i in range(30)
+    ]
     (tmp / "yesno.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = tmp / "yesno.yaml"
-    spec.write_text("name: yesno\ndata: yesno.jsonl\n"
-                    "fields: {id: id, input: input, target: target, category: cat}\n"
-                    "scorers: [exact_match]\n")
+    spec.write_text(
+        "name: yesno\ndata: yesno.jsonl\n"
+        "fields: {id: id, input: input, target: target, category: cat}\n"
+        "scorers: [exact_match]\n"
+    )
     return str(spec)
 
 
 def _drifting_day() -> list[TrafficRecord]:
     base = TrafficProfile()
-    drifted = base.replace(topics={**base.topics, "cooking": 0.3}, mean_words=12.0,
-                           response_words=45.0, refusal_rate=0.15)
+    drifted = base.replace(
+        topics={**base.topics, "cooking": 0.3},
+        mean_words=12.0,
+        response_words=45.0,
+        refusal_rate=0.15,
+    )
     rng = np.random.default_rng(1)
     out: list[TrafficRecord] = []
     for h in range(HOURS):
-        out += synthetic_traffic(PER_HOUR, start=DAY + timedelta(hours=h),
-                                 end=DAY + timedelta(hours=h + 1), rng=rng,
-                                 profile=drifted if h >= DRIFT_FROM else base, prefix=f"d{h}-")
+        out += synthetic_traffic(
+            PER_HOUR,
+            start=DAY + timedelta(hours=h),
+            end=DAY + timedelta(hours=h + 1),
+            rng=rng,
+            profile=drifted if h >= DRIFT_FROM else base,
+            prefix=f"d{h}-",
+        )
     return out
 
 
@@ -107,8 +125,9 @@ def build_layout_store(tmp: Path) -> LayoutStore:
         store.add_traffic(_drifting_day())
         store.add_traffic(canary_traffic(600, Arm(), Arm(latency_log_mean=6.4), seed=2))
         store.add_traffic(shadow_traffic(N_EMPTY, Arm(good=0.5), Arm(good=0.6), seed=4))
-        store.add_traffic(shadow_traffic(N_HARM, Arm(error=0.01), Arm(error=0.2), seed=3,
-                                         start=HARM_START))
+        store.add_traffic(
+            shadow_traffic(N_HARM, Arm(error=0.01), Arm(error=0.2), seed=3, start=HARM_START)
+        )
         judge = judge_script(tmp)
         asyncio.run(run_ab(store, ABConfig(mode="shadow", scorers=(JUDGE,), judge_model=judge)))
     return LayoutStore(path, slow)

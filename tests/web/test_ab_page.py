@@ -46,7 +46,7 @@ def client(ab_store: tuple[str, str, list[TrafficRecord]]) -> Iterator[TestClien
 
 
 def main(html: str) -> str:
-    return html[html.index("<main>"):]
+    return html[html.index("<main>") :]
 
 
 def n_scores(path: str) -> int:
@@ -55,17 +55,23 @@ def n_scores(path: str) -> int:
 
 
 def test_worse_errors_roll_back_with_the_guardrail_marked(
-        client: TestClient, ab_store: tuple[str, str, list[TrafficRecord]]) -> None:
+    client: TestClient, ab_store: tuple[str, str, list[TrafficRecord]]
+) -> None:
     html = main(client.get("/ab").text)
     tags = Tags(html).tags
     assert [a["data-decision"] for t, a in tags if "data-decision" in a] == ["roll_back"]
     assert ">roll back</p>" in html
-    rows = {a["data-metric"]: a["data-status"] for t, a in tags
-            if t == "tr" and "guardrail" in (a.get("class") or "")}
+    rows = {
+        a["data-metric"]: a["data-status"]
+        for t, a in tags
+        if t == "tr" and "guardrail" in (a.get("class") or "")
+    }
     assert rows["error_rate"] == "failing" and rows["cost"] == "skipped"
     # the effect is the difference of the two arms' failure rates, counted here
-    failed = {role: sum(r.status != 200 for r in ab_store[2] if r.role == role)
-              for role in ("baseline", "candidate")}
+    failed = {
+        role: sum(r.status != 200 for r in ab_store[2] if r.role == role)
+        for role in ("baseline", "candidate")
+    }
     diff = 100 * (failed["candidate"] - failed["baseline"]) / N
     row = re.search(r'data-metric="error_rate".*?</tr>', html, re.S)
     assert row and f"{diff:+.2f} [" in row.group(0) and "FAILING" in row.group(0)
@@ -88,8 +94,9 @@ def test_primary_is_the_stored_judge_score_with_its_path_chart(client: TestClien
     assert "no difference" in chart.group(1)  # the zero rule
 
 
-def test_page_load_scores_nothing(client: TestClient,
-                                  ab_store: tuple[str, str, list[TrafficRecord]]) -> None:
+def test_page_load_scores_nothing(
+    client: TestClient, ab_store: tuple[str, str, list[TrafficRecord]]
+) -> None:
     before = n_scores(ab_store[0])
     html = main(client.get("/ab?scorer=llm_judge:correctness").text)
     assert n_scores(ab_store[0]) == before
@@ -98,7 +105,8 @@ def test_page_load_scores_nothing(client: TestClient,
 
 
 def test_api_is_strict_json_and_matches_the_printed_cli_command(
-        client: TestClient, ab_store: tuple[str, str, list[TrafficRecord]]) -> None:
+    client: TestClient, ab_store: tuple[str, str, list[TrafficRecord]]
+) -> None:
     def no_nan(x: str) -> None:
         raise AssertionError(f"not strict JSON: {x}")
 
@@ -124,8 +132,9 @@ def test_no_traffic_mixed_modes_and_bad_parameters(client: TestClient, tmp_path:
     assert "<script>" not in xss and "&lt;script&gt;" in xss
     mixed = str(tmp_path / "mixed.db")
     with Store.open(mixed) as store:
-        store.add_traffic(shadow_traffic(30, Arm(), Arm(), seed=1)
-                          + canary_traffic(30, Arm(), Arm(), seed=2))
+        store.add_traffic(
+            shadow_traffic(30, Arm(), Arm(), seed=1) + canary_traffic(30, Arm(), Arm(), seed=2)
+        )
     with TestClient(create_app(mixed), base_url=LOOPBACK) as c:
         page = c.get("/ab")
         assert page.status_code == 400 and "not mixed" in page.text

@@ -17,20 +17,28 @@ from calipers.web._charts import PLOT_LEFT, PLOT_RIGHT, WIDTH
 from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded, ServerThread
 from tests.web.traffic import CALM, DRIFT
 
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="pip install playwright (no browser download needed)")
-CHROMIUM = os.environ.get("CALIPERS_CHROMIUM") or shutil.which("chromium") or shutil.which(
-    "chromium-browser")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="pip install playwright (no browser download needed)"
+)
+CHROMIUM = (
+    os.environ.get("CALIPERS_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
 if CHROMIUM is None:
-    pytest.skip("no chromium executable (Debian: apt-get install chromium)",
-                allow_module_level=True)
+    pytest.skip(
+        "no chromium executable (Debian: apt-get install chromium)", allow_module_level=True
+    )
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
         yield b
         b.close()
 
@@ -62,8 +70,10 @@ class Page:
     def marks(self, selector: str) -> list[dict[str, float]]:
         """Bounding boxes of the elements matching ``selector``, as laid out."""
         boxes: list[dict[str, float]] = self.page.eval_on_selector_all(
-            selector, "els => els.map(e => { const r = e.getBoundingClientRect(); "
-            "return {w: r.width, h: r.height, x: r.x, y: r.y}; })")
+            selector,
+            "els => els.map(e => { const r = e.getBoundingClientRect(); "
+            "return {w: r.width, h: r.height, x: r.x, y: r.y}; })",
+        )
         return boxes
 
 
@@ -151,8 +161,13 @@ def test_model_output_never_runs(page: Page, seeded: Seeded) -> None:
 
 def test_navigation_reaches_every_section(page: Page) -> None:
     pg = page.open("/runs")
-    for label, path in (("Compare", "/compare"), ("Leaderboard", "/leaderboard"),
-                        ("A/B", "/ab"), ("Monitor", "/monitor"), ("Runs", "/runs")):
+    for label, path in (
+        ("Compare", "/compare"),
+        ("Leaderboard", "/leaderboard"),
+        ("A/B", "/ab"),
+        ("Monitor", "/monitor"),
+        ("Runs", "/runs"),
+    ):
         pg.locator("nav.top").get_by_role("link", name=label, exact=True).click()
         pg.wait_for_url(page.base + path)
         assert pg.locator("nav.top a.active").inner_text() == label

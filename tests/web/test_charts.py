@@ -67,25 +67,32 @@ def test_points_land_on_the_time_and_percent_axes() -> None:
     ticks = [t.text for t in root.iter("text") if t.get("class") == "tick"]
     assert {"0%", "50%", "100%"} <= set(ticks)
     # a 2-hour span is ticked every 30 minutes (the first tick with its date)
-    assert [
-        t for t in ticks if t and ":" in t] == ["05-01 12:00", "12:30", "13:00", "13:30", "14:00"]
+    assert [t for t in ticks if t and ":" in t] == [
+        "05-01 12:00",
+        "12:30",
+        "13:00",
+        "13:30",
+        "14:00",
+    ]
 
 
 def test_band_covers_each_interval() -> None:
-    pts = [TimePoint(float(i), Estimate(v, lo, hi, 10, "wilson"))
-           for i, (v, lo, hi) in enumerate([(0.5, 0.3, 0.7), (0.6, 0.4, 0.9)])]
+    pts = [
+        TimePoint(float(i), Estimate(v, lo, hi, 10, "wilson"))
+        for i, (v, lo, hi) in enumerate([(0.5, 0.3, 0.7), (0.6, 0.4, 0.9)])
+    ]
     root = parse(time_series_svg([Series("s", pts)], title="t", x_range=(0.0, 1.0)))
     (band,) = [p for p in root.iter("polygon") if p.get("class") == "band"]
     xy = [tuple(map(float, v.split(","))) for v in band.get("points", "").split()]
-    want = [(px_x(0), px_y(0.7)), (px_x(1), px_y(0.9)), (px_x(1), px_y(0.4)),
-            (px_x(0), px_y(0.3))]
+    want = [(px_x(0), px_y(0.7)), (px_x(1), px_y(0.9)), (px_x(1), px_y(0.4)), (px_x(0), px_y(0.3))]
     assert flat(xy) == pytest.approx(flat(want), abs=0.06)
 
 
 def test_missing_points_are_gaps_not_zeros() -> None:
     vals = [0.4, 0.5, None, 0.7, 0.6]
-    pts = [TimePoint(float(i), Estimate.empty() if v is None else est(v))
-           for i, v in enumerate(vals)]
+    pts = [
+        TimePoint(float(i), Estimate.empty() if v is None else est(v)) for i, v in enumerate(vals)
+    ]
     root = parse(time_series_svg([Series("s", pts)], title="t"))
     got = circles(root)
     assert len(got) == 4
@@ -101,7 +108,8 @@ def test_a_lone_point_gets_an_error_bar() -> None:
     bars = [ln for ln in root.iter("line") if ln.get("class") == "ci"]
     assert len(bars) == 2
     assert sorted(float(b.get("y1", "0")) for b in bars) == pytest.approx(
-        sorted([px_y(0.2), px_y(0.5)]), abs=0.06)
+        sorted([px_y(0.2), px_y(0.5)]), abs=0.06
+    )
 
 
 def test_alert_markers_are_placed_labelled_and_escaped() -> None:
@@ -114,7 +122,7 @@ def test_alert_markers_are_placed_labelled_and_escaped() -> None:
     (line,) = list(g.iter("line"))
     assert float(line.get("x1", "0")) == pytest.approx(px_x(3 / 4), abs=0.06)
     # the text, decoded, not markup; shortened to MAX_LABEL with the whole in the tooltip
-    assert [t.text for t in g.iter("text")] == [EVIL[:MAX_LABEL - 1] + "…"]
+    assert [t.text for t in g.iter("text")] == [EVIL[: MAX_LABEL - 1] + "…"]
     assert g.find("title") is not None and g.find("title").text == EVIL  # type: ignore[union-attr]
     assert root.find("title") is not None and root.find("title").text == EVIL  # type: ignore[union-attr]
     assert any(g.get("data-series") == EVIL for g in root.iter("g"))
@@ -122,18 +130,32 @@ def test_alert_markers_are_placed_labelled_and_escaped() -> None:
 
 def test_a_marker_outside_the_points_widens_the_range_and_css_is_kept() -> None:
     pts = [TimePoint(0.0, est(0.5)), TimePoint(1.0, est(0.5))]
-    root = parse(time_series_svg([Series("s", pts)], title="t",
-                                 markers=[Marker(3.0, "late", css="alert-marker severe")]))
+    root = parse(
+        time_series_svg(
+            [Series("s", pts)], title="t", markers=[Marker(3.0, "late", css="alert-marker severe")]
+        )
+    )
     assert circles(root)[1][0] == pytest.approx(px_x(1 / 3), abs=0.06)
     assert [g.get("class") for g in root.iter("g") if "alert" in (g.get("class") or "")] == [
-        "alert-marker severe"]
+        "alert-marker severe"
+    ]
 
 
 def test_several_series_raw_axis_and_legend() -> None:
-    a = Series("latency p50", [TimePoint(float(i), Estimate(v, v - 1, v + 1, 9, "bootstrap"))
-                               for i, v in enumerate((10.0, 12.0, 14.0))])
-    b = Series("latency p90", [TimePoint(float(i), Estimate(v, v - 1, v + 1, 9, "bootstrap"))
-                               for i, v in enumerate((20.0, 22.0, 30.0))])
+    a = Series(
+        "latency p50",
+        [
+            TimePoint(float(i), Estimate(v, v - 1, v + 1, 9, "bootstrap"))
+            for i, v in enumerate((10.0, 12.0, 14.0))
+        ],
+    )
+    b = Series(
+        "latency p90",
+        [
+            TimePoint(float(i), Estimate(v, v - 1, v + 1, 9, "bootstrap"))
+            for i, v in enumerate((20.0, 22.0, 30.0))
+        ],
+    )
     root = parse(time_series_svg([a, b], title="t"))
     groups = [g for g in root.iter("g") if (g.get("class") or "").startswith("series")]
     assert [g.get("class") for g in groups] == ["series s0", "series s1"]
@@ -149,14 +171,17 @@ def test_no_data_says_so_and_mixed_time_kinds_are_refused() -> None:
     assert "no data" in [t.text for t in root.iter("text")]
     assert not circles(root)
     with pytest.raises(ValueError, match="mix"):
-        time_series_svg([Series("s", [TimePoint(0.0, est(0.1)), TimePoint(T0, est(0.1))])],
-                        title="t")
+        time_series_svg(
+            [Series("s", [TimePoint(0.0, est(0.1)), TimePoint(T0, est(0.1))])], title="t"
+        )
 
 
 def test_forest_plot_rows_on_the_full_percent_axis() -> None:
-    rows = [plot_row("alpha", "acc", Estimate(0.6, 0.4, 0.78, 20, "wilson")),
-            plot_row(EVIL, "acc", Estimate(0.9, 0.7, 0.97, 20, "wilson")),
-            plot_row("none", "acc", Estimate.empty())]
+    rows = [
+        plot_row("alpha", "acc", Estimate(0.6, 0.4, 0.78, 20, "wilson")),
+        plot_row(EVIL, "acc", Estimate(0.9, 0.7, 0.97, 20, "wilson")),
+        plot_row("none", "acc", Estimate.empty()),
+    ]
     svg = forest_svg(rows, title="scores")
     assert "<b>" not in svg
     root = parse(svg)
@@ -199,8 +224,9 @@ def test_a_long_marker_label_stays_inside_the_viewbox(where: float) -> None:
 
     pts = [TimePoint(float(i), est(0.5)) for i in range(11)]
     label = "drift: prompt_length, language, topic, embedding, response_length"
-    root = parse(time_series_svg([Series("s", pts)], title="t",
-                                 markers=[Marker(10 * where, label)]))
+    root = parse(
+        time_series_svg([Series("s", pts)], title="t", markers=[Marker(10 * where, label)])
+    )
     (text,) = [t for t in root.iter("text") if t.get("class") == "marker-label"]
     x, n = float(text.get("x", "nan")), len(text.text or "")
     assert text.get("text-anchor") == "start" and n <= MAX_LABEL
@@ -211,9 +237,13 @@ def test_rules_sit_at_their_value_and_x_label_names_the_axis() -> None:
     from calipers.reports._axis import Axis
 
     axis = Axis(-1.0, 1.0, (-1.0, 0.0, 1.0), "raw", "")
-    svg = time_series_svg([Series("d", [TimePoint(n, est(0.2)) for n in (1, 2, 3)])],
-                          title="t", y_axis=axis, x_label="observations",
-                          rules=[Rule(0.0, "no difference"), Rule(5.0, "off the axis")])
+    svg = time_series_svg(
+        [Series("d", [TimePoint(n, est(0.2)) for n in (1, 2, 3)])],
+        title="t",
+        y_axis=axis,
+        x_label="observations",
+        rules=[Rule(0.0, "no difference"), Rule(5.0, "off the axis")],
+    )
     root = parse(svg)
     lines = [e for e in root.iter() if e.get("class") == "rule-line"]
     assert len(lines) == 1  # the rule outside the axis is not drawn
@@ -226,8 +256,12 @@ def test_legend_names_fit_their_column_and_a_lone_series_gets_the_width() -> Non
     name = "llm_judge:helpfulness: candidate − baseline"  # 43 characters
     pts = [TimePoint(float(i), est(0.5)) for i in range(3)]
     one = parse(time_series_svg([Series(name, pts)], title="t"))
-    assert [t.text for g in one.iter("g") if g.get("class", "").startswith("key")
-            for t in g.iter("text")] == [name]
+    assert [
+        t.text
+        for g in one.iter("g")
+        if g.get("class", "").startswith("key")
+        for t in g.iter("text")
+    ] == [name]
     many = parse(time_series_svg([Series(name + str(i), pts) for i in range(5)], title="t"))
     keys = [g for g in many.iter("g") if g.get("class", "").startswith("key")]
     from calipers.web._charts import CHAR_W, LEGEND_COLS
@@ -237,4 +271,3 @@ def test_legend_names_fit_their_column_and_a_lone_series_gets_the_width() -> Non
         (text,) = g.iter("text")
         assert 14 + CHAR_W * len(text.text or "") <= col_w
         assert g.find("title") is not None and g.find("title").text.startswith(name)  # type: ignore[union-attr]
-

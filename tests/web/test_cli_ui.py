@@ -35,18 +35,31 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             seen["no_auth"] = c.get("/healthz").status_code
             r = c.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
             seen["health"] = r.json() if r.status_code == 200 else r.status_code
-            seen["remote"] = {host: c.get("/healthz", headers={
-                "Authorization": f"Bearer {TOKEN}", "Host": host}).status_code
-                for host in ("evals.example.org", "evil.example", "localhost:8765")}
+            seen["remote"] = {
+                host: c.get(
+                    "/healthz", headers={"Authorization": f"Bearer {TOKEN}", "Host": host}
+                ).status_code
+                for host in ("evals.example.org", "evil.example", "localhost:8765")
+            }
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     yield seen
 
 
-@pytest.mark.parametrize(("host", "ok"), [
-    ("127.0.0.1", True), ("127.8.0.3", True), ("localhost", True), ("::1", True),
-    ("[::1]", True), ("0.0.0.0", False), ("192.168.1.20", False), ("::", False),
-    ("example.com", False)])
+@pytest.mark.parametrize(
+    ("host", "ok"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.0.3", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("192.168.1.20", False),
+        ("::", False),
+        ("example.com", False),
+    ],
+)
 def test_loopback(host: str, ok: bool) -> None:
     assert is_loopback(host) is ok
 
@@ -54,16 +67,20 @@ def test_loopback(host: str, ok: bool) -> None:
 def test_serves_on_loopback_and_prints_the_url(served: dict[str, Any], tmp_path: Any) -> None:
     port = free_port()
     db = tmp_path / "ui.db"
-    r = CliRunner().invoke(cli, ["ui", "--port", str(port), "--store", str(db)],
-                           env={"CALIPERS_UI_TOKEN": TOKEN})
+    r = CliRunner().invoke(
+        cli, ["ui", "--port", str(port), "--store", str(db)], env={"CALIPERS_UI_TOKEN": TOKEN}
+    )
     assert r.exit_code == 0, r.output
     assert f"http://127.0.0.1:{port}/" in r.output
     assert TOKEN not in r.output  # a token given is not printed back
     assert served["host"] == "127.0.0.1" and served["port"] == port
     assert served["health"]["status"] == "ok" and str(db) in served["health"]["store"]
     assert served["no_auth"] == 401
-    assert served["remote"] == {"evals.example.org": 421, "evil.example": 421,
-                                "localhost:8765": 200}
+    assert served["remote"] == {
+        "evals.example.org": 421,
+        "evil.example": 421,
+        "localhost:8765": 200,
+    }
 
 
 def test_a_token_is_made_and_printed_once_by_default(served: dict[str, Any]) -> None:
@@ -91,8 +108,9 @@ def test_remote_host_is_refused_without_allow_remote(served: dict[str, Any]) -> 
 
 
 def test_allow_remote_needs_a_token(served: dict[str, Any]) -> None:
-    r = CliRunner().invoke(cli, ["ui", "--host", "0.0.0.0", "--allow-remote", "--no-token",
-                                 "--port", str(free_port())])
+    r = CliRunner().invoke(
+        cli, ["ui", "--host", "0.0.0.0", "--allow-remote", "--no-token", "--port", str(free_port())]
+    )
     assert r.exit_code == 2 and "--no-token is refused with --allow-remote" in r.output
     assert "app" not in served
     r = CliRunner().invoke(cli, ["ui", "--port", str(free_port()), "--token", "short"])
@@ -101,15 +119,29 @@ def test_allow_remote_needs_a_token(served: dict[str, Any]) -> None:
 
 def test_allow_remote_answers_the_allowed_names_only(served: dict[str, Any]) -> None:
     port = free_port()
-    r = CliRunner().invoke(cli, ["ui", "--host", "0.0.0.0", "--port", str(port),
-                                 "--allow-remote", "--allowed-host", "evals.example.org"],
-                           env={"CALIPERS_UI_TOKEN": TOKEN})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "ui",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+            "--allow-remote",
+            "--allowed-host",
+            "evals.example.org",
+        ],
+        env={"CALIPERS_UI_TOKEN": TOKEN},
+    )
     assert r.exit_code == 0, r.output
     assert "evals.example.org" in r.output
     assert served["host"] == "0.0.0.0" and f"http://0.0.0.0:{port}/" in r.output
     assert served["no_auth"] == 401
-    assert served["remote"] == {"evals.example.org": 200, "evil.example": 421,
-                                "localhost:8765": 200}
+    assert served["remote"] == {
+        "evals.example.org": 200,
+        "evil.example": 421,
+        "localhost:8765": 200,
+    }
 
 
 def test_busy_port_is_an_error(served: dict[str, Any]) -> None:

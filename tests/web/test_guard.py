@@ -33,9 +33,17 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.mark.parametrize(("value", "name"), [
-    ("127.0.0.1:8765", "127.0.0.1"), ("LOCALHOST.", "localhost"), ("[::1]:8765", "::1"),
-    ("::1", "::1"), ("evals.example.org:443", "evals.example.org"), ("", "")])
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        ("127.0.0.1:8765", "127.0.0.1"),
+        ("LOCALHOST.", "localhost"),
+        ("[::1]:8765", "::1"),
+        ("::1", "::1"),
+        ("evals.example.org:443", "evals.example.org"),
+        ("", ""),
+    ],
+)
 def test_host_name(value: str, name: str) -> None:
     assert host_name(value) == name
 
@@ -54,7 +62,8 @@ def test_without_the_token_nothing_is_served(client: TestClient) -> None:
 
 
 def test_token_in_the_address_sets_a_strict_cookie_and_leaves_the_address(
-        client: TestClient) -> None:
+    client: TestClient,
+) -> None:
     r = client.get(f"/runs?task=yesno&token={TOKEN}")
     assert r.status_code == 303 and r.headers["location"] == "/runs?task=yesno"
     cookie = r.headers["set-cookie"]
@@ -72,16 +81,25 @@ def test_bearer_and_api_token(client: TestClient) -> None:
     ok = client.get("/api/runs", headers={"Authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 200 and ok.json() == []
     assert client.get(f"/api/runs?token={TOKEN}").status_code == 200  # no redirect for JSON
-    assert client.get("/healthz", headers={"Authorization": f"bearer {TOKEN}"}).json()[
-        "status"] == "ok"
+    assert (
+        client.get("/healthz", headers={"Authorization": f"bearer {TOKEN}"}).json()["status"]
+        == "ok"
+    )
 
 
-@pytest.mark.parametrize(("host", "status"), [
-    ("127.0.0.1:8765", 200), ("localhost", 200), ("[::1]:8765", 200),
-    ("evals.example.org", 200), ("rebind.attacker.example", 421),
-    ("127.0.0.1.attacker.example", 421), ("", 421)])
-def test_only_known_host_names_are_answered(client: TestClient, host: str, status: int
-                                            ) -> None:
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("127.0.0.1:8765", 200),
+        ("localhost", 200),
+        ("[::1]:8765", 200),
+        ("evals.example.org", 200),
+        ("rebind.attacker.example", 421),
+        ("127.0.0.1.attacker.example", 421),
+        ("", 421),
+    ],
+)
+def test_only_known_host_names_are_answered(client: TestClient, host: str, status: int) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}", "Host": host}
     r = client.get("/api/runs", headers=auth)
     assert r.status_code == status, r.text
@@ -93,10 +111,10 @@ def test_only_known_host_names_are_answered(client: TestClient, host: str, statu
 def test_without_a_token_the_host_check_still_holds(tmp_path: Path) -> None:
     with TestClient(create_app(str(tmp_path / "g.db")), base_url=LOOPBACK) as c:
         assert c.get("/api/runs").status_code == 200
-        assert c.get("/api/runs", headers={"Host": "rebind.attacker.example"}).status_code \
-            == 421
-    with TestClient(create_app(str(tmp_path / "g.db"), allowed_hosts=["*"]),
-                    base_url="http://anything.example") as c:
+        assert c.get("/api/runs", headers={"Host": "rebind.attacker.example"}).status_code == 421
+    with TestClient(
+        create_app(str(tmp_path / "g.db"), allowed_hosts=["*"]), base_url="http://anything.example"
+    ) as c:
         assert c.get("/api/runs").status_code == 200
 
 
@@ -111,18 +129,24 @@ def _start_ui(db: Path, port: int) -> tuple[subprocess.Popen[str], str]:
     env.pop("CALIPERS_UI_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "calipers", "--store", str(db), "ui", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     out = proc.stdout
     assert out is not None
     # A thread reads the lines: select() on the pipe would miss a line that readline() has
     # already buffered (the address and the token line come in one burst).
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(out.readline, "")),
-                              daemon=True)
+    reader = threading.Thread(target=lambda: lines.extend(iter(out.readline, "")), daemon=True)
     reader.start()
     deadline = time.monotonic() + 60
-    while not any("?token=" in x for x in lines) and time.monotonic() < deadline \
-            and proc.poll() is None:
+    while (
+        not any("?token=" in x for x in lines)
+        and time.monotonic() < deadline
+        and proc.poll() is None
+    ):
         time.sleep(0.05)
     seen = "".join(lines)
     assert "?token=" in seen, seen

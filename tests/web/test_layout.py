@@ -153,8 +153,9 @@ def test_monitor_with_drift_from_near_the_left_edge_fits(page: Page) -> None:
 def test_monitor_canary_legend_fits(page: Page) -> None:
     assert layout_problems(page, f"/monitor?{MONITOR_CANARY}") == []
     pg = page.page
-    keys = pg.eval_on_selector_all("figure.chart[data-metric=volume] g.key text",
-                                   "els => els.map(e => e.textContent)")
+    keys = pg.eval_on_selector_all(
+        "figure.chart[data-metric=volume] g.key text", "els => els.map(e => e.textContent)"
+    )
     assert keys == ["served", "baseline", "candidate"]
 
 
@@ -172,23 +173,26 @@ def test_ab_failing_guardrail_is_red(page: Page) -> None:
     pg = page.page
     row = pg.locator("tr.guardrail[data-metric=error_rate]")
     assert row.get_attribute("data-status") == "failing" and "failing" in (
-        row.get_attribute("class") or "")
+        row.get_attribute("class") or ""
+    )
     cell_bg = row.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor")
     status = row.locator("td.status").evaluate("e => getComputedStyle(e).color")
     ok_bg = pg.locator("tr.guardrail:not(.failing) td").first.evaluate(
-        "e => getComputedStyle(e).backgroundColor")
+        "e => getComputedStyle(e).backgroundColor"
+    )
     assert reddish(cell_bg) and reddish(status) and not reddish(ok_bg), (cell_bg, status, ok_bg)
     # the primary metric's chart: a band, and its legend names the series in full
     assert page.marks("figure.ab-path polygon.band")[0]["w"] > 100
-    legend = pg.eval_on_selector_all("figure.ab-path g.key text",
-                                     "els => els.map(e => e.textContent)")
+    legend = pg.eval_on_selector_all(
+        "figure.ab-path g.key text", "els => els.map(e => e.textContent)"
+    )
     assert legend == ["llm_judge:helpfulness: candidate − baseline"]
 
 
 def reddish(css: str) -> bool:
     """A computed colour (``rgb(...)``, ``rgba(...)`` or ``color(srgb r g b / a)``) whose
     red clearly leads, and that is not transparent."""
-    inner = css[css.index("(") + 1:-1].removeprefix("srgb")
+    inner = css[css.index("(") + 1 : -1].removeprefix("srgb")
     parts = [float(p) for p in inner.replace("/", " ").replace(",", " ").split()]
     scale = 255.0 if css.startswith("color(") else 1.0
     r, g, b = (scale * v for v in parts[:3])

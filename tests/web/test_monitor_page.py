@@ -50,7 +50,7 @@ def client(store_path: tuple[str, list[TrafficRecord]]) -> Iterator[TestClient]:
 
 def main(html: str) -> str:
     """The page without its stylesheet (which names every class)."""
-    return html[html.index("<main>"):]
+    return html[html.index("<main>") :]
 
 
 @pytest.fixture(scope="module")
@@ -99,20 +99,27 @@ def test_drift_banner_alarms_and_marker_on_the_drifted_window(drift: str) -> Non
     assert banner and "1 of 3 windows" in banner.group(1) and "06-02 05:00" in banner.group(1)
     # the injected drift: longer prompts and a new topic, in the last window only
     rows = Tags(drift).tags
-    alarmed = {(a["data-window"], a["data-feature"]) for t, a in rows
-               if t == "tr" and a.get("class") == "alarm"}
+    alarmed = {
+        (a["data-window"], a["data-feature"])
+        for t, a in rows
+        if t == "tr" and a.get("class") == "alarm"
+    }
     assert {w for w, _ in alarmed} == {hour(DRIFT_HOUR).isoformat()}
     assert {"prompt_length", "topic"} <= {f for _, f in alarmed}
     # one marker per chart, in the middle of the drifted window
-    xs = [float(a["data-x"] or "nan") for t, a in rows
-          if t == "g" and a.get("class") == "alert-marker"]
+    xs = [
+        float(a["data-x"] or "nan")
+        for t, a in rows
+        if t == "g" and a.get("class") == "alert-marker"
+    ]
     expected = x_at(hour(DRIFT_HOUR + 0.5), hour(REF_HOURS), hour(DRIFT_HOUR + 1))
     assert len(xs) == CHARTS and all(x == pytest.approx(expected, abs=0.06) for x in xs)
     assert "drift: prompt_length" in drift
 
 
 def test_window_metrics_match_intervals_computed_from_the_records(
-        store_path: tuple[str, list[TrafficRecord]], calm: str) -> None:
+    store_path: tuple[str, list[TrafficRecord]], calm: str
+) -> None:
     records = store_path[1]
     for h in (REF_HOURS, REF_HOURS + 1):
         calls = [r for r in records if r.role == "baseline" and hour(h) <= r.ts < hour(h + 1)]
@@ -147,10 +154,8 @@ def test_api_is_strict_json_and_matches_the_cli(client: TestClient, drift: str) 
     assert json.loads(out) == api
 
 
-def test_printed_export_command_exports_the_listed_outliers(drift: str, tmp_path: Path
-                                                             ) -> None:
-    flagged = int(re.sub(r"\D", "", re.search(r'class="n-outliers">([\d,]+)<',
-                                              drift).group(1)))  # type: ignore[union-attr]
+def test_printed_export_command_exports_the_listed_outliers(drift: str, tmp_path: Path) -> None:
+    flagged = int(re.sub(r"\D", "", re.search(r'class="n-outliers">([\d,]+)<', drift).group(1)))  # type: ignore[union-attr]
     assert flagged >= 16  # the cooking prompts and the three payloads
     queue = tmp_path / "queue.jsonl"
     cmd = code(drift, "cmd-review").replace("queue.jsonl", str(queue))
@@ -172,8 +177,7 @@ def test_no_traffic_and_bad_parameters(client: TestClient) -> None:
     assert client.get("/api/monitor?embeddings=word2vec").status_code == 400
 
 
-def test_default_reference_holds_traffic_or_the_page_says_none_does(client: TestClient
-                                                                    ) -> None:
+def test_default_reference_holds_traffic_or_the_page_says_none_does(client: TestClient) -> None:
     """Without reference=: the first windows with traffic (here the first hour: 100
     requests, a third of all); with all traffic in one window the page says no reference
     holds any and how to set one, instead of a drift section that silently tests nothing."""
@@ -181,8 +185,7 @@ def test_default_reference_holds_traffic_or_the_page_says_none_does(client: Test
     page = main(client.get(f"/monitor?{span}").text)
     assert f"({PER_HOUR} requests; " in page and "no-reference" not in page
     assert "of 2 windows compared with the reference" in page
-    one = urlencode({"since": hour(0).isoformat(), "until": hour(6).isoformat(),
-                     "window": "1d"})
+    one = urlencode({"since": hour(0).isoformat(), "until": hour(6).isoformat(), "window": "1d"})
     page = main(client.get(f"/monitor?{one}").text)
     m = re.search(r'<p class="notice problem no-reference"[^>]*>(.*?)</p>', page, re.S)
     assert m and "No reference period holds traffic" in m.group(1)

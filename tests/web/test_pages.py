@@ -44,8 +44,9 @@ def samples_shown(html: str) -> list[str]:
 # -- runs list -------------------------------------------------------------------------------
 
 
-def test_runs_list_shows_every_run_with_its_interval_and_errors(client: TestClient,
-                                                                 seeded: Seeded) -> None:
+def test_runs_list_shows_every_run_with_its_interval_and_errors(
+    client: TestClient, seeded: Seeded
+) -> None:
     r = client.get("/runs")
     assert r.status_code == 200
     rows = Tags(r.text).attr("tr", "data-run")
@@ -60,7 +61,9 @@ def test_runs_list_shows_every_run_with_its_interval_and_errors(client: TestClie
 def test_runs_list_filters_by_model_and_task(client: TestClient, seeded: Seeded) -> None:
     assert Tags(client.get("/runs?model=beta").text).attr("tr", "data-run") == [seeded.beta]
     assert Tags(client.get("/runs?model=fake:alpha").text).attr("tr", "data-run") == [
-        seeded.other, seeded.alpha]
+        seeded.other,
+        seeded.alpha,
+    ]
     assert len(Tags(client.get("/runs?task=yesno").text).attr("tr", "data-run")) == 4
     r = client.get("/runs?task=nothing")
     assert "No run matches these filters" in r.text
@@ -69,8 +72,9 @@ def test_runs_list_filters_by_model_and_task(client: TestClient, seeded: Seeded)
 # -- run detail --------------------------------------------------------------------------------
 
 
-def test_run_page_scores_chart_categories_and_methodology(client: TestClient,
-                                                          seeded: Seeded) -> None:
+def test_run_page_scores_chart_categories_and_methodology(
+    client: TestClient, seeded: Seeded
+) -> None:
     r = client.get(f"/runs/{seeded.alpha}")
     assert r.status_code == 200
     assert pct(len(ALPHA_RIGHT), N) in r.text
@@ -116,10 +120,16 @@ def test_unknown_run_is_a_404_page_and_json(client: TestClient) -> None:
 # -- escaping ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/runs/{xss}", "/runs/{xss}?show=failures",
-                                  "/runs/{xss}/report", "/compare?run={alpha}&run={xss}"])
-def test_model_output_is_escaped_everywhere(client: TestClient, seeded: Seeded,
-                                            path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/runs/{xss}",
+        "/runs/{xss}?show=failures",
+        "/runs/{xss}/report",
+        "/compare?run={alpha}&run={xss}",
+    ],
+)
+def test_model_output_is_escaped_everywhere(client: TestClient, seeded: Seeded, path: str) -> None:
     r = client.get(path.format(xss=seeded.xss, alpha=seeded.alpha))
     assert r.status_code == 200
     tags = Tags(r.text)
@@ -147,8 +157,9 @@ def test_api_returns_the_payload_as_data(client: TestClient, seeded: Seeded) -> 
 # -- compare ----------------------------------------------------------------------------------
 
 
-def test_compare_page_shows_difference_pvalue_and_verdict(client: TestClient,
-                                                          seeded: Seeded) -> None:
+def test_compare_page_shows_difference_pvalue_and_verdict(
+    client: TestClient, seeded: Seeded
+) -> None:
     r = client.get(f"/compare?run={seeded.alpha}&run={seeded.beta}")
     assert r.status_code == 200
     # beta is right wherever alpha is and on 9 more: McNemar exact, 9 discordant pairs all
@@ -161,17 +172,19 @@ def test_compare_page_shows_difference_pvalue_and_verdict(client: TestClient,
     assert "beta is better by" in r.text
     assert '<svg class="plot forest"' in r.text
     # the baseline radio makes beta the baseline: the difference changes sign
-    flipped = client.get(f"/compare?run={seeded.alpha}&run={seeded.beta}"
-                         f"&baseline={seeded.beta}").text
+    flipped = client.get(
+        f"/compare?run={seeded.alpha}&run={seeded.beta}&baseline={seeded.beta}"
+    ).text
     assert f"{-100 * d / N:+.1f} [" in flipped
 
 
-def test_compare_refuses_different_methodology_with_the_message(client: TestClient,
-                                                                seeded: Seeded) -> None:
+def test_compare_refuses_different_methodology_with_the_message(
+    client: TestClient, seeded: Seeded
+) -> None:
     r = client.get(f"/compare?run={seeded.alpha}&run={seeded.other}")
     assert r.status_code == 200
     assert "These runs are not comparable" in r.text and "system_prompt" in r.text
-    assert "Compare anyway" in r.text and "<table class=\"comparison\">" not in r.text
+    assert "Compare anyway" in r.text and '<table class="comparison">' not in r.text
     forced = client.get(f"/compare?run={seeded.alpha}&run={seeded.other}&force=true").text
     assert "FORCED" in forced and '<table class="comparison">' in forced
     j = client.get(f"/api/compare?run={seeded.alpha}&run={seeded.other}")
@@ -186,8 +199,9 @@ def test_compare_form_without_enough_runs(client: TestClient, seeded: Seeded) ->
 
 def test_api_compare_matches_cli(client: TestClient, seeded: Seeded) -> None:
     api = client.get(f"/api/compare?run={seeded.alpha}&run={seeded.beta}").json()
-    out = CliRunner().invoke(cli, ["--store", seeded.url, "compare", seeded.alpha, seeded.beta,
-                                   "--json"])
+    out = CliRunner().invoke(
+        cli, ["--store", seeded.url, "compare", seeded.alpha, seeded.beta, "--json"]
+    )
     assert out.exit_code == 0, out.output
     assert api == json.loads(out.output)
 
@@ -195,8 +209,9 @@ def test_api_compare_matches_cli(client: TestClient, seeded: Seeded) -> None:
 # -- leaderboard ------------------------------------------------------------------------------
 
 
-def test_leaderboard_ranks_and_leaves_out_other_methodology(client: TestClient,
-                                                            seeded: Seeded) -> None:
+def test_leaderboard_ranks_and_leaves_out_other_methodology(
+    client: TestClient, seeded: Seeded
+) -> None:
     r = client.get("/leaderboard")
     assert r.status_code == 200
     models = Tags(r.text).attr("tr", "data-model")
@@ -218,7 +233,8 @@ def test_api_runs_and_run_match_the_cli(client: TestClient, seeded: Seeded) -> N
     shown = json.loads(cli_show.output)
     api_run = client.get(f"/api/runs/{seeded.alpha}").json()
     assert {k: api_run[k] for k in shown if k not in ("created_at", "finished_at")} == {
-        k: v for k, v in shown.items() if k not in ("created_at", "finished_at")}
+        k: v for k, v in shown.items() if k not in ("created_at", "finished_at")
+    }
     acc = api_run["summary"]["tasks"]["yesno"]["metrics"]["exact_match"]
     assert acc["value"] == pytest.approx(len(ALPHA_RIGHT) / N)
     assert [r["id"] for r in client.get("/api/runs?model=beta").json()] == [seeded.beta]
@@ -234,9 +250,13 @@ def test_a_section_builder_can_be_replaced(tmp_path: Path) -> None:
 
     def page(store: Store, params: Mapping[str, str]) -> SectionPage:
         seen.append(param_values(params, "price"))
-        return SectionPage("section_generic.html.j2", {
-            "alerts": ["<b>drift</b>"], "notes": [], "charts": [], "tables": []},
-            {"ok": float("nan")}, 200, 418)
+        return SectionPage(
+            "section_generic.html.j2",
+            {"alerts": ["<b>drift</b>"], "notes": [], "charts": [], "tables": []},
+            {"ok": float("nan")},
+            200,
+            418,
+        )
 
     app = create_app(str(tmp_path / "s.db"), sections={"monitor": page})
     with TestClient(app, base_url=LOOPBACK) as c:

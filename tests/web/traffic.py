@@ -27,8 +27,13 @@ def hour(h: float) -> datetime:
 
 
 def _query(until: int) -> str:
-    return urlencode({"since": hour(REF_HOURS).isoformat(), "until": hour(until).isoformat(),
-                      "reference": f"{T0.isoformat()}..{hour(REF_HOURS).isoformat()}"})
+    return urlencode(
+        {
+            "since": hour(REF_HOURS).isoformat(),
+            "until": hour(until).isoformat(),
+            "reference": f"{T0.isoformat()}..{hour(REF_HOURS).isoformat()}",
+        }
+    )
 
 
 CALM = _query(DRIFT_HOUR)  # windows 3, 4: no drift
@@ -37,12 +42,25 @@ DRIFT = _query(HOURS)  # windows 3, 4, 5: drift in window 5
 
 def _xss(i: int) -> list[TrafficRecord]:
     ts = hour(DRIFT_HOUR) + timedelta(minutes=10 + i)
-    return [TrafficRecord(
-        pair_id=f"xss-{i}", role=role, served=role == "baseline", mode="shadow",
-        endpoint="/v1/chat/completions", upstream=f"http://{role}.invalid/v1",
-        request={"messages": [{"role": "user", "content": f"{PAYLOAD} {i}"}]}, ts=ts,
-        model=f"{role}-model", response=PAYLOAD, status=200, latency_ms=400.0,
-        input_tokens=20, output_tokens=10) for role in ("baseline", "candidate")]
+    return [
+        TrafficRecord(
+            pair_id=f"xss-{i}",
+            role=role,
+            served=role == "baseline",
+            mode="shadow",
+            endpoint="/v1/chat/completions",
+            upstream=f"http://{role}.invalid/v1",
+            request={"messages": [{"role": "user", "content": f"{PAYLOAD} {i}"}]},
+            ts=ts,
+            model=f"{role}-model",
+            response=PAYLOAD,
+            status=200,
+            latency_ms=400.0,
+            input_tokens=20,
+            output_tokens=10,
+        )
+        for role in ("baseline", "candidate")
+    ]
 
 
 def monitor_records() -> list[TrafficRecord]:
@@ -51,8 +69,14 @@ def monitor_records() -> list[TrafficRecord]:
     rng = np.random.default_rng(0)
     out: list[TrafficRecord] = []
     for h in range(HOURS):
-        out += synthetic_traffic(PER_HOUR, start=hour(h), end=hour(h + 1), rng=rng,
-                                 profile=changed if h == DRIFT_HOUR else base, prefix=f"h{h}-")
+        out += synthetic_traffic(
+            PER_HOUR,
+            start=hour(h),
+            end=hour(h + 1),
+            rng=rng,
+            profile=changed if h == DRIFT_HOUR else base,
+            prefix=f"h{h}-",
+        )
     for i in range(N_XSS):
         out += _xss(i)
     return out

@@ -53,7 +53,10 @@ def git_revision(start: str | None = None) -> str | None:
             return None
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here, capture_output=True, text=True, timeout=5,
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
         )
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):

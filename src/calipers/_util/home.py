@@ -24,8 +24,10 @@ def calipers_home() -> Path:
 def _home_hint(path: Path) -> str | None:
     home = os.environ.get(HOME_ENV)
     if home and path.absolute().is_relative_to(Path(home).expanduser().absolute()):
-        return f"{HOME_ENV}={home}: point it at a folder calipers may create and write, " \
-               "or unset it to use ./.calipers."
+        return (
+            f"{HOME_ENV}={home}: point it at a folder calipers may create and write, "
+            "or unset it to use ./.calipers."
+        )
     return None
 
 
@@ -36,8 +38,11 @@ def folder_problem(path: Path) -> str | None:
     for part in (path, *path.parents):
         if part.exists() or part.is_symlink():
             if not part.is_dir():
-                return f"{part} is a file, not a folder" if part.exists() else \
-                    f"{part} is a broken link"
+                return (
+                    f"{part} is a file, not a folder"
+                    if part.exists()
+                    else f"{part} is a broken link"
+                )
             if not os.access(part, os.W_OK | os.X_OK):
                 verb = "write in" if part == path else "create folders in"
                 return f"there is no permission to {verb} {part}"
@@ -62,8 +67,10 @@ def make_folder(path: Path, what: str, *, hint: str | None = None, private: bool
             return path
         except OSError as e:
             problem = _reason(e)
-    raise ConfigError(f"Cannot use {path} as {what}: {problem}.",
-                      hint=hint or _home_hint(path) or "Choose another path.")
+    raise ConfigError(
+        f"Cannot use {path} as {what}: {problem}.",
+        hint=hint or _home_hint(path) or "Choose another path.",
+    )
 
 
 def _reason(e: OSError) -> str:

@@ -37,8 +37,10 @@ def _matches(window: str, digits: str) -> list[tuple[int, int]]:
         found = pn.PhoneNumberMatcher(window, "ZZ", leniency=pn.Leniency.POSSIBLE)
         return [(m.start, m.end) for m in found]
     for region in PHONE_REGIONS:
-        spans = [(m.start, m.end)
-                 for m in pn.PhoneNumberMatcher(window, region, leniency=pn.Leniency.VALID)]
+        spans = [
+            (m.start, m.end)
+            for m in pn.PhoneNumberMatcher(window, region, leniency=pn.Leniency.VALID)
+        ]
         if spans:
             return spans
     if digits.startswith(("0", "(0")) and _SEPARATOR.search(digits):

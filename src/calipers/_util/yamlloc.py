@@ -20,8 +20,14 @@ import yaml
 
 from calipers.errors import ConfigError
 
-__all__ = ["MAX_YAML_CHARS", "MAX_YAML_DEPTH", "MAX_YAML_EXPANDED", "YamlError", "load_yaml",
-           "yaml_line"]
+__all__ = [
+    "MAX_YAML_CHARS",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_EXPANDED",
+    "YamlError",
+    "load_yaml",
+    "yaml_line",
+]
 
 MAX_YAML_CHARS = 5_000_000  # a settings file, not a data set
 MAX_YAML_DEPTH = 64  # nested mappings and lists
@@ -65,9 +71,11 @@ class _BoundedLoader(yaml.SafeLoader):
         try:
             if self._depth > MAX_YAML_DEPTH:
                 event = self.peek_event()  # type: ignore[no-untyped-call]
-                raise _Limit(f"YAML nested deeper than {MAX_YAML_DEPTH} levels",
-                             event.start_mark,
-                             "Flatten the structure; a settings file needs a few levels.")
+                raise _Limit(
+                    f"YAML nested deeper than {MAX_YAML_DEPTH} levels",
+                    event.start_mark,
+                    "Flatten the structure; a settings file needs a few levels.",
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -84,8 +92,11 @@ def _check_expansion(root: yaml.Node) -> None:
         if key in sizes:
             return sizes[key]
         if key in open_:
-            raise _Limit("a YAML alias refers to a value that contains it (a recursive structure)",
-                         node.start_mark, _ALIAS_HINT)
+            raise _Limit(
+                "a YAML alias refers to a value that contains it (a recursive structure)",
+                node.start_mark,
+                _ALIAS_HINT,
+            )
         open_.add(key)
         total = 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
         if isinstance(node, yaml.SequenceNode):
@@ -94,8 +105,11 @@ def _check_expansion(root: yaml.Node) -> None:
             total += sum(size(k) + size(v) for k, v in node.value)
         open_.discard(key)
         if total > MAX_YAML_EXPANDED:
-            raise _Limit(f"YAML aliases expand it past {MAX_YAML_EXPANDED:,} characters",
-                         node.start_mark, _ALIAS_HINT)
+            raise _Limit(
+                f"YAML aliases expand it past {MAX_YAML_EXPANDED:,} characters",
+                node.start_mark,
+                _ALIAS_HINT,
+            )
         sizes[key] = total
         return total
 
@@ -116,9 +130,11 @@ def load_yaml(text: str, source: str | Path) -> Any:
 
     Raises :class:`YamlError` for text that is not YAML or is over a limit."""
     if len(text) > MAX_YAML_CHARS:
-        raise YamlError(str(source), f"{len(text):,} characters of YAML is over the "
-                        f"{MAX_YAML_CHARS:,} calipers reads",
-                        hint="A settings file holds settings; put data in a data file.")
+        raise YamlError(
+            str(source),
+            f"{len(text):,} characters of YAML is over the {MAX_YAML_CHARS:,} calipers reads",
+            hint="A settings file holds settings; put data in a data file.",
+        )
     try:
         loader, node = _compose(text)
         try:
@@ -136,8 +152,11 @@ def load_yaml(text: str, source: str | Path) -> Any:
         problem = getattr(e, "problem", None) or str(e)
         raise YamlError(where, f"not valid YAML ({problem})") from None
     except RecursionError:  # a structure deep enough to exhaust the stack before our limit
-        raise YamlError(str(source), f"YAML nested deeper than {MAX_YAML_DEPTH} levels",
-                        hint="Flatten the structure.") from None
+        raise YamlError(
+            str(source),
+            f"YAML nested deeper than {MAX_YAML_DEPTH} levels",
+            hint="Flatten the structure.",
+        ) from None
 
 
 def yaml_line(text: str, loc: Sequence[str | int]) -> int | None:

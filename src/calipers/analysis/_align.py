@@ -67,8 +67,13 @@ def _scored(samples: Sequence[SampleRecord], task: str, metric: str) -> dict[str
     """Each item's first scored record (see :func:`_item_means` for its value)."""
     out: dict[str, SampleRecord] = {}
     for s in samples:
-        if (s.task == task and s.error is None and s.scores and metric in s.scores
-                and not np.isnan(s.scores[metric])):
+        if (
+            s.task == task
+            and s.error is None
+            and s.scores
+            and metric in s.scores
+            and not np.isnan(s.scores[metric])
+        ):
             out.setdefault(s.sample_id, s)
     return out
 
@@ -77,15 +82,18 @@ def _item_means(samples: Sequence[SampleRecord], task: str, metric: str) -> dict
     """Each item's score: the mean over its scored epochs (one epoch: its score)."""
     sums: dict[str, list[float]] = {}
     for s in samples:
-        if (s.task == task and s.error is None and s.scores and metric in s.scores
-                and not np.isnan(s.scores[metric])):
+        if (
+            s.task == task
+            and s.error is None
+            and s.scores
+            and metric in s.scores
+            and not np.isnan(s.scores[metric])
+        ):
             sums.setdefault(s.sample_id, []).append(s.scores[metric])
     return {i: float(np.mean(v)) for i, v in sums.items()}
 
 
-def _values(
-    means: dict[str, float], ids: Sequence[str]
-) -> npt.NDArray[np.float64]:
+def _values(means: dict[str, float], ids: Sequence[str]) -> npt.NDArray[np.float64]:
     return np.array([means[i] for i in ids], dtype=np.float64)
 
 
@@ -99,11 +107,14 @@ def pair(a: StoredRun, b: StoredRun, task: str, metric: str) -> Paired:
     clusters = tuple(sa[i].cluster or f"__item:{i}" for i in ids)
     has_clusters = any(sa[i].cluster for i in ids)
     return Paired(
-        task=task, metric=metric, ids=tuple(ids),
+        task=task,
+        metric=metric,
+        ids=tuple(ids),
         a=_values(ma, ids),
         b=_values(mb, ids),
         clusters=clusters if has_clusters else None,
-        only_a=len(set(sa) - set(sb)), only_b=len(set(sb) - set(sa)),
+        only_a=len(set(sa) - set(sb)),
+        only_b=len(set(sb) - set(sa)),
         errors_a=sum(s.error is not None for s in a.samples if s.task == task),
         errors_b=sum(s.error is not None for s in b.samples if s.task == task),
     )

@@ -42,10 +42,12 @@ def _proposed(raw: Any, n_options: int) -> int | None:
 def annotations_from(samples: Mapping[str, Sample]) -> tuple[dict[str, Annotation], str | None]:
     """Annotations carried in the items' metadata (``error_type``, ``correct_answer``)."""
     ann = {
-        i: Annotation(error_type=str(s.metadata["error_type"]),
-                      correct_answer=_proposed(s.metadata.get("correct_answer"),
-                                               len(s.choices or ())))
-        for i, s in samples.items() if s.metadata.get("error_type")
+        i: Annotation(
+            error_type=str(s.metadata["error_type"]),
+            correct_answer=_proposed(s.metadata.get("correct_answer"), len(s.choices or ())),
+        )
+        for i, s in samples.items()
+        if s.metadata.get("error_type")
     }
     if not ann:
         return {}, None
@@ -60,8 +62,10 @@ def _load(run: StoredRun, task: str, data_dir: str | Path | None) -> list[Sample
     found = None
     for entry in cfg.get("tasks") or [task]:
         try:
-            found = next((t for t in resolve_task(str(entry), cfg.get("formulation"))
-                          if t.name == task), None)
+            found = next(
+                (t for t in resolve_task(str(entry), cfg.get("formulation")) if t.name == task),
+                None,
+            )
         except CalipersError:
             continue
         if found is not None:
@@ -71,23 +75,33 @@ def _load(run: StoredRun, task: str, data_dir: str | Path | None) -> list[Sample
     if cfg.get("variant"):  # a sensitivity or robustness run: the items as it showed them
         found = apply_variant(found, Variant.model_validate(cfg["variant"]))
     where = data_dir or cfg.get("data_dir")
-    ctx = LoadContext(seed=int(cfg.get("seed") or 0), n=card.limit or found.default_n,
-                      data_dir=Path(where) if where else None)
+    ctx = LoadContext(
+        seed=int(cfg.get("seed") or 0),
+        n=card.limit or found.default_n,
+        data_dir=Path(where) if where else None,
+    )
     samples = list(found.load(ctx))[: card.limit or None]
     if data_hash(samples) != card.data_hash:
-        raise DataError(f"the items of {task!r} found now differ from those run "
-                        f"{run.record.id} used (data hash)")
+        raise DataError(
+            f"the items of {task!r} found now differ from those run "
+            f"{run.record.id} used (data hash)"
+        )
     return samples
 
 
-def task_samples(runs: Sequence[StoredRun], task: str, data_dir: str | Path | None,
-                 ) -> tuple[dict[str, Sample], str]:
+def task_samples(
+    runs: Sequence[StoredRun],
+    task: str,
+    data_dir: str | Path | None,
+) -> tuple[dict[str, Sample], str]:
     """Items by id from the task data, and a note on where they came from."""
     out: dict[str, Sample] = {}
     problems, seen = [], set()
     for r in runs:
-        key = json.dumps([r.record.config.get(k) for k in ("tasks", "formulation", "seed")]
-                         + [r.methodology.tasks[task].data_hash])
+        key = json.dumps(
+            [r.record.config.get(k) for k in ("tasks", "formulation", "seed")]
+            + [r.methodology.tasks[task].data_hash]
+        )
         if key in seen:
             continue
         seen.add(key)

@@ -35,8 +35,11 @@ def format_floors(runs: Sequence[RunRecord]) -> dict[tuple[str, str], Floor]:
     for r in runs:
         study = (r.config or {}).get("study")
         variant = (r.config or {}).get("variant") or {}
-        if variant.get("perturb") or variant.get("none_of_the_other") or variant.get(
-                "fresh_numbers"):
+        if (
+            variant.get("perturb")
+            or variant.get("none_of_the_other")
+            or variant.get("fresh_numbers")
+        ):
             continue  # robustness and contamination variants change content, not format
         if study and r.status == "finished":
             studies[study].append(r)
@@ -62,12 +65,20 @@ def study_references(runs: Sequence[RunRecord]) -> set[str]:
         study = (r.config or {}).get("study")
         if study and (study not in first or r.created_at < first[study].created_at):
             first[study] = r
-    return {r.id for r in runs
-            if not (r.config or {}).get("study") or first[r.config["study"]].id == r.id}
+    return {
+        r.id
+        for r in runs
+        if not (r.config or {}).get("study") or first[r.config["study"]].id == r.id
+    }
 
 
-def floor_flag(floors: Mapping[tuple[str, str], Floor], task: str, diff: float,
-               model_keys: Sequence[str], other: str) -> str | None:
+def floor_flag(
+    floors: Mapping[tuple[str, str], Floor],
+    task: str,
+    diff: float,
+    model_keys: Sequence[str],
+    other: str,
+) -> str | None:
     """A flag when ``|diff|`` is below the larger floor of the models compared."""
     found = [f for k in model_keys if (f := floors.get((k, task))) is not None]
     if not found:
@@ -75,6 +86,8 @@ def floor_flag(floors: Mapping[tuple[str, str], Floor], task: str, diff: float,
     worst = max(found, key=lambda f: f.value)
     if abs(diff) >= worst.value:
         return None
-    return (f"within the format noise floor vs {other}: the difference "
-            f"{100 * abs(diff):.1f} pts < {100 * worst.value:.1f} pts that format changes "
-            f"alone moved the score (study {worst.study})")
+    return (
+        f"within the format noise floor vs {other}: the difference "
+        f"{100 * abs(diff):.1f} pts < {100 * worst.value:.1f} pts that format changes "
+        f"alone moved the score (study {worst.study})"
+    )

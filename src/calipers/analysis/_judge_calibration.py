@@ -40,9 +40,16 @@ from calipers.stats import cohens_kappa, krippendorff_alpha, length_bias, positi
 from calipers.store import RunRecord, SampleRecord, Store
 from calipers.types import Estimate
 
-__all__ = ["JUDGE_SCORERS", "JudgeCalibrationReport", "calibrate_judge",
-           "calibrate_similarity", "find_scorer", "judge_agreement_line", "load_labels",
-           "save_judge_calibration"]
+__all__ = [
+    "JUDGE_SCORERS",
+    "JudgeCalibrationReport",
+    "calibrate_judge",
+    "calibrate_similarity",
+    "find_scorer",
+    "judge_agreement_line",
+    "load_labels",
+    "save_judge_calibration",
+]
 
 JudgeMode = Literal["scale", "pass_fail", "pairwise"]
 Key = tuple[str, int]
@@ -76,15 +83,23 @@ class JudgeCalibrationReport(BaseModel):
     caveats: list[str]
 
 
-def find_scorer(run: RunRecord, task: str | None, names: Sequence[str]) -> tuple[str, dict[str,
-                                                                                      Any]]:
+def find_scorer(
+    run: RunRecord, task: str | None, names: Sequence[str]
+) -> tuple[str, dict[str, Any]]:
     """(task, scorer spec) of the one scorer named in ``names`` used by the run."""
     tasks = run.methodology.get("tasks", {})
-    found = [(t, s) for t, m in tasks.items() if task in (None, t) for s in m.get("scorers", [])
-             if s.get("name") in names]
+    found = [
+        (t, s)
+        for t, m in tasks.items()
+        if task in (None, t)
+        for s in m.get("scorers", [])
+        if s.get("name") in names
+    ]
     if task is not None and task not in tasks:
-        raise ConfigError(f"Run {run.id} has no task {task!r}.",
-                          hint=f"Its tasks: {', '.join(tasks) or '(none)'}.")
+        raise ConfigError(
+            f"Run {run.id} has no task {task!r}.",
+            hint=f"Its tasks: {', '.join(tasks) or '(none)'}.",
+        )
     if len(found) != 1:
         what = "no" if not found else f"{len(found)}"
         raise ConfigError(
@@ -107,8 +122,9 @@ def load_labels(path: str | Path, task: str) -> dict[Key, Any]:
         try:
             key = (str(sid), int(row.get("epoch") or 0))
         except (TypeError, ValueError):
-            raise DataError(f"{path}:{line}: epoch {row.get('epoch')!r} is not an integer.") \
-                from None
+            raise DataError(
+                f"{path}:{line}: epoch {row.get('epoch')!r} is not an integer."
+            ) from None
         if key in out:
             raise DataError(f"{path}:{line}: sample {sid!r} is labelled twice.")
         out[key] = (row["label"], f"{path}:{line}")
@@ -117,10 +133,30 @@ def load_labels(path: str | Path, task: str) -> dict[Key, Any]:
     return out
 
 
-_PASS = {"pass": 1.0, "yes": 1.0, "true": 1.0, "1": 1.0, "1.0": 1.0, "fail": 0.0, "no": 0.0,
-         "false": 0.0, "0": 0.0, "0.0": 0.0}
-_WIN = {"win": 1.0, "output": 1.0, "1": 1.0, "1.0": 1.0, "loss": 0.0, "baseline": 0.0,
-        "0": 0.0, "0.0": 0.0, "tie": 0.5, "0.5": 0.5}
+_PASS = {
+    "pass": 1.0,
+    "yes": 1.0,
+    "true": 1.0,
+    "1": 1.0,
+    "1.0": 1.0,
+    "fail": 0.0,
+    "no": 0.0,
+    "false": 0.0,
+    "0": 0.0,
+    "0.0": 0.0,
+}
+_WIN = {
+    "win": 1.0,
+    "output": 1.0,
+    "1": 1.0,
+    "1.0": 1.0,
+    "loss": 0.0,
+    "baseline": 0.0,
+    "0": 0.0,
+    "0.0": 0.0,
+    "tie": 0.5,
+    "0.5": 0.5,
+}
 
 
 def _parse(raw: Any, where: str, mode: JudgeMode, scale: tuple[int, int]) -> float:
@@ -147,8 +183,13 @@ def _judged(recs: Sequence[SampleRecord], name: str, mode: JudgeMode) -> dict[Ke
         meta = ((r.score_details or {}).get(name) or {}).get("metadata")
         if r.error is not None or not meta:
             continue
-        value = float(outcome[meta["outcome"]] if mode == "pairwise" else meta["raw_score"]
-                      if mode == "scale" else _PASS[str(meta["raw_score"]).strip().lower()])
+        value = float(
+            outcome[meta["outcome"]]
+            if mode == "pairwise"
+            else meta["raw_score"]
+            if mode == "scale"
+            else _PASS[str(meta["raw_score"]).strip().lower()]
+        )
         out[(r.sample_id, r.epoch)] = {**meta, "value": value}
     return out
 
@@ -162,10 +203,17 @@ def _corr(c: Any) -> dict[str, Any]:
     return {"estimate": c.estimate.to_dict(), "p_value": None if math.isnan(p) else p}
 
 
-def _agreement(h: list[float], j: list[float], cats: list[float], mode: JudgeMode,
-               rng: np.random.Generator, c: float) -> tuple[str, Estimate, dict[str, Any]]:
-    kappa = cohens_kappa(h, j, categories=cats, confidence=c,
-                         weights="quadratic" if mode == "scale" else "none")
+def _agreement(
+    h: list[float],
+    j: list[float],
+    cats: list[float],
+    mode: JudgeMode,
+    rng: np.random.Generator,
+    c: float,
+) -> tuple[str, Estimate, dict[str, Any]]:
+    kappa = cohens_kappa(
+        h, j, categories=cats, confidence=c, weights="quadratic" if mode == "scale" else "none"
+    )
     level: Literal["ordinal", "nominal"] = "nominal" if mode == "pass_fail" else "ordinal"
     alpha = krippendorff_alpha([h, j], level=level, rng=rng, confidence=c)
     if mode == "scale":
@@ -173,26 +221,43 @@ def _agreement(h: list[float], j: list[float], cats: list[float], mode: JudgeMod
     return "cohens_kappa", kappa, {f"krippendorff_alpha_{level}": alpha.to_dict()}
 
 
-def _biases(judged: dict[Key, dict[str, Any]], matched: list[tuple[Key, float]],
-            mode: JudgeMode, scale: tuple[int, int], rng: np.random.Generator,
-            c: float) -> tuple[dict[str, Any] | None, dict[str, Any], dict[str, Any]]:
+def _biases(
+    judged: dict[Key, dict[str, Any]],
+    matched: list[tuple[Key, float]],
+    mode: JudgeMode,
+    scale: tuple[int, int],
+    rng: np.random.Generator,
+    c: float,
+) -> tuple[dict[str, Any] | None, dict[str, Any], dict[str, Any]]:
     keys = list(judged)
     chars = np.array([judged[k]["answer_chars"] for k in keys], dtype=float)
-    base = (np.array([judged[k]["baseline_chars"] for k in keys], dtype=float)
-            if mode == "pairwise" else np.zeros(len(keys)))
+    base = (
+        np.array([judged[k]["baseline_chars"] for k in keys], dtype=float)
+        if mode == "pairwise"
+        else np.zeros(len(keys))
+    )
     score = np.array([_norm(judged[k]["value"], mode, scale) for k in keys])
     lb = length_bias(base, chars, score, rng=rng, confidence=c)
     idx = [keys.index(k) for k, _h in matched]
     human = np.array([_norm(h, mode, scale) for _k, h in matched])
-    lbh = length_bias(base[idx], chars[idx], score[idx], rng=rng, human_b_preferred=human,
-                      confidence=c)
+    lbh = length_bias(
+        base[idx], chars[idx], score[idx], rng=rng, human_b_preferred=human, confidence=c
+    )
     pb = None
     if mode == "pairwise":
-        b = position_bias([judged[k]["first_preferred"] for k in keys],
-                          [judged[k]["first_preferred_swapped"] for k in keys], confidence=c)
+        b = position_bias(
+            [judged[k]["first_preferred"] for k in keys],
+            [judged[k]["first_preferred_swapped"] for k in keys],
+            confidence=c,
+        )
         p = float(b.p_value)
-        pb = {"n_pairs": b.n_pairs, "n_ties": b.n_ties, "consistency": b.consistency.to_dict(),
-              "first_share": b.first_share.to_dict(), "p_value": None if math.isnan(p) else p}
+        pb = {
+            "n_pairs": b.n_pairs,
+            "n_ties": b.n_ties,
+            "consistency": b.consistency.to_dict(),
+            "first_share": b.first_share.to_dict(),
+            "p_value": None if math.isnan(p) else p,
+        }
     return pb, _corr(lb), _corr(lbh)
 
 
@@ -202,17 +267,25 @@ def _judge_score(run: RunRecord, task: str, mode: JudgeMode) -> dict[str, Any] |
     return next((v for k, v in metrics.items() if k == want or k.endswith("." + want)), None)
 
 
-def calibrate_judge(run: RunRecord, samples: Sequence[SampleRecord], labels: str | Path, *,
-                    task: str | None = None, scorer: str | None = None, seed: int = 0,
-                    confidence: float = 0.95) -> JudgeCalibrationReport:
+def calibrate_judge(
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    labels: str | Path,
+    *,
+    task: str | None = None,
+    scorer: str | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> JudgeCalibrationReport:
     """Agreement of the run's judge (an ``llm_judge`` or ``llm_judge_pairwise`` scorer;
     ``scorer`` chooses when a task has both) with the human labels in ``labels``."""
     if scorer is not None and scorer not in JUDGE_SCORERS:
         raise ConfigError(f"{scorer!r} is not a judge scorer ({', '.join(JUDGE_SCORERS)}).")
     task, spec = find_scorer(run, task, JUDGE_SCORERS if scorer is None else (scorer,))
     args = spec.get("args", {})
-    mode: JudgeMode = "pairwise" if spec["name"] == "llm_judge_pairwise" else args.get(
-        "mode", "scale")
+    mode: JudgeMode = (
+        "pairwise" if spec["name"] == "llm_judge_pairwise" else args.get("mode", "scale")
+    )
     scale = (0, 1) if mode != "scale" else tuple(args.get("scale", (1, 5)))
     lo_hi = (int(scale[0]), int(scale[1]))
     recs = [r for r in samples if r.task == task]
@@ -223,30 +296,54 @@ def calibrate_judge(run: RunRecord, samples: Sequence[SampleRecord], labels: str
     matched = [(k, h) for k, h in human.items() if k in judged]
     n_err = sum(1 for k in human if k in present and k not in judged)
     hs, js = [h for _k, h in matched], [judged[k]["value"] for k, _h in matched]
-    cats = ([0.0, 1.0] if mode == "pass_fail" else [0.0, 0.5, 1.0] if mode == "pairwise" else
-            sorted({float(v) for v in range(lo_hi[0], lo_hi[1] + 1)} | set(js)))
+    cats = (
+        [0.0, 1.0]
+        if mode == "pass_fail"
+        else [0.0, 0.5, 1.0]
+        if mode == "pairwise"
+        else sorted({float(v) for v in range(lo_hi[0], lo_hi[1] + 1)} | set(js))
+    )
     rng = np.random.default_rng(seed)
     statistic, agree, secondary = _agreement(hs, js, cats, mode, rng, confidence)
-    confusion = [[sum(1 for h, j in zip(hs, js, strict=True) if h == a and j == b)
-                  for b in cats] for a in cats]
+    confusion = [
+        [sum(1 for h, j in zip(hs, js, strict=True) if h == a and j == b) for b in cats]
+        for a in cats
+    ]
     pb, lb, lbh = _biases(judged, matched, mode, lo_hi, rng, confidence)
     caveats = []
     if len(matched) < 30:
-        caveats.append(f"only {len(matched)} labelled items were judged: the agreement "
-                       "interval is wide; label more items to narrow it")
+        caveats.append(
+            f"only {len(matched)} labelled items were judged: the agreement "
+            "interval is wide; label more items to narrow it"
+        )
     if len(human) - len(matched) - n_err:
         caveats.append(f"{len(human) - len(matched) - n_err} labels name samples not in the run")
     if n_err:
         caveats.append(f"{n_err} labelled samples errored and were left out")
     return JudgeCalibrationReport(
-        run_id=run.id, task=task, scorer=spec["name"], judge=str(args.get("judge")), mode=mode,
-        labels_file=str(labels), n_labels=len(human), n_matched=len(matched),
-        n_unmatched=len(human) - len(matched) - n_err, n_judge_errors=n_err,
-        statistic=statistic, agreement=agree.to_dict(), secondary=secondary,
-        exact_agreement=wilson(sum(h == j for h, j in zip(hs, js, strict=True)), len(hs),
-                               confidence).to_dict(),
-        categories=cats, confusion=confusion, judge_score=_judge_score(run, task, mode),
-        position_bias=pb, length_bias=lb, length_bias_vs_human=lbh, caveats=caveats,
+        run_id=run.id,
+        task=task,
+        scorer=spec["name"],
+        judge=str(args.get("judge")),
+        mode=mode,
+        labels_file=str(labels),
+        n_labels=len(human),
+        n_matched=len(matched),
+        n_unmatched=len(human) - len(matched) - n_err,
+        n_judge_errors=n_err,
+        statistic=statistic,
+        agreement=agree.to_dict(),
+        secondary=secondary,
+        exact_agreement=wilson(
+            sum(h == j for h, j in zip(hs, js, strict=True)), len(hs), confidence
+        ).to_dict(),
+        categories=cats,
+        confusion=confusion,
+        judge_score=_judge_score(run, task, mode),
+        position_bias=pb,
+        length_bias=lb,
+        length_bias_vs_human=lbh,
+        caveats=caveats,
     )
 
 
@@ -254,8 +351,10 @@ def save_judge_calibration(store: Store, report: JudgeCalibrationReport) -> None
     """Write ``report`` into its run's summary under ``judge_calibration[task]``."""
     run = store.get_run(report.run_id)
     if run.summary is None or run.status != "finished":
-        raise ConfigError(f"Run {run.id} is {run.status}: its summary is not final.",
-                          hint="Finish (resume) the run first, or use --no-save.")
+        raise ConfigError(
+            f"Run {run.id} is {run.status}: its summary is not final.",
+            hint="Finish (resume) the run first, or use --no-save.",
+        )
     summary = dict(run.summary)
     stored = dict(summary.get("judge_calibration") or {})
     stored[report.task] = report.model_dump(mode="json")
@@ -263,10 +362,16 @@ def save_judge_calibration(store: Store, report: JudgeCalibrationReport) -> None
     store.update_run(run.id, summary=summary)
 
 
-def calibrate_similarity(run: RunRecord, samples: Sequence[SampleRecord], labels: str | Path,
-                         *, task: str | None = None, seed: int = 0,
-                         criterion: Literal["youden", "f1"] = "youden",
-                         confidence: float = 0.95) -> ThresholdCalibration:
+def calibrate_similarity(
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    labels: str | Path,
+    *,
+    task: str | None = None,
+    seed: int = 0,
+    criterion: Literal["youden", "f1"] = "youden",
+    confidence: float = 0.95,
+) -> ThresholdCalibration:
     """A threshold for the run's ``semantic_similarity`` scores from human match labels (1/0)
     in ``labels``; the calibration names the backend it is valid for."""
     task, _spec = find_scorer(run, task, ("semantic_similarity",))
@@ -286,6 +391,12 @@ def calibrate_similarity(run: RunRecord, samples: Sequence[SampleRecord], labels
     if not keys:
         raise DataError(f"{labels}: no label names a scored sample of run {run.id}.")
     backend, model = next(iter(backends))
-    return calibrate_threshold([sims[k] for k in keys], [table[k][0] for k in keys],
-                               rng=np.random.default_rng(seed), criterion=criterion,
-                               backend=backend, model=model, confidence=confidence)
+    return calibrate_threshold(
+        [sims[k] for k in keys],
+        [table[k][0] for k in keys],
+        rng=np.random.default_rng(seed),
+        criterion=criterion,
+        backend=backend,
+        model=model,
+        confidence=confidence,
+    )

@@ -11,8 +11,10 @@ __all__ = ["JUDGE_SCORERS", "judge_agreement_line"]
 
 JUDGE_SCORERS = ("llm_judge", "llm_judge_pairwise")
 
-_NAMES = {"cohens_kappa": "Cohen's kappa", "krippendorff_alpha_ordinal": "Krippendorff's alpha "
-          "(ordinal)"}
+_NAMES = {
+    "cohens_kappa": "Cohen's kappa",
+    "krippendorff_alpha_ordinal": "Krippendorff's alpha (ordinal)",
+}
 
 
 def judge_agreement_line(run: RunRecord, task: str) -> str | None:
@@ -23,8 +25,11 @@ def judge_agreement_line(run: RunRecord, task: str) -> str | None:
         return None
     cal = ((run.summary or {}).get("judge_calibration") or {}).get(task)
     if not cal:
-        return (f"judge-human agreement: not measured (calipers judge-calibrate {run.id} "
-                f"--labels FILE)")
+        return (
+            f"judge-human agreement: not measured (calipers judge-calibrate {run.id} --labels FILE)"
+        )
     est = Estimate.from_dict(cal["agreement"])
-    return (f"judge-human agreement: {_NAMES.get(cal['statistic'], cal['statistic'])} "
-            f"{est.format()} (n={est.n} labelled items, judge {cal['judge']})")
+    return (
+        f"judge-human agreement: {_NAMES.get(cal['statistic'], cal['statistic'])} "
+        f"{est.format()} (n={est.n} labelled items, judge {cal['judge']})"
+    )

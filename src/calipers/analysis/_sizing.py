@@ -71,8 +71,9 @@ def plan_size(
     power: float = 0.8,
 ) -> SizePlan:
     if not 0 < delta < 1:
-        raise ConfigError(f"--delta must be between 0 and 1 (a difference in accuracy), "
-                          f"got {delta}.")
+        raise ConfigError(
+            f"--delta must be between 0 and 1 (a difference in accuracy), got {delta}."
+        )
     task = _task_of(pilots, task)
     notes: list[str] = []
     base_src, corr_src = "given", "given"
@@ -96,21 +97,35 @@ def plan_size(
         notes.append("Baseline accuracy unknown: 0.5 assumed, which needs the most items.")
     if correlation is None:
         correlation, corr_src = 0.0, "assumed 0 (conservative)"
-        notes.append("Correlation between the two models' per-item scores unknown: 0 assumed. "
-                     "Give --correlation or two pilot runs on the same items; models usually "
-                     "correlate, and then fewer items suffice.")
+        notes.append(
+            "Correlation between the two models' per-item scores unknown: 0 assumed. "
+            "Give --correlation or two pilot runs on the same items; models usually "
+            "correlate, and then fewer items suffice."
+        )
     b = min(max(baseline_acc, 0.0), 1.0 - delta) if baseline_acc + delta > 1 else baseline_acc
-    n_paired = sample_size_paired(delta, baseline_acc=b, correlation=correlation,
-                                  alpha=alpha, power=power)
+    n_paired = sample_size_paired(
+        delta, baseline_acc=b, correlation=correlation, alpha=alpha, power=power
+    )
     n_unpaired = unpaired_sample_size(delta, baseline_acc=b, alpha=alpha, power=power)
     if items_available is not None and n_paired > items_available:
-        notes.append(f"The task has only {items_available} items: a difference of "
-                     f"{delta:.1%} cannot be detected reliably on it.")
+        notes.append(
+            f"The task has only {items_available} items: a difference of "
+            f"{delta:.1%} cannot be detected reliably on it."
+        )
     return SizePlan(
-        task=task, delta=delta, alpha=alpha, power=power, baseline_acc=b,
-        baseline_source=base_src, correlation=correlation, correlation_source=corr_src,
-        n_paired=n_paired, n_unpaired=n_unpaired, items_available=items_available,
-        seconds_per_item=secs, tokens_per_item=toks,
+        task=task,
+        delta=delta,
+        alpha=alpha,
+        power=power,
+        baseline_acc=b,
+        baseline_source=base_src,
+        correlation=correlation,
+        correlation_source=corr_src,
+        n_paired=n_paired,
+        n_unpaired=n_unpaired,
+        items_available=items_available,
+        seconds_per_item=secs,
+        tokens_per_item=toks,
         est_seconds_per_model=None if secs is None else math.ceil(secs * n_paired),
         est_tokens_per_model=None if toks is None else math.ceil(toks * n_paired),
         notes=notes,

@@ -31,12 +31,31 @@ __all__ = [
     "run_study",
 ]
 
-AXES = ("labels", "separators", "instruction", "chat", "system", "fewshot", "formulation",
-        "rotations", "permutations", "robustness", "perturbation_gap")
+AXES = (
+    "labels",
+    "separators",
+    "instruction",
+    "chat",
+    "system",
+    "fewshot",
+    "formulation",
+    "rotations",
+    "permutations",
+    "robustness",
+    "perturbation_gap",
+)
 # Not format changes: the question or an option reads differently.
 CONTENT_AXES = ("robustness", "perturbation_gap")
-DEFAULT_AXES = ("labels", "separators", "instruction", "chat", "system", "fewshot",
-                "formulation", "rotations")
+DEFAULT_AXES = (
+    "labels",
+    "separators",
+    "instruction",
+    "chat",
+    "system",
+    "fewshot",
+    "formulation",
+    "rotations",
+)
 NEUTRAL_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
@@ -53,8 +72,9 @@ def _variant(base: RunConfig, **change: object) -> Variant:
     return Variant.model_validate({**data, **change})
 
 
-def _grid(base: RunConfig, axes: Sequence[str], n_options: int, permutations: int,
-          task: str) -> list[tuple[str, RunConfig]]:
+def _grid(
+    base: RunConfig, axes: Sequence[str], n_options: int, permutations: int, task: str
+) -> list[tuple[str, RunConfig]]:
     out: list[tuple[str, RunConfig]] = []
 
     def add(label: str, **update: object) -> None:
@@ -66,13 +86,14 @@ def _grid(base: RunConfig, axes: Sequence[str], n_options: int, permutations: in
                 add(f"labels {style}", variant=_variant(base, labels=style))
         elif axis == "separators":
             add("options on one line", variant=_variant(base, option_separator=" "))
-            add("single newline between examples",
-                variant=_variant(base, fewshot_separator="\n"))
+            add("single newline between examples", variant=_variant(base, fewshot_separator="\n"))
         elif axis == "instruction":
             add("no instruction line", variant=_variant(base, instruction=False))
         elif axis == "chat":
-            add("chat template " + ("off" if base.chat_template else "on"),
-                chat_template=not base.chat_template)
+            add(
+                "chat template " + ("off" if base.chat_template else "on"),
+                chat_template=not base.chat_template,
+            )
         elif axis == "system":
             prompt = None if base.system_prompt else NEUTRAL_SYSTEM_PROMPT
             add("no system prompt" if prompt is None else "system prompt", system_prompt=prompt)
@@ -95,12 +116,15 @@ def _grid(base: RunConfig, axes: Sequence[str], n_options: int, permutations: in
                 add(kind.replace("_", " "), variant=_variant(base, perturb=kind, perturb_seed=1))
         elif axis == "perturbation_gap":
             add("options shuffled", variant=_variant(base, permute_seed=1))
-            add('a wrong option replaced by "None of the other choices"',
-                variant=_variant(base, none_of_the_other=True))
+            add(
+                'a wrong option replaced by "None of the other choices"',
+                variant=_variant(base, none_of_the_other=True),
+            )
             add("fresh numbers", variant=_variant(base, fresh_numbers=True, perturb_seed=1))
         else:
-            raise ConfigError(f"Unknown sensitivity axis {axis!r}.",
-                              hint=f"Use some of: {', '.join(AXES)}.")
+            raise ConfigError(
+                f"Unknown sensitivity axis {axis!r}.", hint=f"Use some of: {', '.join(AXES)}."
+            )
     return out
 
 
@@ -109,20 +133,29 @@ def _requests(config: RunConfig, provider: ModelProvider) -> list[object]:
     return [ps.request for pt in plan.tasks for ps in pt.samples]
 
 
-def plan_study(base: RunConfig, axes: Sequence[str] = DEFAULT_AXES, *, permutations: int = 3,
-               provider: ModelProvider | None = None, study: str | None = None) -> StudyPlan:
+def plan_study(
+    base: RunConfig,
+    axes: Sequence[str] = DEFAULT_AXES,
+    *,
+    permutations: int = 3,
+    provider: ModelProvider | None = None,
+    study: str | None = None,
+) -> StudyPlan:
     """The reference config and every formulation to run; formulations that cannot apply or
     change nothing are listed in ``skipped`` with the reason."""
     if len(base.tasks) != 1:
-        raise ConfigError("A sensitivity study takes exactly one task.",
-                          hint="calipers sensitivity -t TASK; run one study per task.")
+        raise ConfigError(
+            "A sensitivity study takes exactly one task.",
+            hint="calipers sensitivity -t TASK; run one study per task.",
+        )
     study = study or f"study-{new_run_id()}"
     base = base.model_copy(update={"study": study})
     provider = provider or resolve_model(base.model, base.model_options)
     ref_plan = make_plan(base, provider)
     ref_requests = [ps.request for pt in ref_plan.tasks for ps in pt.samples]
-    n_options = max((len(ps.sample.choices or ()) for pt in ref_plan.tasks
-                     for ps in pt.samples), default=0)
+    n_options = max(
+        (len(ps.sample.choices or ()) for pt in ref_plan.tasks for ps in pt.samples), default=0
+    )
     task = ref_plan.tasks[0].task.name
     if "rotations" in axes and n_options < 2:
         axes = [a for a in axes if a != "rotations"]
@@ -142,8 +175,12 @@ def plan_study(base: RunConfig, axes: Sequence[str] = DEFAULT_AXES, *, permutati
 
 
 def run_study(
-    plan: StudyPlan, store: Store, *, provider: ModelProvider | None = None,
-    progress: Progress | None = None, on_run: Callable[[str, str], None] | None = None,
+    plan: StudyPlan,
+    store: Store,
+    *,
+    provider: ModelProvider | None = None,
+    progress: Progress | None = None,
+    on_run: Callable[[str, str], None] | None = None,
 ) -> list[str]:
     """Run the reference and every formulation; returns the run ids, reference first."""
     ids = []
@@ -157,10 +194,15 @@ def run_study(
 
 def load_study(store: Store, study: str) -> list[StoredRun]:
     """The finished runs of a study, the reference (no formulation change) first."""
-    records = [r for r in store.list_runs(limit=100_000)
-               if (r.config or {}).get("study") == study and r.status == "finished"]
+    records = [
+        r
+        for r in store.list_runs(limit=100_000)
+        if (r.config or {}).get("study") == study and r.status == "finished"
+    ]
     if not records:
-        raise ConfigError(f"No finished runs of study {study!r} in {store.url}.",
-                          hint="`calipers sensitivity --list` shows the stored studies.")
+        raise ConfigError(
+            f"No finished runs of study {study!r} in {store.url}.",
+            hint="`calipers sensitivity --list` shows the stored studies.",
+        )
     records.sort(key=lambda r: r.created_at)
     return [StoredRun(r, tuple(store.get_samples(r.id))) for r in records]

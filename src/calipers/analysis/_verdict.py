@@ -18,8 +18,9 @@ def _scale(row: Any) -> tuple[float, str]:
     return (100.0, " points") if bounded else (1.0, "")
 
 
-def verdict(row: Any, result: Any, significant: bool, confidence: float,
-            n_comparisons: int = 1) -> str:
+def verdict(
+    row: Any, result: Any, significant: bool, confidence: float, n_comparisons: int = 1
+) -> str:
     """``B is better by 4.1 points [1.2, 7.0]``, ``inconclusive: ...`` (the unadjusted
     interval excludes 0 but the corrected test does not reject), or ``no detectable
     difference; ...`` with the minimum detectable effect."""

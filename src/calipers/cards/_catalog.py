@@ -77,8 +77,9 @@ def _builtin() -> list[CatalogEntry]:
     for item in sorted(folder.iterdir(), key=lambda t: t.name):
         if item.is_file() and item.name.endswith(_SUFFIXES):
             text = item.read_text(encoding="utf-8")
-            card = parse_card(load_yaml(text, f"builtin/{item.name}"),
-                              source=f"builtin/{item.name}", text=text)
+            card = parse_card(
+                load_yaml(text, f"builtin/{item.name}"), source=f"builtin/{item.name}", text=text
+            )
             out.append(CatalogEntry(card, BUILTIN))
     return out
 
@@ -100,7 +101,8 @@ def _folder(path: Path) -> list[CatalogEntry]:
         if e.card.name in seen:
             raise ConfigError(
                 f"Two cards in {path} are named {e.card.name!r}: {seen[e.card.name]} and "
-                f"{e.source}.", hint="Give each card its own name.",
+                f"{e.source}.",
+                hint="Give each card its own name.",
             )
         seen[e.card.name] = e.source
     return entries
@@ -140,8 +142,9 @@ class CardCatalog:
         if len(hits) == 1:
             return hits[0]
         if not hits:  # a unique partial name ("olmo") is enough
-            hits = [e for e in self._entries.values()
-                    if key and any(key in k for k in e.lookup_keys())]
+            hits = [
+                e for e in self._entries.values() if key and any(key in k for k in e.lookup_keys())
+            ]
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
@@ -151,7 +154,9 @@ class CardCatalog:
             )
         known = [*self._entries, *(a for e in self._entries.values() for a in e.card.aliases)]
         raise UnknownNameError(
-            "model card", name, known,
+            "model card",
+            name,
+            known,
             hint=f"Known model cards: {', '.join(self._entries)}. Write your own in "
             f"{user_cards_dir()} (see docs/model-cards.md).",
         )

@@ -68,14 +68,19 @@ MOF_COMPONENTS: tuple[MofComponentSpec, ...] = (
     _c("inference_code", "Inference code", "code", "Class II"),
     _c("evaluation_code", "Evaluation code", "code", "Class II"),
     _c("evaluation_data", "Evaluation data", "data", "Class II"),
-    _c("supporting_libraries", "Supporting libraries and tools", "code", "Class II",
-       required=False),
+    _c(
+        "supporting_libraries", "Supporting libraries and tools", "code", "Class II", required=False
+    ),
     # Class I: open science
     _c("research_paper", "Research paper", "document", "Class I"),
     _c("datasets", "Datasets", "data", "Class I"),
     _c("data_preprocessing_code", "Data preprocessing code", "code", "Class I"),
-    _c("model_parameters_intermediate", "Model parameters (intermediate checkpoints)", "data",
-       "Class I"),
+    _c(
+        "model_parameters_intermediate",
+        "Model parameters (intermediate checkpoints)",
+        "data",
+        "Class I",
+    ),
     _c("model_metadata", "Model metadata", "data", "Class I", required=False),
 )
 _BY_KEY = {c.key: c for c in MOF_COMPONENTS}
@@ -160,9 +165,7 @@ def mof_classify(components: dict[str, MofComponent]) -> MofResult:
         i = MOF_CLASSES.index(reached)
         nxt = MOF_CLASSES[i + 1] if i + 1 < len(MOF_CLASSES) else None
     missing = tuple(_gaps(components, nxt)) if nxt else ()
-    satisfied = tuple(
-        s.key for s in MOF_COMPONENTS if _gap(components.get(s.key)) is None
-    )
+    satisfied = tuple(s.key for s in MOF_COMPONENTS if _gap(components.get(s.key)) is None)
     notes: list[str] = []
     weights = components.get("model_parameters_final")
     if reached is None and weights is not None and weights.released and weights.open_licence:
@@ -170,9 +173,7 @@ def mof_classify(components: dict[str, MofComponent]) -> MofResult:
             "The final weights are under an open licence: the Model Openness Tool would give a "
             "'conditional' Class III pass; by the paper's component list it is not yet Class III."
         )
-    unestablished = tuple(
-        k for k, c in components.items() if c.released and c.open_licence is None
-    )
+    unestablished = tuple(k for k, c in components.items() if c.released and c.open_licence is None)
     if potential != reached:
         notes.append(
             f"{_label(potential)} if the licences not yet established "

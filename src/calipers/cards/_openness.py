@@ -36,8 +36,13 @@ OpennessClass = Literal["opaque", "described", "inspectable", "fully open"]
 OPENNESS_CLASSES: tuple[OpennessClass, ...] = ("opaque", "described", "inspectable", "fully open")
 
 DIMENSIONS: tuple[str, ...] = (
-    "weights", "architecture", "training_methods", "training_data", "inference_code",
-    "documentation", "licence",
+    "weights",
+    "architecture",
+    "training_methods",
+    "training_data",
+    "inference_code",
+    "documentation",
+    "licence",
 )
 DIMENSION_NAMES = {
     "weights": "weights",
@@ -68,9 +73,7 @@ def _levels(o: Openness) -> dict[str, Level | None]:
 
 
 def _say(dims: tuple[str, ...], levels: dict[str, Level | None]) -> str:
-    parts = [
-        f"{DIMENSION_NAMES[d]} {levels[d] or 'not assessed'}" for d in dims
-    ]
+    parts = [f"{DIMENSION_NAMES[d]} {levels[d] or 'not assessed'}" for d in dims]
     return ", ".join(parts)
 
 
@@ -80,13 +83,12 @@ def classify_openness(openness: Openness) -> OpennessVerdict:
     eff = {d: (lv or "closed") for d, lv in levels.items()}
     short = tuple(d for d in DIMENSIONS if eff[d] != "open")
     if not short:
-        return OpennessVerdict(
-            "fully open", DIMENSIONS, "all seven dimensions are open", levels
-        )
+        return OpennessVerdict("fully open", DIMENSIONS, "all seven dimensions are open", levels)
     if eff["weights"] != "closed":
         decided = ("weights", *(d for d in short if d != "weights"))
         return OpennessVerdict(
-            "inspectable", decided,
+            "inspectable",
+            decided,
             f"weights {eff['weights']}: the model can be examined; not fully open because "
             f"{_say(tuple(d for d in short if d != 'weights') or ('weights',), levels)}",
             levels,
@@ -94,11 +96,14 @@ def classify_openness(openness: Openness) -> OpennessVerdict:
     visible = tuple(d for d in _DESCRIBING if eff[d] != "closed")
     if eff["documentation"] != "closed" and visible:
         return OpennessVerdict(
-            "described", ("weights", "documentation", *visible),
-            f"weights closed, but {_say(('documentation', *visible), levels)}", levels,
+            "described",
+            ("weights", "documentation", *visible),
+            f"weights closed, but {_say(('documentation', *visible), levels)}",
+            levels,
         )
     return OpennessVerdict(
-        "opaque", ("weights", "documentation", *_DESCRIBING),
+        "opaque",
+        ("weights", "documentation", *_DESCRIBING),
         f"weights closed and too little described: {_say(('documentation', *_DESCRIBING), levels)}",
         levels,
     )

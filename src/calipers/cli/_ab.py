@@ -25,12 +25,20 @@ if TYPE_CHECKING:
 
 __all__ = ["ab_cmd", "parse_time"]
 
-_MARK = {"safe": "[green]safe[/]", "failing": "[bold red]FAILING[/]",
-         "open": "[yellow]open[/]", "moved": "[bold yellow]moved[/]",
-         "skipped": "[dim]skipped[/]", "better": "[green]better[/]",
-         "worse": "[bold red]worse[/]"}
-_ACTION = {"promote": "[bold green]PROMOTE[/]", "roll_back": "[bold red]ROLL BACK[/]",
-           "keep_watching": "[bold yellow]KEEP WATCHING[/]"}
+_MARK = {
+    "safe": "[green]safe[/]",
+    "failing": "[bold red]FAILING[/]",
+    "open": "[yellow]open[/]",
+    "moved": "[bold yellow]moved[/]",
+    "skipped": "[dim]skipped[/]",
+    "better": "[green]better[/]",
+    "worse": "[bold red]worse[/]",
+}
+_ACTION = {
+    "promote": "[bold green]PROMOTE[/]",
+    "roll_back": "[bold red]ROLL BACK[/]",
+    "keep_watching": "[bold yellow]KEEP WATCHING[/]",
+}
 
 
 def parse_time(value: str, *, now: datetime | None = None) -> datetime:
@@ -53,9 +61,11 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, float]:
         try:
             out[name.strip()] = float(tol)
         except ValueError:
-            raise ConfigError(f"Cannot read --guardrail {v!r}.",
-                              hint="Write NAME=TOLERANCE, e.g. --guardrail error_rate=0.02 "
-                              "--guardrail latency_p50=0.2.") from None
+            raise ConfigError(
+                f"Cannot read --guardrail {v!r}.",
+                hint="Write NAME=TOLERANCE, e.g. --guardrail error_rate=0.02 "
+                "--guardrail latency_p50=0.2.",
+            ) from None
     return out
 
 
@@ -64,37 +74,62 @@ def _config(opts: dict[str, Any]) -> Any:
 
     try:
         return ABConfig(
-            mode=opts["mode"], since=parse_time(opts["since"]) if opts["since"] else None,
+            mode=opts["mode"],
+            since=parse_time(opts["since"]) if opts["since"] else None,
             until=parse_time(opts["until"]) if opts["until"] else None,
-            scorers=tuple(opts["scorers"]), judge_model=opts["judge_model"],
+            scorers=tuple(opts["scorers"]),
+            judge_model=opts["judge_model"],
             # --no-score without a judge model: the specs are read as stored keys
-            keys=tuple(opts["scorers"]) if opts["no_score"] and not opts["judge_model"]
-            else None,
-            sample=opts["sample"], seed=opts["seed"], alpha=opts["alpha"],
-            min_improvement=opts["min_improvement"], max_n=opts["max_n"],
-            prices=_prices(opts["prices"]), tolerances=_tolerances(opts["guardrails"]),
-            concurrency=opts["concurrency"], score=not opts["no_score"],
-            retry_failed=opts["retry_failed"])
+            keys=tuple(opts["scorers"]) if opts["no_score"] and not opts["judge_model"] else None,
+            sample=opts["sample"],
+            seed=opts["seed"],
+            alpha=opts["alpha"],
+            min_improvement=opts["min_improvement"],
+            max_n=opts["max_n"],
+            prices=_prices(opts["prices"]),
+            tolerances=_tolerances(opts["guardrails"]),
+            concurrency=opts["concurrency"],
+            score=not opts["no_score"],
+            retry_failed=opts["retry_failed"],
+        )
     except ValueError as e:  # pydantic's ValidationError is a ValueError
         raise ConfigError(f"Invalid ab option: {e}") from None
 
 
 def _table(result: ABResult) -> Table:
-    t = Table(header_style="bold", title_justify="left", title=(
-        f"candidate − baseline, always-valid {100 * (1 - result.alpha):.4g}% confidence "
-        "sequences (alpha split: see docs/ab.md)"))
-    for col in ("metric", "role", "n", "effect [confidence sequence]", "p (always valid)",
-                "tolerance", "status"):
-        t.add_column(escape(col), justify="right" if col in ("n", "p (always valid)")
-                     else "left")
+    t = Table(
+        header_style="bold",
+        title_justify="left",
+        title=(
+            f"candidate − baseline, always-valid {100 * (1 - result.alpha):.4g}% confidence "
+            "sequences (alpha split: see docs/ab.md)"
+        ),
+    )
+    for col in (
+        "metric",
+        "role",
+        "n",
+        "effect [confidence sequence]",
+        "p (always valid)",
+        "tolerance",
+        "status",
+    ):
+        t.add_column(escape(col), justify="right" if col in ("n", "p (always valid)") else "left")
     rows = [("primary", result.primary)] if result.primary else []
     rows += [("guardrail", g) for g in result.guardrails]
     rows += [("secondary", s) for s in result.secondary]
     for role, r in rows:
         assert r is not None
         p = "" if r.skipped else f"{r.p_value:.3g}"
-        t.add_row(escape(r.name), role, f"{r.effect.n:,}" if not r.skipped else "",
-                  r.effect_text(), p, escape(r.tolerance_text or ""), _MARK.get(r.status, r.status))
+        t.add_row(
+            escape(r.name),
+            role,
+            f"{r.effect.n:,}" if not r.skipped else "",
+            r.effect_text(),
+            p,
+            escape(r.tolerance_text or ""),
+            _MARK.get(r.status, r.status),
+        )
     return t
 
 
@@ -102,18 +137,27 @@ def _print(obj: Context, result: ABResult) -> None:
     c = result.counts
     first = result.first_ts.isoformat(timespec="minutes") if result.first_ts else "?"
     last = result.last_ts.isoformat(timespec="minutes") if result.last_ts else "?"
-    left = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in c.items()
-                     if k in ("other_mode", "not_mirrored", "no_user_key") and v)
-    obj.out.print(f"mode {result.mode}: {c['used']:,} requests from {first} to {last} "
-                  f"(baseline {c['baseline']:,}, candidate {c['candidate']:,})"
-                  + (f"; {c['breaker_open']:,} candidate calls not sent, breaker open "
-                     "(counted as failures)" if c.get("breaker_open") else "")
-                  + (f"; left out: {left}" if left else ""))
+    left = ", ".join(
+        f"{v} {k.replace('_', ' ')}"
+        for k, v in c.items()
+        if k in ("other_mode", "not_mirrored", "no_user_key") and v
+    )
+    obj.out.print(
+        f"mode {result.mode}: {c['used']:,} requests from {first} to {last} "
+        f"(baseline {c['baseline']:,}, candidate {c['candidate']:,})"
+        + (
+            f"; {c['breaker_open']:,} candidate calls not sent, breaker open (counted as failures)"
+            if c.get("breaker_open")
+            else ""
+        )
+        + (f"; left out: {left}" if left else "")
+    )
     for s in result.scoring:
         if s.scored or s.failed:
             note = f", {s.failed} could not be scored: {s.first_error}" if s.failed else ""
-            obj.out.print(f"scored {escape(s.key)}: {s.scored} new, {s.reused} reused"
-                          f"{escape(note)}")
+            obj.out.print(
+                f"scored {escape(s.key)}: {s.scored} new, {s.reused} reused{escape(note)}"
+            )
     obj.out.print(_table(result))
     for r in [result.primary, *result.guardrails]:
         if r is not None and r.skipped:
@@ -130,9 +174,13 @@ def _evaluate(obj: Context, opts: dict[str, Any]) -> ABResult:
     from calipers.store import Store
 
     cfg = _config(opts)
-    bar = Progress(TextColumn("[bold]scoring {task.description}"), BarColumn(),
-                   MofNCompleteColumn(), console=obj.err,
-                   disable=not sys.stderr.isatty() or opts["as_json"])
+    bar = Progress(
+        TextColumn("[bold]scoring {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=obj.err,
+        disable=not sys.stderr.isatty() or opts["as_json"],
+    )
     ids: dict[str, Any] = {}
 
     def progress(key: str, done: int, total: int) -> None:
@@ -154,38 +202,82 @@ def _fail(obj: Context, message: str, hint: str | None, code: int) -> None:
 
 
 @cli.command("ab", cls=GateCommand)
-@click.option("--since", metavar="TIME", help="Start of the window: ISO time (UTC unless an "
-              "offset is given) or a span back from now (24h, 7d). For hourly looks, give the "
-              "experiment's start time, not a sliding span.")
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="Start of the window: ISO time (UTC unless an "
+    "offset is given) or a span back from now (24h, 7d). For hourly looks, give the "
+    "experiment's start time, not a sliding span.",
+)
 @click.option("--until", metavar="TIME", help="End of the window (exclusive). [default: now]")
-@click.option("--mode", type=click.Choice(["shadow", "canary"]),
-              help="Which traffic to analyse. [default: the logged one; a mix is refused]")
-@click.option("--scorer", "scorers", multiple=True, metavar="SPEC",
-              help="Quality scorer; repeatable; the first is the primary metric. refusal, "
-              "llm_judge:helpfulness (also correctness, conciseness, safety, @RUBRIC_FILE), "
-              "llm_judge_pairwise (shadow), feedback (stored by others), "
-              "NAME:{JSON args}.")
+@click.option(
+    "--mode",
+    type=click.Choice(["shadow", "canary"]),
+    help="Which traffic to analyse. [default: the logged one; a mix is refused]",
+)
+@click.option(
+    "--scorer",
+    "scorers",
+    multiple=True,
+    metavar="SPEC",
+    help="Quality scorer; repeatable; the first is the primary metric. refusal, "
+    "llm_judge:helpfulness (also correctness, conciseness, safety, @RUBRIC_FILE), "
+    "llm_judge_pairwise (shadow), feedback (stored by others), "
+    "NAME:{JSON args}.",
+)
 @click.option("--judge-model", metavar="SPEC", help="Model for llm_judge scorers.")
-@click.option("--sample", type=click.IntRange(min=1), metavar="N",
-              help="Score a seeded random sample of N requests with --scorer. [default: all]")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Score a seeded random sample of N requests with --scorer. [default: all]",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True,
-              help="Chance of any wrong call at any number of looks (split: half primary, "
-              "half over the guardrails).")
-@click.option("--min-improvement", type=click.FloatRange(min=0), default=0.0,
-              show_default=True, help="Improvement of the primary metric needed to promote.")
-@click.option("--max-n", type=click.IntRange(min=1), metavar="N",
-              help="Traffic budget: at N scored requests, an improvement not shown is a roll "
-              "back; the tests are tuned to be sharpest there.")
-@click.option("--price", "prices", multiple=True, metavar="[ARM=]IN/OUT",
-              help="USD per million input,output tokens, e.g. baseline=0.15,0.60; both arms "
-              "needed for the cost guardrail.")
-@click.option("--guardrail", "guardrails", multiple=True, metavar="NAME=TOL",
-              help="Tolerance of a guardrail: error_rate=0.01, refusal_rate=0.02, "
-              "latency_p95=0.03 (rates), latency_p50=0.10, cost=0.10 (relative).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Parallel scorer calls.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Chance of any wrong call at any number of looks (split: half primary, "
+    "half over the guardrails).",
+)
+@click.option(
+    "--min-improvement",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Improvement of the primary metric needed to promote.",
+)
+@click.option(
+    "--max-n",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Traffic budget: at N scored requests, an improvement not shown is a roll "
+    "back; the tests are tuned to be sharpest there.",
+)
+@click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    metavar="[ARM=]IN/OUT",
+    help="USD per million input,output tokens, e.g. baseline=0.15,0.60; both arms "
+    "needed for the cost guardrail.",
+)
+@click.option(
+    "--guardrail",
+    "guardrails",
+    multiple=True,
+    metavar="NAME=TOL",
+    help="Tolerance of a guardrail: error_rate=0.01, refusal_rate=0.02, "
+    "latency_p95=0.03 (rates), latency_p50=0.10, cost=0.10 (relative).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Parallel scorer calls.",
+)
 @click.option("--no-score", is_flag=True, help="Analyse stored scores only; score nothing.")
 @click.option("--retry-failed", is_flag=True, help="Score again answers stored as NaN.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -211,9 +303,12 @@ def ab_cmd(obj: Context, /, **opts: Any) -> None:
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:
-        _fail(obj, f"Internal error: {type(e).__name__}: {e}",
-              "This is a bug in calipers; run with --debug for the traceback.",
-              EXIT_GATE_INTERNAL)
+        _fail(
+            obj,
+            f"Internal error: {type(e).__name__}: {e}",
+            "This is a bug in calipers; run with --debug for the traceback.",
+            EXIT_GATE_INTERNAL,
+        )
         return
     if opts["as_json"]:
         obj.print_json(result.to_dict())

@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 
-
 class Context:
     def __init__(self, store_url: str | None, debug: bool) -> None:
         self.store_url = store_url
@@ -63,48 +62,85 @@ def error_console() -> Console:
 # line of its help for ``calipers --help`` (a test checks these against the commands): the
 # commands pull in numpy, scipy, SQLAlchemy, the web stack; ``calipers --help`` needs none.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "ab": ("_ab", "Promote, keep watching or roll back the candidate, from the gateway's "
-           "logged traffic."),
-    "audit": ("_audit", "Flag items whose gold label is probably wrong: the runs agree, "
-              "confidently, on another option."),
+    "ab": (
+        "_ab",
+        "Promote, keep watching or roll back the candidate, from the gateway's logged traffic.",
+    ),
+    "audit": (
+        "_audit",
+        "Flag items whose gold label is probably wrong: the runs agree, "
+        "confidently, on another option.",
+    ),
     "compare": ("_compare", "Is run B better than run A on the same items, and by how much?"),
-    "contamination": ("_contamination", "Contamination checks, each a number with an "
-                      "interval and what it can and cannot prove."),
-    "gate": ("_gate", "Fail CI when the candidate is worse than the baseline by more than "
-             "--max-drop."),
-    "gateway": ("_gateway", "Put an OpenAI-compatible gateway in front of a baseline and a "
-                "candidate model server."),
-    "items": ("_audit", "Item difficulty and discrimination, and whether the task still "
-              "separates the models."),
-    "judge-calibrate": ("_judge", "Measure a run's judge against human labels: agreement "
-                        "with intervals, confusion matrix, position and length bias; stored "
-                        "in the run so reports show it."),
-    "leaderboard": ("_leaderboard", "Rank models per task with 95% rank intervals (bootstrap "
-                    "over items)."),
-    "model": ("_model_cards", "Model cards: licence, price, openness class and MOF class; "
-              "measured practical factors."),
+    "contamination": (
+        "_contamination",
+        "Contamination checks, each a number with an interval and what it can and cannot prove.",
+    ),
+    "gate": (
+        "_gate",
+        "Fail CI when the candidate is worse than the baseline by more than --max-drop.",
+    ),
+    "gateway": (
+        "_gateway",
+        "Put an OpenAI-compatible gateway in front of a baseline and a candidate model server.",
+    ),
+    "items": (
+        "_audit",
+        "Item difficulty and discrimination, and whether the task still separates the models.",
+    ),
+    "judge-calibrate": (
+        "_judge",
+        "Measure a run's judge against human labels: agreement "
+        "with intervals, confusion matrix, position and length bias; stored "
+        "in the run so reports show it.",
+    ),
+    "leaderboard": (
+        "_leaderboard",
+        "Rank models per task with 95% rank intervals (bootstrap over items).",
+    ),
+    "model": (
+        "_model_cards",
+        "Model cards: licence, price, openness class and MOF class; measured practical factors.",
+    ),
     "models": ("_catalog", "List model providers and aliases, with the spec syntax each takes."),
-    "monitor": ("_monitor", "Monitor the gateway's traffic: metrics per window, drift, "
-                "uncovered requests."),
-    "plan": ("_plan", "How many items to detect a difference of --delta between two models "
-             "(paired design, 80% power, alpha 0.05), and the time and tokens that costs."),
-    "report": ("_report", "Write one HTML report (self-contained, works offline) and its "
-               "Markdown for RUNs."),
-    "robustness": ("_sensitivity", "How much worse is a model on questions written the way "
-                   "real users write?"),
+    "monitor": (
+        "_monitor",
+        "Monitor the gateway's traffic: metrics per window, drift, uncovered requests.",
+    ),
+    "plan": (
+        "_plan",
+        "How many items to detect a difference of --delta between two models "
+        "(paired design, 80% power, alpha 0.05), and the time and tokens that costs.",
+    ),
+    "report": (
+        "_report",
+        "Write one HTML report (self-contained, works offline) and its Markdown for RUNs.",
+    ),
+    "robustness": (
+        "_sensitivity",
+        "How much worse is a model on questions written the way real users write?",
+    ),
     "run": ("_run", "Evaluate a model on tasks and store the run."),
     "runs": ("_runs", "List stored runs, newest first."),
-    "select": ("_select", "Choose a model: constraints, capability, cost, latency and "
-               "openness in one report."),
-    "sensitivity": ("_sensitivity", "Re-run a task under equivalent formulations and report "
-                    "how much the score moves."),
-    "show": ("_runs", "Show one run: scores with intervals, methodology, categories, worst "
-             "items."),
+    "select": (
+        "_select",
+        "Choose a model: constraints, capability, cost, latency and openness in one report.",
+    ),
+    "sensitivity": (
+        "_sensitivity",
+        "Re-run a task under equivalent formulations and report how much the score moves.",
+    ),
+    "show": ("_runs", "Show one run: scores with intervals, methodology, categories, worst items."),
     "suite": ("_suite", "Evaluation suites built from your own production logs."),
-    "tasks": ("_catalog", "List built-in tasks and suites. A path to a task file "
-              "(.yaml/.json) also works as a task: see docs/tasks.md."),
-    "ui": ("_ui", "Serve the web dashboard: runs, reports, comparisons, leaderboard, A/B "
-           "status, monitoring."),
+    "tasks": (
+        "_catalog",
+        "List built-in tasks and suites. A path to a task file "
+        "(.yaml/.json) also works as a task: see docs/tasks.md.",
+    ),
+    "ui": (
+        "_ui",
+        "Serve the web dashboard: runs, reports, comparisons, leaderboard, A/B status, monitoring.",
+    ),
 }
 
 
@@ -166,7 +202,8 @@ class CalipersGroup(click.Group):
             raise
         except Exception as e:
             _report(
-                ctx, f"[bold red]Internal error:[/] {type(e).__name__}: {_esc(str(e))}",
+                ctx,
+                f"[bold red]Internal error:[/] {type(e).__name__}: {_esc(str(e))}",
                 "This is a bug in calipers; run with --debug for the traceback.",
             )
             sys.exit(EXIT_INTERNAL)
@@ -190,7 +227,10 @@ def _report(ctx: click.Context, message: str, hint: str | None) -> None:
 
 @click.group(cls=CalipersGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--store", "store_url", envvar="CALIPERS_STORE", metavar="URL",
+    "--store",
+    "store_url",
+    envvar="CALIPERS_STORE",
+    metavar="URL",
     help="Database URL (default: SQLite under $CALIPERS_HOME or ./.calipers/). "
     "PostgreSQL: postgresql+psycopg://user:pass@host/db",
 )
@@ -228,7 +268,11 @@ def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
             ctx.ensure_object(Context).store_url = value
 
     return click.option(
-        "--store", "store_url_override", metavar="URL", expose_value=False, callback=remember,
+        "--store",
+        "store_url_override",
+        metavar="URL",
+        expose_value=False,
+        callback=remember,
         help="Database URL (default: SQLite under $CALIPERS_HOME or ./.calipers/).",
     )(f)
 

@@ -25,13 +25,22 @@ def tasks_cmd(obj: Context, verbose: bool, as_json: bool) -> None:
     for name, factory in list_tasks().items():
         forms = formulations(name)
         t = factory(formulation=forms[0]) if forms else factory()
-        rows.append({
-            "name": name, "kind": t.kind, "version": t.version, "description": t.description,
-            "dynamic": t.dynamic, "source": t.source, "license": t.license,
-            "metrics": t.metrics, "scorers": [s.spec.name for s in t.scorers],
-            "default_n": t.default_n, "few_shot": t.default_few_shot,
-            "formulations": list(forms),
-        })
+        rows.append(
+            {
+                "name": name,
+                "kind": t.kind,
+                "version": t.version,
+                "description": t.description,
+                "dynamic": t.dynamic,
+                "source": t.source,
+                "license": t.license,
+                "metrics": t.metrics,
+                "scorers": [s.spec.name for s in t.scorers],
+                "default_n": t.default_n,
+                "few_shot": t.default_few_shot,
+                "formulations": list(forms),
+            }
+        )
     suites = {k: list(v) for k, v in list_suites().items()}
     if as_json:
         obj.print_json({"tasks": rows, "suites": suites})
@@ -45,8 +54,13 @@ def tasks_cmd(obj: Context, verbose: bool, as_json: bool) -> None:
     for r in rows:
         cells = [r["name"], r["kind"], r["description"]]
         if verbose:
-            cells += [r["version"], ", ".join(r["formulations"]) or "-",
-                      ", ".join(r["metrics"]), r["source"], r["license"]]
+            cells += [
+                r["version"],
+                ", ".join(r["formulations"]) or "-",
+                ", ".join(r["metrics"]),
+                r["source"],
+                r["license"],
+            ]
         table.add_row(*cells)
     obj.out.print(table)
     for name, members in suites.items():

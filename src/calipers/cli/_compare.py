@@ -22,22 +22,42 @@ def _pct(e: dict[str, Any], k: float) -> str:
 
 
 def _table(result: Any) -> Table:
-    t = Table(header_style="bold", title=f"Paired comparison against {result.baseline} "
-              f"({result.correction} correction over {len(result.rows)} comparisons)",
-              title_justify="left")
-    for col in ("task", "metric", "B", "n", "A", "B score", "B − A [95%, unadj.]", "test",
-                "p (adj.)", "effect", "MDE"):
-        t.add_column(col, justify="right" if col not in ("task", "metric", "B", "test") else
-                     "left")
+    t = Table(
+        header_style="bold",
+        title=f"Paired comparison against {result.baseline} "
+        f"({result.correction} correction over {len(result.rows)} comparisons)",
+        title_justify="left",
+    )
+    for col in (
+        "task",
+        "metric",
+        "B",
+        "n",
+        "A",
+        "B score",
+        "B − A [95%, unadj.]",
+        "test",
+        "p (adj.)",
+        "effect",
+        "MDE",
+    ):
+        t.add_column(col, justify="right" if col not in ("task", "metric", "B", "test") else "left")
     for r in result.rows:
         a = Estimate.from_dict(r.score_a)
         k = 100.0 if a.low >= 0 and a.high <= 1 else 1.0
         p = "n/a" if r.p_adjusted is None else f"{r.p_adjusted:.3g}"
         diff = _pct(r.diff, k)
         t.add_row(
-            r.task, r.metric, escape(r.model_b), str(r.n), _pct(r.score_a, k),
-            _pct(r.score_b, k), f"[bold]{diff}[/]" if r.significant else diff, r.test,
-            p, "n/a" if r.effect_size is None else f"{r.effect_size:.2f} {r.effect_size_name}",
+            r.task,
+            r.metric,
+            escape(r.model_b),
+            str(r.n),
+            _pct(r.score_a, k),
+            _pct(r.score_b, k),
+            f"[bold]{diff}[/]" if r.significant else diff,
+            r.test,
+            p,
+            "n/a" if r.effect_size is None else f"{r.effect_size:.2f} {r.effect_size_name}",
             "n/a" if r.mde is None else f"{r.mde * k:.1f}",
         )
     return t
@@ -47,19 +67,38 @@ def _table(result: Any) -> Table:
 @click.argument("runs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
 @click.option("-t", "--task", "tasks", multiple=True, help="Only these tasks (repeatable).")
 @click.option("--all-metrics", is_flag=True, help="Every metric, not only each task's primary.")
-@click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm",
-              show_default=True, help="Multiple-comparison correction of p-values.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True)
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="Multiple-comparison correction of p-values.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--force", is_flag=True,
-              help="Compare runs whose methodology differs (the output says so).")
+@click.option(
+    "--force", is_flag=True, help="Compare runs whose methodology differs (the output says so)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @store_option
 @click.pass_obj
-def compare_cmd(obj: Context, /, runs: tuple[str, ...], tasks: tuple[str, ...],
-                all_metrics: bool, correction: str, alpha: float, seed: int, force: bool,
-                as_json: bool) -> None:
+def compare_cmd(
+    obj: Context,
+    /,
+    runs: tuple[str, ...],
+    tasks: tuple[str, ...],
+    all_metrics: bool,
+    correction: str,
+    alpha: float,
+    seed: int,
+    force: bool,
+    as_json: bool,
+) -> None:
     """Is run B better than run A on the same items, and by how much?
 
     Pairs the runs item by item; every later run is compared with the first. Binary scores
@@ -81,15 +120,24 @@ def compare_cmd(obj: Context, /, runs: tuple[str, ...], tasks: tuple[str, ...],
     with Store.open(obj.store_url) as store:
         loaded = load_runs(store, runs)
         floors = format_floors(store.list_runs())
-    result = compare(loaded, tasks=tasks or None, all_metrics=all_metrics,
-                     correction=correction,  # type: ignore[arg-type]
-                     alpha=alpha, seed=seed, force=force, floors=floors)
+    result = compare(
+        loaded,
+        tasks=tasks or None,
+        all_metrics=all_metrics,
+        correction=correction,  # type: ignore[arg-type]
+        alpha=alpha,
+        seed=seed,
+        force=force,
+        floors=floors,
+    )
     if as_json:
         obj.print_json(result.model_dump(mode="json"))
         return
     if result.forced:
-        obj.out.print("[bold yellow]FORCED:[/] these runs differ in methodology; treat the "
-                      "numbers with suspicion:")
+        obj.out.print(
+            "[bold yellow]FORCED:[/] these runs differ in methodology; treat the "
+            "numbers with suspicion:"
+        )
         for m in result.mismatches:
             obj.out.print(f"  - {escape(m)}")
     obj.out.print(_table(result))

@@ -36,16 +36,34 @@ def contamination_group() -> None:
 
 @contamination_group.command("index")
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
-              help="Directory for the index (filter.bin + index.json).")
-@click.option("--memory-mb", type=click.FloatRange(min=1), default=512, show_default=True,
-              help="Size of the filter; memory stays bounded by it whatever the corpus size.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for the index (filter.bin + index.json).",
+)
+@click.option(
+    "--memory-mb",
+    type=click.FloatRange(min=1),
+    default=512,
+    show_default=True,
+    help="Size of the filter; memory stays bounded by it whatever the corpus size.",
+)
 @click.option("--text-field", default="text", show_default=True, help="JSONL field with text.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing index at --out.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def index_cmd(obj: Context, /, corpus: tuple[str, ...], out: str, memory_mb: float,
-              text_field: str, overwrite: bool, as_json: bool) -> None:
+def index_cmd(
+    obj: Context,
+    /,
+    corpus: tuple[str, ...],
+    out: str,
+    memory_mb: float,
+    text_field: str,
+    overwrite: bool,
+    as_json: bool,
+) -> None:
     """Index CORPUS (files or directories: .txt, .jsonl, and their .gz) for n-gram checks.
 
     \b
@@ -56,15 +74,27 @@ def index_cmd(obj: Context, /, corpus: tuple[str, ...], out: str, memory_mb: flo
 
     from calipers.contamination import build_index
 
-    with Progress("indexing", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=obj.err, disable=as_json and not sys.stderr.isatty()) as bar:
+    with Progress(
+        "indexing",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=obj.err,
+        disable=as_json and not sys.stderr.isatty(),
+    ) as bar:
         job = bar.add_task("index", total=None)
 
         def progress(done: int, total: int) -> None:
             bar.update(job, completed=done, total=total)
 
-        info = build_index(list(corpus), out, memory_mb=memory_mb, text_field=text_field,
-                           progress=progress, overwrite=overwrite)
+        info = build_index(
+            list(corpus),
+            out,
+            memory_mb=memory_mb,
+            text_field=text_field,
+            progress=progress,
+            overwrite=overwrite,
+        )
     if as_json:
         obj.print_json(info.model_dump(mode="json"))
         return
@@ -73,32 +103,60 @@ def index_cmd(obj: Context, /, corpus: tuple[str, ...], out: str, memory_mb: flo
         f"{info.text_bytes / 2**20:.1f} MiB of text into {escape(out)}: "
         f"{info.ngrams_inserted:,} {info.n}-grams in a {info.memory_bytes / 2**20:.0f} MiB "
         f"filter, false-positive rate {info.fp_rate:.2g} per {info.n}-gram, "
-        f"{info.mb_per_s:.1f} MiB/s ({info.seconds:.1f} s).")
+        f"{info.mb_per_s:.1f} MiB/s ({info.seconds:.1f} s)."
+    )
     if info.skipped_files or info.skipped_records:
-        obj.out.print(f"Skipped: {info.skipped_files} file(s), {info.skipped_records} "
-                      "record(s) (see --json for which).")
+        obj.out.print(
+            f"Skipped: {info.skipped_files} file(s), {info.skipped_records} "
+            "record(s) (see --json for which)."
+        )
     for w in info.warnings:
         obj.out.print(f"[yellow]{escape(w)}[/]")
 
 
 @contamination_group.command("ngram")
 @click.option("-t", "--task", required=True, metavar="NAME", help="The benchmark task.")
-@click.option("--index", "index_dir", type=click.Path(file_okay=False),
-              help="An index from `calipers contamination index` (none: skipped, says why).")
-@click.option("--run", "run_id", metavar="RUN", help="A stored run of the task: scores on "
-              "clean vs overlapping items.")
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(file_okay=False),
+    help="An index from `calipers contamination index` (none: skipped, says why).",
+)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN",
+    help="A stored run of the task: scores on clean vs overlapping items.",
+)
 @click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Only the first N items.")
-@click.option("--min-ratio", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Share of an item's 13-grams found for it to count as overlapping (0: any).")
-@click.option("--keep-shared", is_flag=True, help="Count 13-grams shared by several items "
-              "(the plain GPT-3 rule; default: set them aside).")
+@click.option(
+    "--min-ratio",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share of an item's 13-grams found for it to count as overlapping (0: any).",
+)
+@click.option(
+    "--keep-shared",
+    is_flag=True,
+    help="Count 13-grams shared by several items (the plain GPT-3 rule; default: set them aside).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @store_option
 @click.pass_obj
-def ngram_cmd(obj: Context, /, task: str, index_dir: str | None, run_id: str | None,
-              data_dir: str | None, limit: int | None, min_ratio: float, keep_shared: bool,
-              as_json: bool) -> None:
+def ngram_cmd(
+    obj: Context,
+    /,
+    task: str,
+    index_dir: str | None,
+    run_id: str | None,
+    data_dir: str | None,
+    limit: int | None,
+    min_ratio: float,
+    keep_shared: bool,
+    as_json: bool,
+) -> None:
     """Overlap of TASK's items with your training corpus, and the score on clean vs
     overlapping items.
 
@@ -115,8 +173,9 @@ def ngram_cmd(obj: Context, /, task: str, index_dir: str | None, run_id: str | N
         with Store.open(obj.store_url) as store:
             run = load_runs(store, [run_id])[0]
     items = task_item_texts(task, data_dir=data_dir, limit=limit)
-    report = ngram_check(items, index_dir, run, task=task, min_ratio=min_ratio,
-                         ignore_shared=not keep_shared)
+    report = ngram_check(
+        items, index_dir, run, task=task, min_ratio=min_ratio, ignore_shared=not keep_shared
+    )
     if as_json:
         obj.print_json(report.model_dump(mode="json"))
         return
@@ -132,12 +191,21 @@ def _pts(e: dict[str, Any] | None) -> str:
 
 @contamination_group.command("perturbation")
 @click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC")
-@click.option("-t", "--task", required=True, metavar="NAME|PATH",
-              help="The benchmark (multiple choice).")
-@click.option("--control", default="dyn_dates_mc", show_default=True, metavar="NAME|PATH",
-              help="A task whose items cannot have been memorised ('none': no control).")
-@click.option("--formulation", metavar="NAME",
-              help="cloze | letter | generate, for the benchmark and (if it has it) the control.")
+@click.option(
+    "-t", "--task", required=True, metavar="NAME|PATH", help="The benchmark (multiple choice)."
+)
+@click.option(
+    "--control",
+    default="dyn_dates_mc",
+    show_default=True,
+    metavar="NAME|PATH",
+    help="A task whose items cannot have been memorised ('none': no control).",
+)
+@click.option(
+    "--formulation",
+    metavar="NAME",
+    help="cloze | letter | generate, for the benchmark and (if it has it) the control.",
+)
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--chat-template/--no-chat-template", default=True, show_default=True)
@@ -145,9 +213,19 @@ def _pts(e: dict[str, Any] | None) -> str:
 @click.option("--json", "as_json", is_flag=True)
 @store_option
 @click.pass_obj
-def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
-                     formulation: str | None, limit: int | None, seed: int, chat_template: bool,
-                     data_dir: str | None, as_json: bool) -> None:
+def perturbation_cmd(
+    obj: Context,
+    /,
+    model: str,
+    task: str,
+    control: str,
+    formulation: str | None,
+    limit: int | None,
+    seed: int,
+    chat_template: bool,
+    data_dir: str | None,
+    as_json: bool,
+) -> None:
     """Do benchmark items lose more than fresh items when their surface form changes?
 
     Runs the benchmark and the control as they are, with the options shuffled, and with one
@@ -167,8 +245,15 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
 
     def config(name: str) -> RunConfig:
         form = formulation if (formulation and formulation in formulations(name)) else None
-        return RunConfig(model=model, tasks=(name,), formulation=form, limit=limit, seed=seed,
-                         chat_template=chat_template, data_dir=data_dir)
+        return RunConfig(
+            model=model,
+            tasks=(name,),
+            formulation=form,
+            limit=limit,
+            seed=seed,
+            chat_template=chat_template,
+            data_dir=data_dir,
+        )
 
     from calipers._util.ids import new_run_id
     from calipers.contamination._flags import GAP_PREFIX
@@ -180,31 +265,44 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
         progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not as_json)
         with progress:
             for i, name in enumerate(names):
-                plan = plan_study(config(name), ["perturbation_gap"],
-                                  study=gap_id + ("-control" if i else ""))
+                plan = plan_study(
+                    config(name), ["perturbation_gap"], study=gap_id + ("-control" if i else "")
+                )
                 if i and not plan.formulations:
-                    obj.err.print(f"[yellow]No perturbation applies to the control {name}; "
-                                  "reporting without a control.[/]")
+                    obj.err.print(
+                        f"[yellow]No perturbation applies to the control {name}; "
+                        "reporting without a control.[/]"
+                    )
                     continue
                 if not plan.formulations:
                     why = "; ".join(f"{a}: {b}" for a, b in plan.skipped)
-                    raise ConfigError(f"{name}: no perturbation applies ({why}).",
-                                      hint="The perturbation gap needs multiple-choice items "
-                                      "with three or more options.")
+                    raise ConfigError(
+                        f"{name}: no perturbation applies ({why}).",
+                        hint="The perturbation gap needs multiple-choice items "
+                        "with three or more options.",
+                    )
                 run_study(plan, store, progress=progress)
                 studies.append(load_study(store, plan.study))
     report = perturbation_gap(studies[0], studies[1] if len(studies) > 1 else None, seed=seed)
     if as_json:
         obj.print_json(report.model_dump(mode="json"))
         return
-    t = Table(header_style="bold", title_justify="left",
-              title=f"{escape(report.model)}: perturbation gap on {report.task} "
-              f"({report.metric}), control {report.control_task or 'none'} (points)")
+    t = Table(
+        header_style="bold",
+        title_justify="left",
+        title=f"{escape(report.model)}: perturbation gap on {report.task} "
+        f"({report.metric}), control {report.control_task or 'none'} (points)",
+    )
     for col in ("perturbation", "benchmark drop", "control drop", "excess drop", "reading"):
         t.add_column(col)
     for r in report.rows:
-        t.add_row(escape(r.perturbation), _pts(r.benchmark_gap), _pts(r.control_gap),
-                  _pts(r.excess_drop), escape(r.verdict))
+        t.add_row(
+            escape(r.perturbation),
+            _pts(r.benchmark_gap),
+            _pts(r.control_gap),
+            _pts(r.excess_drop),
+            escape(r.verdict),
+        )
     obj.out.print(t)
     obj.out.print(f"[dim]{escape(report.caveat)}[/]")
 
@@ -212,8 +310,9 @@ def perturbation_cmd(obj: Context, /, model: str, task: str, control: str,
 PROBE_NAMES = ("min-k%++", "completion", "ts-guessing")  # calipers.contamination.PROBES
 
 
-def _probe_names(_ctx: click.Context, _param: click.Parameter,
-                 values: tuple[str, ...]) -> tuple[str, ...]:
+def _probe_names(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
     from calipers.contamination import probe_name
 
     try:
@@ -223,21 +322,47 @@ def _probe_names(_ctx: click.Context, _param: click.Parameter,
 
 
 @contamination_group.command("probes")
-@click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC",
-              help="A model with log-probabilities for Min-K%++ (llamacpp, fake).")
+@click.option(
+    "-m",
+    "--model",
+    default="smollm2",
+    show_default=True,
+    metavar="SPEC",
+    help="A model with log-probabilities for Min-K%++ (llamacpp, fake).",
+)
 @click.option("-t", "--task", required=True, metavar="NAME|PATH", help="The benchmark.")
-@click.option("--reference", default="dyn_word_problems", show_default=True, metavar="NAME",
-              help="Fresh items the model cannot have seen ('none': no reference).")
-@click.option("--probe", "probes", multiple=True, metavar="[" + "|".join(PROBE_NAMES) + "]",
-              callback=_probe_names,
-              help="Only these probes (repeatable; default: all three).")
+@click.option(
+    "--reference",
+    default="dyn_word_problems",
+    show_default=True,
+    metavar="NAME",
+    help="Fresh items the model cannot have seen ('none': no reference).",
+)
+@click.option(
+    "--probe",
+    "probes",
+    multiple=True,
+    metavar="[" + "|".join(PROBE_NAMES) + "]",
+    callback=_probe_names,
+    help="Only these probes (repeatable; default: all three).",
+)
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=60, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def probes_cmd(obj: Context, /, model: str, task: str, reference: str, probes: tuple[str, ...],
-               limit: int, seed: int, data_dir: str | None, as_json: bool) -> None:
+def probes_cmd(
+    obj: Context,
+    /,
+    model: str,
+    task: str,
+    reference: str,
+    probes: tuple[str, ...],
+    limit: int,
+    seed: int,
+    data_dir: str | None,
+    as_json: bool,
+) -> None:
     """Memorisation probes: Min-K%++ (item vs its shuffled words), completion of the
     question's second half, and TS-Guessing (produce a hidden wrong option), each against a
     control and, with --reference, against fresh items. A model without log-probabilities
@@ -261,8 +386,9 @@ def probes_cmd(obj: Context, /, model: str, task: str, reference: str, probes: t
 
     provider = resolve_model(model)
     ref = None if reference == "none" else items(reference)
-    results = asyncio.run(run_probes(provider, items(task), probes=probes or PROBES,
-                                     reference=ref, seed=seed))
+    results = asyncio.run(
+        run_probes(provider, items(task), probes=probes or PROBES, reference=ref, seed=seed)
+    )
     if as_json:
         obj.print_json([r.to_dict() for r in results])
         return

@@ -14,15 +14,20 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
 
     name = "duration"
 
-    def convert(self, value: object, param: click.Parameter | None,
-                ctx: click.Context | None) -> float:
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         if isinstance(value, int | float):
             seconds = float(value)
         else:
             parsed = parse_seconds(str(value))
             if parsed is None:
-                self.fail(f"{value!r} is not a duration: write seconds (90) or a number with "
-                          "s, m or h (90s, 30m, 1.5h).", param, ctx)
+                self.fail(
+                    f"{value!r} is not a duration: write seconds (90) or a number with "
+                    "s, m or h (90s, 30m, 1.5h).",
+                    param,
+                    ctx,
+                )
             seconds = parsed
         if seconds <= 0:
             self.fail(f"{value!r}: a duration must be more than 0 seconds.", param, ctx)

@@ -30,8 +30,11 @@ __all__ = ["EXIT_GATE_ERROR", "EXIT_GATE_INTERNAL", "gate_cmd", "junit_xml", "ma
 
 EXIT_GATE_ERROR = EXIT_DECISION_ERROR  # errors.py: the one exit-code table
 EXIT_GATE_INTERNAL = EXIT_DECISION_INTERNAL
-_MARK = {"pass": "[green]PASS[/]", "fail": "[bold red]FAIL[/]",
-         "inconclusive": "[yellow]INCONCLUSIVE[/]"}
+_MARK = {
+    "pass": "[green]PASS[/]",
+    "fail": "[bold red]FAIL[/]",
+    "inconclusive": "[yellow]INCONCLUSIVE[/]",
+}
 _BULLET = {"pass": "[green]●[/]", "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
 
 
@@ -71,18 +74,25 @@ def _needed(r: GateRow) -> str:
     return f"~{r.items_needed:,}" if r.items_needed else "n/a"
 
 
-def junit_xml(result: GateResult | None, *, error: str | None = None, seconds: float = 0.0,
-              name: str = "calipers gate") -> str:
+def junit_xml(
+    result: GateResult | None,
+    *,
+    error: str | None = None,
+    seconds: float = 0.0,
+    name: str = "calipers gate",
+) -> str:
     """One ``testsuite``, one ``testcase`` per task/metric: ``failure`` for a regression,
     ``skipped`` (with the items needed) for inconclusive; an error is one ``error`` case."""
     cases: list[ET.Element] = []
     rows = result.rows if result else []
     for r in rows:
-        case = ET.Element("testcase", classname="calipers.gate", name=f"{r.task}/{r.metric}",
-                          time="0")
+        case = ET.Element(
+            "testcase", classname="calipers.gate", name=f"{r.task}/{r.metric}", time="0"
+        )
         if r.verdict == "fail":
-            ET.SubElement(case, "failure", message=r.explanation, type="regression").text = (
-                r.explanation)
+            ET.SubElement(
+                case, "failure", message=r.explanation, type="regression"
+            ).text = r.explanation
         elif r.verdict == "inconclusive":  # GitLab shows the text, Jenkins the message
             ET.SubElement(case, "skipped", message=r.explanation).text = r.explanation
         ET.SubElement(case, "system-out").text = r.explanation
@@ -114,13 +124,22 @@ def junit_xml(result: GateResult | None, *, error: str | None = None, seconds: f
 
 
 def _properties(result: GateResult) -> dict[str, str]:
-    props = {"verdict": result.verdict, "max_drop": f"{result.max_drop:g}",
-             "alpha": f"{result.alpha:g}", "confidence": f"{result.confidence:.6g}",
-             "correction": result.correction}
+    props = {
+        "verdict": result.verdict,
+        "max_drop": f"{result.max_drop:g}",
+        "alpha": f"{result.alpha:g}",
+        "confidence": f"{result.confidence:.6g}",
+        "correction": result.correction,
+    }
     for role, used in (("baseline", result.baseline), ("candidate", result.candidate)):
         if used is not None:
-            props.update({f"{role}_run": used.run_id, f"{role}_model": used.model,
-                          f"{role}_source": used.source})
+            props.update(
+                {
+                    f"{role}_run": used.run_id,
+                    f"{role}_model": used.model,
+                    f"{role}_source": used.source,
+                }
+            )
     return props
 
 
@@ -135,17 +154,24 @@ def markdown_summary(result: GateResult | None, *, error: str | None = None) -> 
             lines.append(f"- {role}: `{used.model}` ({how[used.source]} `{used.run_id}`)")
     if result.size is not None and result.size.message:
         lines.append(f"- Size check: {result.size.message}")
-    lines += [f"- Allowed drop: {result.max_drop:g} (score units; 0.02 = 2 points); "
-              f"{100 * result.confidence:.4g}% intervals (alpha {result.alpha:g}, Bonferroni "
-              f"over {result.comparisons})", ""]
+    lines += [
+        f"- Allowed drop: {result.max_drop:g} (score units; 0.02 = 2 points); "
+        f"{100 * result.confidence:.4g}% intervals (alpha {result.alpha:g}, Bonferroni "
+        f"over {result.comparisons})",
+        "",
+    ]
     if result.rows:
-        lines += ["| task | metric | n | baseline | candidate | candidate − baseline | "
-                  "allowed drop | verdict | items needed |", "|" + "---|" * 9]
+        lines += [
+            "| task | metric | n | baseline | candidate | candidate − baseline | "
+            "allowed drop | verdict | items needed |",
+            "|" + "---|" * 9,
+        ]
     for r in result.rows:
         lines.append(
             f"| {r.task} | {r.metric} | {r.n:,} | {_num(r.baseline, r.points)} | "
             f"{_num(r.candidate, r.points)} | {_num(r.diff, r.points, True)} | {_drop(r)} | "
-            f"{r.verdict} | {_needed(r)} |")
+            f"{r.verdict} | {_needed(r)} |"
+        )
     lines += ["", *[f"- **{r.task}/{r.metric}**: {r.explanation}" for r in result.rows]]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -162,15 +188,35 @@ def _write(path: str | None, text: str) -> None:
 
 def _table(result: GateResult) -> Table:
     over = f" (Bonferroni over {result.comparisons})" if result.comparisons > 1 else ""
-    t = Table(header_style="bold", title_justify="left", title=(
-        f"candidate − baseline, {100 * result.confidence:.4g}% intervals{over}"))
-    for col in ("task", "metric", "n", "baseline", "candidate", "diff", "allowed drop",
-                "verdict", "items needed"):
+    t = Table(
+        header_style="bold",
+        title_justify="left",
+        title=(f"candidate − baseline, {100 * result.confidence:.4g}% intervals{over}"),
+    )
+    for col in (
+        "task",
+        "metric",
+        "n",
+        "baseline",
+        "candidate",
+        "diff",
+        "allowed drop",
+        "verdict",
+        "items needed",
+    ):
         t.add_column(col, justify="left" if col in ("task", "metric", "verdict") else "right")
     for r in result.rows:
-        t.add_row(r.task, r.metric, f"{r.n:,}", _num(r.baseline, r.points),
-                  _num(r.candidate, r.points), _num(r.diff, r.points, True), _drop(r),
-                  _MARK[r.verdict], _needed(r))
+        t.add_row(
+            r.task,
+            r.metric,
+            f"{r.n:,}",
+            _num(r.baseline, r.points),
+            _num(r.candidate, r.points),
+            _num(r.diff, r.points, True),
+            _drop(r),
+            _MARK[r.verdict],
+            _needed(r),
+        )
     return t
 
 
@@ -184,8 +230,10 @@ def _print(obj: Context, result: GateResult) -> None:
     for r in result.rows:
         excluded = sum(r.excluded.values())
         note = f" [dim]({excluded} unpaired or errored items excluded)[/]" if excluded else ""
-        obj.out.print(f"{_BULLET[r.verdict]} {escape(r.task)}/{escape(r.metric)}: "
-                      f"{escape(r.explanation)}{note}")
+        obj.out.print(
+            f"{_BULLET[r.verdict]} {escape(r.task)}/{escape(r.metric)}: "
+            f"{escape(r.explanation)}{note}"
+        )
     colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}[result.verdict]
     obj.out.print(f"[bold {colour}]{escape(result.summary)}[/] (exit {result.exit_code})")
 
@@ -196,23 +244,45 @@ def _print(obj: Context, result: GateResult) -> None:
 def _config(opts: dict[str, Any]) -> Any:
     from calipers.analysis._gate import GateConfig
 
-    run: dict[str, Any] = {k: opts[k] for k in (
-        "limit", "seed", "few_shot", "system_prompt", "data_dir", "max_tokens", "temperature",
-        "concurrency", "formulation") if opts[k] is not None}
+    run: dict[str, Any] = {
+        k: opts[k]
+        for k in (
+            "limit",
+            "seed",
+            "few_shot",
+            "system_prompt",
+            "data_dir",
+            "max_tokens",
+            "temperature",
+            "concurrency",
+            "formulation",
+        )
+        if opts[k] is not None
+    }
     if opts["no_cache"]:
         run["use_cache"] = False
-    model = {k: opts[k] for k in ("base_url", "api_key_env", "n_ctx", "concurrency")
-             if opts[k] is not None}
+    model = {
+        k: opts[k]
+        for k in ("base_url", "api_key_env", "n_ctx", "concurrency")
+        if opts[k] is not None
+    }
     if model:
         run["model_options"] = model
     metrics = tuple(opts["metrics"]) or ("primary",)
     try:
         return GateConfig(
-            baseline=opts["baseline"], candidate=opts["candidate"], suite=tuple(opts["suite"]),
-            max_drop=opts["max_drop"], metrics=metrics, alpha=opts["alpha"],
-            power=opts["power"], assumed_discordance=opts["assumed_discordance"],
-            strict_size=opts["strict_size"], run_options=run,
-            baseline_base_url=opts["baseline_base_url"])
+            baseline=opts["baseline"],
+            candidate=opts["candidate"],
+            suite=tuple(opts["suite"]),
+            max_drop=opts["max_drop"],
+            metrics=metrics,
+            alpha=opts["alpha"],
+            power=opts["power"],
+            assumed_discordance=opts["assumed_discordance"],
+            strict_size=opts["strict_size"],
+            run_options=run,
+            baseline_base_url=opts["baseline_base_url"],
+        )
     except ValueError as e:
         from calipers.errors import ConfigError
 
@@ -227,15 +297,18 @@ def _evaluate(obj: Context, opts: dict[str, Any]) -> GateResult:
     with Store.open(obj.store_url) as store:
         gp = prepare_gate(_config(opts), store)
         if gp.size.message:
-            obj.err.print(f"[yellow]size check:[/] {escape(gp.size.message)}"
-                          + (" — refused (--strict-size)" if gp.refused else ""))
+            obj.err.print(
+                f"[yellow]size check:[/] {escape(gp.size.message)}"
+                + (" — refused (--strict-size)" if gp.refused else "")
+            )
         progress = BarProgress(obj.err, enabled=sys.stderr.isatty() and not opts["as_json"])
         with progress:
             return asyncio.run(run_gate(gp, store, progress=progress))
 
 
-def _fail(obj: Context, opts: dict[str, Any], message: str, hint: str | None, code: int,
-          started: float) -> None:
+def _fail(
+    obj: Context, opts: dict[str, Any], message: str, hint: str | None, code: int, started: float
+) -> None:
     if obj.debug:
         obj.err.print(traceback.format_exc(), markup=False)
     obj.err.print(f"[bold red]Error:[/] {escape(message)}")
@@ -247,34 +320,78 @@ def _fail(obj: Context, opts: dict[str, Any], message: str, hint: str | None, co
 
 
 @cli.command("gate", cls=GateCommand)
-@click.option("-s", "--suite", multiple=True, metavar="NAME|PATH",
-              help="Task, suite (e.g. dynamic, suite:NAME) or task file; repeatable. Needed "
-              "unless a side is a stored run (then its tasks and settings are used).")
-@click.option("--baseline", required=True, metavar="RUN|MODEL",
-              help="A stored run (id, prefix or latest) or a model spec (its latest comparable "
-              "run is reused, else it is run).")
-@click.option("--candidate", required=True, metavar="MODEL|RUN",
-              help="A model spec (run now) or a stored run.")
-@click.option("--max-drop", type=click.FloatRange(0, min_open=True), default=0.02,
-              show_default=True, help="Allowed drop in score units (0.02 = 2 points).")
-@click.option("--metric", "metrics", multiple=True, metavar="NAME",
-              help="Metric to gate on; repeatable; 'all' for every metric. [default: primary]")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True, help="Family-wise error rate (Bonferroni).")
-@click.option("--power", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.8, show_default=True, help="Power behind 'items needed'.")
-@click.option("--assumed-discordance", type=click.FloatRange(0, 1, min_open=True),
-              default=0.25, show_default=True,
-              help="Share of items the models are assumed to disagree on, for the size check.")
-@click.option("--strict-size", is_flag=True,
-              help="Exit 2 before running anything if the suite is too small for --max-drop.")
+@click.option(
+    "-s",
+    "--suite",
+    multiple=True,
+    metavar="NAME|PATH",
+    help="Task, suite (e.g. dynamic, suite:NAME) or task file; repeatable. Needed "
+    "unless a side is a stored run (then its tasks and settings are used).",
+)
+@click.option(
+    "--baseline",
+    required=True,
+    metavar="RUN|MODEL",
+    help="A stored run (id, prefix or latest) or a model spec (its latest comparable "
+    "run is reused, else it is run).",
+)
+@click.option(
+    "--candidate",
+    required=True,
+    metavar="MODEL|RUN",
+    help="A model spec (run now) or a stored run.",
+)
+@click.option(
+    "--max-drop",
+    type=click.FloatRange(0, min_open=True),
+    default=0.02,
+    show_default=True,
+    help="Allowed drop in score units (0.02 = 2 points).",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="Metric to gate on; repeatable; 'all' for every metric. [default: primary]",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Family-wise error rate (Bonferroni).",
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="Power behind 'items needed'.",
+)
+@click.option(
+    "--assumed-discordance",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.25,
+    show_default=True,
+    help="Share of items the models are assumed to disagree on, for the size check.",
+)
+@click.option(
+    "--strict-size",
+    is_flag=True,
+    help="Exit 2 before running anything if the suite is too small for --max-drop.",
+)
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
 @click.option("--seed", type=int, help="Seed for generated items and bootstrap intervals.")
 @click.option("--few-shot", "few_shot", type=click.IntRange(min=0), metavar="K")
 @click.option("--formulation", metavar="NAME", help="cloze | letter | generate.")
 @click.option("--system-prompt", metavar="TEXT")
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA",
-              help="Local benchmark data directory.")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    envvar="CALIPERS_DATA",
+    help="Local benchmark data directory.",
+)
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible server for the models.")
 @click.option("--baseline-base-url", metavar="URL", help="Server of the baseline, if another.")
 @click.option("--api-key-env", metavar="VAR", help="Variable holding the API key.")
@@ -311,9 +428,14 @@ def gate_cmd(obj: Context, /, **opts: Any) -> None:
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:
-        _fail(obj, opts, f"Internal error: {type(e).__name__}: {e}",
-              "This is a bug in calipers; run with --debug for the traceback.",
-              EXIT_GATE_INTERNAL, started)
+        _fail(
+            obj,
+            opts,
+            f"Internal error: {type(e).__name__}: {e}",
+            "This is a bug in calipers; run with --debug for the traceback.",
+            EXIT_GATE_INTERNAL,
+            started,
+        )
         return
     _write(opts["junit"], junit_xml(result, seconds=time.perf_counter() - started))
     _write(opts["markdown"], markdown_summary(result))

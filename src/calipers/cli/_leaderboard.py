@@ -14,15 +14,27 @@ __all__ = ["leaderboard_cmd"]
 
 @cli.command("leaderboard")
 @click.option("-t", "--task", "tasks", multiple=True, help="Only these tasks (repeatable).")
-@click.option("--run", "run_ids", multiple=True, metavar="RUN",
-              help="Rank only these runs (default: every finished run in the store).")
+@click.option(
+    "--run",
+    "run_ids",
+    multiple=True,
+    metavar="RUN",
+    help="Rank only these runs (default: every finished run in the store).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 @store_option
 @click.pass_obj
-def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str, ...],
-                    seed: int, resamples: int, as_json: bool) -> None:
+def leaderboard_cmd(
+    obj: Context,
+    /,
+    tasks: tuple[str, ...],
+    run_ids: tuple[str, ...],
+    seed: int,
+    resamples: int,
+    as_json: bool,
+) -> None:
     """Rank models per task with 95% rank intervals (bootstrap over items).
 
     Only runs with the same methodology for a task are ranked together; each model's latest
@@ -43,28 +55,46 @@ def leaderboard_cmd(obj: Context, /, tasks: tuple[str, ...], run_ids: tuple[str,
         ids = run_ids or tuple(r.id for r in records if r.status == "finished")
         runs = load_runs(store, ids) if ids else []
         extra = contamination_flags(store, records)
-    boards = leaderboard(runs, tasks=tasks or None, seed=seed, n_resamples=resamples,
-                         floors=format_floors(records), flags=extra)
+    boards = leaderboard(
+        runs,
+        tasks=tasks or None,
+        seed=seed,
+        n_resamples=resamples,
+        floors=format_floors(records),
+        flags=extra,
+    )
     if as_json:
         obj.print_json([b.model_dump(mode="json") for b in boards])
         return
     if not boards:
         obj.out.print("No finished runs to rank. Start with: calipers run")
     for b in boards:
-        t = Table(title=f"{b.task} · {b.metric} · {b.n_items} items", title_justify="left",
-                  header_style="bold", caption=b.method, caption_justify="left")
+        t = Table(
+            title=f"{b.task} · {b.metric} · {b.n_items} items",
+            title_justify="left",
+            header_style="bold",
+            caption=b.method,
+            caption_justify="left",
+        )
         for col in ("rank [95%]", "tie group", "model", "score [95% interval]", "run", "flags"):
             t.add_column(col)
         for e in b.entries:
             est = Estimate.from_dict(e.score)
             interval = f"{e.rank} [{e.rank_low}–{e.rank_high}]"
-            t.add_row(interval, str(e.tie_group), escape(e.model), est.format(percent=True),
-                      e.run_id, escape("; ".join(e.flags)))
+            t.add_row(
+                interval,
+                str(e.tie_group),
+                escape(e.model),
+                est.format(percent=True),
+                e.run_id,
+                escape("; ".join(e.flags)),
+            )
         obj.out.print(t)
         if b.saturated:
             obj.out.print(f"[yellow]saturated:[/] {escape(b.saturation_note or '')}")
         for flag in b.flags:
             obj.out.print(f"[yellow]flag:[/] {escape(flag)}")
         for u in b.unranked:
-            obj.out.print(f"[dim]not ranked here: {escape(u['model'])} ({u['run_id']}): "
-                          f"{escape(u['why'])}[/]")
+            obj.out.print(
+                f"[dim]not ranked here: {escape(u['model'])} ({u['run_id']}): {escape(u['why'])}[/]"
+            )

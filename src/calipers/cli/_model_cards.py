@@ -25,7 +25,10 @@ MISSING = "missing"
 
 def _cards_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--cards", "card_dirs", multiple=True, metavar="DIR",
+        "--cards",
+        "card_dirs",
+        multiple=True,
+        metavar="DIR",
         type=click.Path(file_okay=False, exists=True),
         help="Also read model cards from this folder (repeatable); they override built-in "
         "and $CALIPERS_HOME/models cards of the same name.",
@@ -101,19 +104,38 @@ def list_cmd(obj: Context, card_dirs: tuple[str, ...], as_json: bool) -> None:
         obj.print_json({"models": [card_to_dict(e) for e in entries]})
         return
     t = Table(header_style="bold")
-    for col in ("model", "provider", "spec", "params", "context", "licence", "price",
-                "openness", "MOF", "as of"):
+    for col in (
+        "model",
+        "provider",
+        "spec",
+        "params",
+        "context",
+        "licence",
+        "price",
+        "openness",
+        "MOF",
+        "as of",
+    ):
         t.add_column(col)
     for e in entries:
         c = e.card
         t.add_row(
-            escape(c.name), escape(c.provider), escape(c.spec or "-"), _count(c.parameters),
-            _ctx(c.context_length), escape(c.licence or MISSING), _price(e),
-            e.openness.openness_class, _mof_short(e), str(c.as_of),
+            escape(c.name),
+            escape(c.provider),
+            escape(c.spec or "-"),
+            _count(c.parameters),
+            _ctx(c.context_length),
+            escape(c.licence or MISSING),
+            _price(e),
+            e.openness.openness_class,
+            _mof_short(e),
+            str(c.as_of),
         )
     obj.out.print(t)
-    obj.out.print("[dim]Details and evidence: calipers model show NAME. Prices change: check "
-                  "each card's source and date.[/]")
+    obj.out.print(
+        "[dim]Details and evidence: calipers model show NAME. Prices change: check "
+        "each card's source and date.[/]"
+    )
 
 
 def _openness_table(entry: CatalogEntry) -> Table:
@@ -125,8 +147,12 @@ def _openness_table(entry: CatalogEntry) -> Table:
         t.add_column(col)
     for d in DIMENSIONS:
         a = getattr(entry.card.openness, d)
-        t.add_row(DIMENSION_NAMES[d], a.level if a else "not assessed (closed)",
-                  escape(a.evidence) if a else "", "*" if d in v.decided_by else "")
+        t.add_row(
+            DIMENSION_NAMES[d],
+            a.level if a else "not assessed (closed)",
+            escape(a.evidence) if a else "",
+            "*" if d in v.decided_by else "",
+        )
     return t
 
 
@@ -143,15 +169,32 @@ def _mof_lines(entry: CatalogEntry) -> list[str]:
 @model_group.command("show")
 @click.argument("name")
 @_cards_option
-@click.option("--run", "runs", multiple=True, metavar="RUN",
-              help="Also show practical factors measured from this stored run (repeatable).")
-@click.option("--hardware-cost-per-hour", type=click.FloatRange(min=0), default=None,
-              metavar="USD", help="With --run: price self-hosted runs by wall time.")
+@click.option(
+    "--run",
+    "runs",
+    multiple=True,
+    metavar="RUN",
+    help="Also show practical factors measured from this stored run (repeatable).",
+)
+@click.option(
+    "--hardware-cost-per-hour",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="With --run: price self-hosted runs by wall time.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @store_option
 @click.pass_obj
-def show_cmd(obj: Context, /, name: str, card_dirs: tuple[str, ...], runs: tuple[str, ...],
-             hardware_cost_per_hour: float | None, as_json: bool) -> None:
+def show_cmd(
+    obj: Context,
+    /,
+    name: str,
+    card_dirs: tuple[str, ...],
+    runs: tuple[str, ...],
+    hardware_cost_per_hour: float | None,
+    as_json: bool,
+) -> None:
     """The whole card: identity, size, licence, price, openness with evidence, MOF class and
     the components missing for the next class."""
     from calipers.cards import card_to_dict
@@ -167,15 +210,24 @@ def show_cmd(obj: Context, /, name: str, card_dirs: tuple[str, ...], runs: tuple
         return
     c = entry.card
     out = obj.out
-    out.print(f"[bold]{escape(c.title)}[/] ({escape(c.name)}) by {escape(c.provider)}, "
-              f"card as of {c.as_of} [dim]({escape(entry.source)})[/]")
-    out.print(f"spec: {escape(c.spec or '-')}   parameters: {_count(c.parameters)}   "
-              f"context: {_ctx(c.context_length)} tokens")
-    out.print(f"licence: {escape(c.licence or MISSING)}"
-              + (f" <{escape(c.licence_url)}>" if c.licence_url else ""))
+    out.print(
+        f"[bold]{escape(c.title)}[/] ({escape(c.name)}) by {escape(c.provider)}, "
+        f"card as of {c.as_of} [dim]({escape(entry.source)})[/]"
+    )
+    out.print(
+        f"spec: {escape(c.spec or '-')}   parameters: {_count(c.parameters)}   "
+        f"context: {_ctx(c.context_length)} tokens"
+    )
+    out.print(
+        f"licence: {escape(c.licence or MISSING)}"
+        + (f" <{escape(c.licence_url)}>" if c.licence_url else "")
+    )
     p = c.pricing
-    out.print(f"price: {_price(entry)}" + (f" (as of {p.as_of})" if p.as_of else "")
-              + (f" <{escape(p.source)}>" if p.source else ""))
+    out.print(
+        f"price: {_price(entry)}"
+        + (f" (as of {p.as_of})" if p.as_of else "")
+        + (f" <{escape(p.source)}>" if p.source else "")
+    )
     if p.note:
         out.print(f"[dim]{escape(p.note)}[/]")
     out.print(_openness_table(entry))
@@ -203,27 +255,40 @@ def check_cmd(obj: Context, file: str, as_json: bool) -> None:
         card = load_card(file)
     except CardError as e:
         if as_json:
-            obj.print_json({"ok": False, "problems": [
-                {"where": w, "field": f, "message": m} for w, f, m in e.problems
-            ]})
+            obj.print_json(
+                {
+                    "ok": False,
+                    "problems": [{"where": w, "field": f, "message": m} for w, f, m in e.problems],
+                }
+            )
         else:
             for w, f, m in e.problems:
-                obj.err.print(f"[bold red]Error:[/] {escape(w)}: "
-                              + (f"field '{escape(f)}': " if f else "") + escape(m),
-                              soft_wrap=True)
+                obj.err.print(
+                    f"[bold red]Error:[/] {escape(w)}: "
+                    + (f"field '{escape(f)}': " if f else "")
+                    + escape(m),
+                    soft_wrap=True,
+                )
             obj.err.print(f"[dim]{escape(e.hint or '')}[/]")
         raise SystemExit(EXIT_ERROR) from None
     entry = CatalogEntry(card, file)
     if as_json:
         obj.print_json({"ok": True, "card": card_to_dict(entry)})
         return
-    obj.out.print(f"[green]ok[/]: {escape(card.name)}: openness {entry.openness.openness_class}"
-                  f" ({escape(entry.openness.reason)}); MOF {entry.mof.label}")
+    obj.out.print(
+        f"[green]ok[/]: {escape(card.name)}: openness {entry.openness.openness_class}"
+        f" ({escape(entry.openness.reason)}); MOF {entry.mof.label}"
+    )
 
 
-def _measure(obj: Context, runs: Sequence[str], entry: CatalogEntry | None,
-             hardware: float | None, catalog: CardCatalog | None = None, seed: int = 0
-             ) -> tuple[list[RunFactors], list[Stability]]:
+def _measure(
+    obj: Context,
+    runs: Sequence[str],
+    entry: CatalogEntry | None,
+    hardware: float | None,
+    catalog: CardCatalog | None = None,
+    seed: int = 0,
+) -> tuple[list[RunFactors], list[Stability]]:
     from calipers.analysis import load_runs
     from calipers.analysis._practical import run_factors, stability
     from calipers.store import Store
@@ -233,8 +298,9 @@ def _measure(obj: Context, runs: Sequence[str], entry: CatalogEntry | None,
     factors = []
     for r in loaded:
         e = entry or (catalog.for_model(r.record.model, r.record.model_name) if catalog else None)
-        factors.append(run_factors(r, card=e.card if e else None,
-                                   hardware_cost_per_hour=hardware, seed=seed))
+        factors.append(
+            run_factors(r, card=e.card if e else None, hardware_cost_per_hour=hardware, seed=seed)
+        )
     return factors, stability(loaded)
 
 
@@ -253,36 +319,67 @@ def _est(e: Estimate | None, scale: float = 1.0, unit: str = "") -> str:
     return f"{v} [{_bound(e.low * scale)}, {_bound(e.high * scale)}]"
 
 
-def _print_factors(obj: Context, factors: Sequence[RunFactors],
-                   stab: Sequence[Stability]) -> None:
-    t = Table(header_style="bold", title="Practical factors (95% intervals)",
-              title_justify="left")
+def _print_factors(obj: Context, factors: Sequence[RunFactors], stab: Sequence[Stability]) -> None:
+    t = Table(header_style="bold", title="Practical factors (95% intervals)", title_justify="left")
     t.add_column("run", no_wrap=True)
-    for col in ("model", "items ok/err/cached", "latency p50", "latency p95",
-                "items/s", "tokens in/item", "tokens out/item", "$ per 1,000 items"):
+    for col in (
+        "model",
+        "items ok/err/cached",
+        "latency p50",
+        "latency p95",
+        "items/s",
+        "tokens in/item",
+        "tokens out/item",
+        "$ per 1,000 items",
+    ):
         t.add_column(col)
     for f in factors:
         t.add_row(
-            f.run_id, escape(f.model_name), f"{f.n_ok}/{f.n_errors}/{f.n_cached}",
-            _est(f.latency_p50_s, 1000, " ms"), _est(f.latency_p95_s, 1000, " ms"),
+            f.run_id,
+            escape(f.model_name),
+            f"{f.n_ok}/{f.n_errors}/{f.n_cached}",
+            _est(f.latency_p50_s, 1000, " ms"),
+            _est(f.latency_p95_s, 1000, " ms"),
             MISSING if f.items_per_s is None else f"{f.items_per_s:.3g}",
-            _est(f.input_tokens_per_item), _est(f.output_tokens_per_item),
+            _est(f.input_tokens_per_item),
+            _est(f.output_tokens_per_item),
             _est(f.cost_per_1000_usd),
         )
     obj.out.print(t)
     for f in factors:
-        obj.out.print(f"[dim]{f.run_id}: cost: {escape(f.cost_basis)}; "
-                      f"{escape('; '.join(f.notes))}[/]")
+        obj.out.print(
+            f"[dim]{f.run_id}: cost: {escape(f.cost_basis)}; {escape('; '.join(f.notes))}[/]"
+        )
     if stab:
-        s = Table(header_style="bold", title="Stability of the primary score across runs",
-                  title_justify="left")
-        for col in ("model", "task", "metric", "n runs", "mean", "sd", "min", "max",
-                    "same methodology"):
+        s = Table(
+            header_style="bold",
+            title="Stability of the primary score across runs",
+            title_justify="left",
+        )
+        for col in (
+            "model",
+            "task",
+            "metric",
+            "n runs",
+            "mean",
+            "sd",
+            "min",
+            "max",
+            "same methodology",
+        ):
             s.add_column(col)
         for row in stab:
-            s.add_row(escape(row.model), escape(row.task), row.metric, str(row.n_runs),
-                      _num(row.mean), _num(row.sd) if row.sd is not None else "n/a (1 run)",
-                      _num(row.min), _num(row.max), "yes" if row.same_methodology else "no")
+            s.add_row(
+                escape(row.model),
+                escape(row.task),
+                row.metric,
+                str(row.n_runs),
+                _num(row.mean),
+                _num(row.sd) if row.sd is not None else "n/a (1 run)",
+                _num(row.min),
+                _num(row.max),
+                "yes" if row.same_methodology else "no",
+            )
         obj.out.print(s)
 
 
@@ -292,18 +389,34 @@ def _num(x: float | None) -> str:
 
 @model_group.command("factors")
 @click.argument("runs", nargs=-1, required=True, metavar="RUN...")
-@click.option("--card", "card_name", metavar="NAME",
-              help="Price every run with this card (default: each run's own card, if any).")
+@click.option(
+    "--card",
+    "card_name",
+    metavar="NAME",
+    help="Price every run with this card (default: each run's own card, if any).",
+)
 @_cards_option
-@click.option("--hardware-cost-per-hour", type=click.FloatRange(min=0), default=None,
-              metavar="USD", help="Price by wall time on hardware costing this much per hour.")
+@click.option(
+    "--hardware-cost-per-hour",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="Price by wall time on hardware costing this much per hour.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @store_option
 @click.pass_obj
-def factors_cmd(obj: Context, /, runs: tuple[str, ...], card_name: str | None,
-                card_dirs: tuple[str, ...], hardware_cost_per_hour: float | None, seed: int,
-                as_json: bool) -> None:
+def factors_cmd(
+    obj: Context,
+    /,
+    runs: tuple[str, ...],
+    card_name: str | None,
+    card_dirs: tuple[str, ...],
+    hardware_cost_per_hour: float | None,
+    seed: int,
+    as_json: bool,
+) -> None:
     """Latency p50/p95 (cached responses excluded), throughput, tokens per item and cost per
     1,000 items of stored runs, and the stability of scores across runs of the same model and
     task. A measurement that is not there is shown as "missing", never 0."""
@@ -311,7 +424,8 @@ def factors_cmd(obj: Context, /, runs: tuple[str, ...], card_name: str | None,
     entry = catalog.get(card_name) if card_name else None
     factors, stab = _measure(obj, runs, entry, hardware_cost_per_hour, catalog, seed)
     if as_json:
-        obj.print_json({"factors": [f.to_dict() for f in factors],
-                        "stability": [s.to_dict() for s in stab]})
+        obj.print_json(
+            {"factors": [f.to_dict() for f in factors], "stability": [s.to_dict() for s in stab]}
+        )
         return
     _print_factors(obj, factors, stab)

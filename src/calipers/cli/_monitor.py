@@ -26,44 +26,83 @@ def _options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The options shared by ``monitor`` and ``monitor export`` (unset: None/empty, so that
     options given before the subcommand carry over to it)."""
     opts = [
-        click.option("--since", help="Start: ISO time, or back from now (24h, 7d; rounded "
-                     "down to a whole window) [default: the first window with traffic in the "
-                     "24h before --until]."),
-        click.option("--until", help="End (exclusive): ISO time, back from now, or 'now' "
-                     "[default: now]."),
+        click.option(
+            "--since",
+            help="Start: ISO time, or back from now (24h, 7d; rounded "
+            "down to a whole window) [default: the first window with traffic in the "
+            "24h before --until].",
+        ),
+        click.option(
+            "--until", help="End (exclusive): ISO time, back from now, or 'now' [default: now]."
+        ),
         click.option("--window", help="Window width: 15m, 1h, 1d [default: 1h]."),
-        click.option("--reference", metavar="START..END",
-                     help="Reference period [default: the first windows with traffic, until "
-                     "they hold 100 requests and a quarter of all, leaving the last window "
-                     "with traffic to test]."),
-        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-                     help="False-alarm rate per window [default: 0.05]."),
-        click.option("--price", "prices", multiple=True, metavar="[ARM=]IN/OUT",
-                     help="Dollars per million input/output tokens, for an arm (baseline, "
-                     "candidate) or all: --price baseline=0.15/0.60. Repeatable."),
-        click.option("--suite", "suites", multiple=True, metavar="NAME[@vN]",
-                     help="Suite(s) whose items count as covered. Repeatable."),
-        click.option("--embeddings", type=click.Choice(["auto", "tfidf",
-                                                        "sentence-transformers"]),
-                     help="Text vectors [default: auto = sentence-transformers if installed]."),
-        click.option("--embedding-test", type=click.Choice(["mmd", "classifier"]),
-                     help="Embedding drift test [default: mmd]."),
-        click.option("--latest", is_flag=True, default=None,
-                     help="Test only the latest window for drift."),
-        click.option("--novelty", type=click.Choice(["latest", "all"]),
-                     help="Look for outliers in the latest window or all after the reference "
-                     "[default: latest]."),
-        click.option("--outlier-quantile", type=click.FloatRange(0, 1, min_open=True,
-                                                                 max_open=True),
-                     help="Share of ordinary traffic flagged as outliers [default: 0.01]."),
-        click.option("--min-cluster", type=click.IntRange(min=2),
-                     help="Outliers that make a new cluster [default: 3]."),
-        click.option("--mode", "modes", multiple=True,
-                     type=click.Choice(["shadow", "canary", "off"]),
-                     help="Keep requests made in these gateway modes. Repeatable."),
+        click.option(
+            "--reference",
+            metavar="START..END",
+            help="Reference period [default: the first windows with traffic, until "
+            "they hold 100 requests and a quarter of all, leaving the last window "
+            "with traffic to test].",
+        ),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            help="False-alarm rate per window [default: 0.05].",
+        ),
+        click.option(
+            "--price",
+            "prices",
+            multiple=True,
+            metavar="[ARM=]IN/OUT",
+            help="Dollars per million input/output tokens, for an arm (baseline, "
+            "candidate) or all: --price baseline=0.15/0.60. Repeatable.",
+        ),
+        click.option(
+            "--suite",
+            "suites",
+            multiple=True,
+            metavar="NAME[@vN]",
+            help="Suite(s) whose items count as covered. Repeatable.",
+        ),
+        click.option(
+            "--embeddings",
+            type=click.Choice(["auto", "tfidf", "sentence-transformers"]),
+            help="Text vectors [default: auto = sentence-transformers if installed].",
+        ),
+        click.option(
+            "--embedding-test",
+            type=click.Choice(["mmd", "classifier"]),
+            help="Embedding drift test [default: mmd].",
+        ),
+        click.option(
+            "--latest", is_flag=True, default=None, help="Test only the latest window for drift."
+        ),
+        click.option(
+            "--novelty",
+            type=click.Choice(["latest", "all"]),
+            help="Look for outliers in the latest window or all after the reference "
+            "[default: latest].",
+        ),
+        click.option(
+            "--outlier-quantile",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            help="Share of ordinary traffic flagged as outliers [default: 0.01].",
+        ),
+        click.option(
+            "--min-cluster",
+            type=click.IntRange(min=2),
+            help="Outliers that make a new cluster [default: 3].",
+        ),
+        click.option(
+            "--mode",
+            "modes",
+            multiple=True,
+            type=click.Choice(["shadow", "canary", "off"]),
+            help="Keep requests made in these gateway modes. Repeatable.",
+        ),
         click.option("--seed", type=int, help="Seed of the permutations [default: 0]."),
-        click.option("--json", "as_json", is_flag=True, default=None,
-                     help="Print the report as JSON."),
+        click.option(
+            "--json", "as_json", is_flag=True, default=None, help="Print the report as JSON."
+        ),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -94,14 +133,24 @@ def _config(o: dict[str, Any]) -> Any:
     if since is not None and is_relative(o["since"]):
         since = floor_time(since, width)  # --since 24h: windows start on whole windows
     fields: dict[str, Any] = {
-        "since": since, "window": width,
+        "since": since,
+        "window": width,
         "until": parse_when(o["until"], now) if o["until"] else None,
         "reference": parse_range(o["reference"], now) if o["reference"] else None,
-        "prices": parse_prices(o["prices"]), "suites": list(o["suites"]),
-        "modes": list(o["modes"]) or None, "latest_only": bool(o["latest"]),
+        "prices": parse_prices(o["prices"]),
+        "suites": list(o["suites"]),
+        "modes": list(o["modes"]) or None,
+        "latest_only": bool(o["latest"]),
     }
-    for key in ("alpha", "embeddings", "embedding_test", "novelty", "outlier_quantile",
-                "min_cluster", "seed"):
+    for key in (
+        "alpha",
+        "embeddings",
+        "embedding_test",
+        "novelty",
+        "outlier_quantile",
+        "min_cluster",
+        "seed",
+    ):
         if o[key] is not None:
             fields[key] = o[key]
     return MonitorConfig(**fields)
@@ -119,8 +168,11 @@ def _run(obj: Context, o: dict[str, Any]) -> Any:
 @cli.group("monitor", invoke_without_command=True)
 @store_option
 @_options
-@click.option("--fail-on-drift", is_flag=True,
-              help="Exit 1 when any window raised a drift alarm (for cron and CI).")
+@click.option(
+    "--fail-on-drift",
+    is_flag=True,
+    help="Exit 1 when any window raised a drift alarm (for cron and CI).",
+)
 @click.pass_context
 def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> None:
     """Monitor the gateway's traffic: metrics per window, drift, uncovered requests.
@@ -160,14 +212,22 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
 @monitor_group.command("export")
 @store_option
 @_options
-@click.option("--to-suite", metavar="NAME", help="Import the flagged requests into this "
-              "suite's pool (created if new).")
-@click.option("--to-review", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
-              help="Append the flagged requests to this review queue.")
+@click.option(
+    "--to-suite",
+    metavar="NAME",
+    help="Import the flagged requests into this suite's pool (created if new).",
+)
+@click.option(
+    "--to-review",
+    type=click.Path(dir_okay=False),
+    metavar="FILE.jsonl",
+    help="Append the flagged requests to this review queue.",
+)
 @click.option("--build", is_flag=True, help="With --to-suite: build the next suite version.")
 @click.pass_context
-def export_cmd(ctx: click.Context, /, to_suite: str | None, to_review: str | None,
-               build: bool, **opts: Any) -> None:
+def export_cmd(
+    ctx: click.Context, /, to_suite: str | None, to_review: str | None, build: bool, **opts: Any
+) -> None:
     """Export the requests `calipers monitor` flags as outliers or new clusters.
 
     \b
@@ -190,9 +250,11 @@ def export_cmd(ctx: click.Context, /, to_suite: str | None, to_review: str | Non
     backend: Backend = "auto"
     if o["embeddings"] in ("tfidf", "sentence-transformers"):
         backend = "tfidf" if o["embeddings"] == "tfidf" else "embeddings"
-    result = (export_to_suite(report.novelty, to_suite, build=build, backend=backend)
-              if to_suite
-              else export_to_review(report.novelty, str(to_review)))
+    result = (
+        export_to_suite(report.novelty, to_suite, build=build, backend=backend)
+        if to_suite
+        else export_to_review(report.novelty, str(to_review))
+    )
     if o["as_json"]:
         obj.print_json(result.to_dict())
     else:
@@ -203,20 +265,49 @@ _DRIFTS = ("none", "longer-prompts", "topic-mix", "new-topic", "refusals")
 
 
 @monitor_group.command("simulate")
-@click.option("--reps", type=click.IntRange(min=1), default=200, show_default=True,
-              help="Independent (reference, window) pairs.")
-@click.option("--n", "n", type=click.IntRange(min=4), default=100, show_default=True,
-              help="Requests per window.")
-@click.option("--drift", type=click.Choice(_DRIFTS), default="none", show_default=True,
-              help="Drift injected into the current window.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True)
+@click.option(
+    "--reps",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Independent (reference, window) pairs.",
+)
+@click.option(
+    "--n",
+    "n",
+    type=click.IntRange(min=4),
+    default=100,
+    show_default=True,
+    help="Requests per window.",
+)
+@click.option(
+    "--drift",
+    type=click.Choice(_DRIFTS),
+    default="none",
+    show_default=True,
+    help="Drift injected into the current window.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+)
 @click.option("--permutations", type=click.IntRange(min=99), default=500, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def simulate_cmd(obj: Context, /, reps: int, n: int, drift: str, alpha: float,
-                 permutations: int, seed: int, as_json: bool) -> None:
+def simulate_cmd(
+    obj: Context,
+    /,
+    reps: int,
+    n: int,
+    drift: str,
+    alpha: float,
+    permutations: int,
+    seed: int,
+    as_json: bool,
+) -> None:
     """How often do the drift tests alarm without drift? (And with it.)
 
     Synthetic traffic (TF-IDF vectors) is drawn for a
@@ -232,17 +323,23 @@ def simulate_cmd(obj: Context, /, reps: int, n: int, drift: str, alpha: float,
 
     base = TrafficProfile()
     current = {
-        "none": base, "longer-prompts": base.replace(mean_words=12.0),
-        "topic-mix": base.replace(topics={"billing": 0.2, "shipping": 0.3, "account": 0.2,
-                                          "product": 0.3}),
+        "none": base,
+        "longer-prompts": base.replace(mean_words=12.0),
+        "topic-mix": base.replace(
+            topics={"billing": 0.2, "shipping": 0.3, "account": 0.2, "product": 0.3}
+        ),
         "new-topic": base.replace(topics={**base.topics, "cooking": 0.15}),
         "refusals": base.replace(refusal_rate=0.15),
     }[drift]
-    result = simulate_alarms(reps=reps, n=n, rng=np.random.default_rng(seed), reference=base,
-                             current=current, options=DriftOptions(
-                                 alpha=alpha, n_permutations=permutations))
+    result = simulate_alarms(
+        reps=reps,
+        n=n,
+        rng=np.random.default_rng(seed),
+        reference=base,
+        current=current,
+        options=DriftOptions(alpha=alpha, n_permutations=permutations),
+    )
     if as_json:
         obj.print_json({"drift": drift, **result.to_dict()})
     else:
-        render_simulation(result, obj.out, "no drift" if drift == "none" else
-                          f"drift: {drift}")
+        render_simulation(result, obj.out, "no drift" if drift == "none" else f"drift: {drift}")

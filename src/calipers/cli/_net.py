@@ -26,5 +26,7 @@ def check_port(host: str, port: int) -> None:
         with socket.create_server((host, port)):
             pass
     except OSError as e:
-        raise ConfigError(f"Cannot listen on {host}:{port}: {e.strerror or e}.",
-                          hint="Choose another --port or --host.") from None
+        raise ConfigError(
+            f"Cannot listen on {host}:{port}: {e.strerror or e}.",
+            hint="Choose another --port or --host.",
+        ) from None

@@ -32,26 +32,57 @@ def _items_available(task: str | None, pilots: list[Any]) -> int | None:
 
 @cli.command("plan")
 @click.option("-t", "--task", help="Task to plan for (default: the pilot run's task).")
-@click.option("--delta", type=float, required=True,
-              help="Smallest difference in accuracy worth detecting, e.g. 0.03.")
-@click.option("--baseline-acc", type=click.FloatRange(0, 1),
-              help="Expected accuracy of the baseline (default: from --pilot, else 0.5).")
-@click.option("--correlation", type=click.FloatRange(-1, 1),
-              help="Correlation of the two models' per-item scores (default: from two "
-              "pilots, else 0).")
-@click.option("--pilot", "pilots", multiple=True, metavar="RUN",
-              help="A small run of the task: gives accuracy, seconds and tokens per item; "
-              "two pilots of two models also give the correlation.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True)
-@click.option("--power", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.8, show_default=True)
+@click.option(
+    "--delta",
+    type=float,
+    required=True,
+    help="Smallest difference in accuracy worth detecting, e.g. 0.03.",
+)
+@click.option(
+    "--baseline-acc",
+    type=click.FloatRange(0, 1),
+    help="Expected accuracy of the baseline (default: from --pilot, else 0.5).",
+)
+@click.option(
+    "--correlation",
+    type=click.FloatRange(-1, 1),
+    help="Correlation of the two models' per-item scores (default: from two pilots, else 0).",
+)
+@click.option(
+    "--pilot",
+    "pilots",
+    multiple=True,
+    metavar="RUN",
+    help="A small run of the task: gives accuracy, seconds and tokens per item; "
+    "two pilots of two models also give the correlation.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @store_option
 @click.pass_obj
-def plan_cmd(obj: Context, /, task: str | None, delta: float, baseline_acc: float | None,
-             correlation: float | None, pilots: tuple[str, ...], alpha: float, power: float,
-             as_json: bool) -> None:
+def plan_cmd(
+    obj: Context,
+    /,
+    task: str | None,
+    delta: float,
+    baseline_acc: float | None,
+    correlation: float | None,
+    pilots: tuple[str, ...],
+    alpha: float,
+    power: float,
+    as_json: bool,
+) -> None:
     """How many items to detect a difference of --delta between two models (paired design,
     80% power, alpha 0.05), and the time and tokens that costs.
 
@@ -68,25 +99,39 @@ def plan_cmd(obj: Context, /, task: str | None, delta: float, baseline_acc: floa
     if pilots:
         with Store.open(obj.store_url) as store:
             loaded = load_runs(store, pilots)
-    p = plan_size(delta=delta, task=task, baseline_acc=baseline_acc, correlation=correlation,
-                  pilots=loaded, alpha=alpha, power=power,
-                  items_available=_items_available(
-                      task or (loaded[0].record.tasks[0] if loaded else None), loaded))
+    p = plan_size(
+        delta=delta,
+        task=task,
+        baseline_acc=baseline_acc,
+        correlation=correlation,
+        pilots=loaded,
+        alpha=alpha,
+        power=power,
+        items_available=_items_available(
+            task or (loaded[0].record.tasks[0] if loaded else None), loaded
+        ),
+    )
     if as_json:
         obj.print_json(p.model_dump(mode="json"))
         return
     out = obj.out
-    out.print(f"To detect a difference of [bold]{p.delta:.1%}[/] with {p.power:.0%} power at "
-              f"alpha {p.alpha:g}{f' on {p.task}' if p.task else ''}:")
+    out.print(
+        f"To detect a difference of [bold]{p.delta:.1%}[/] with {p.power:.0%} power at "
+        f"alpha {p.alpha:g}{f' on {p.task}' if p.task else ''}:"
+    )
     out.print(f"  [bold]{p.n_paired:,}[/] items, both models on the same items (paired)")
     out.print(f"  {p.n_unpaired:,} items per model if the models saw different items")
-    out.print(f"  baseline accuracy {p.baseline_acc:.1%} ({p.baseline_source}); "
-              f"correlation {p.correlation:.2f} ({p.correlation_source})")
+    out.print(
+        f"  baseline accuracy {p.baseline_acc:.1%} ({p.baseline_source}); "
+        f"correlation {p.correlation:.2f} ({p.correlation_source})"
+    )
     if p.items_available is not None:
         out.print(f"  the task has {p.items_available:,} items")
     if p.est_seconds_per_model is not None:
-        out.print(f"  cost per model, from the pilot: about {p.est_seconds_per_model / 60:.0f} "
-                  f"min and {p.est_tokens_per_model:,.0f} tokens "
-                  f"({p.seconds_per_item:.2f} s and {p.tokens_per_item:.0f} tokens per item)")
+        out.print(
+            f"  cost per model, from the pilot: about {p.est_seconds_per_model / 60:.0f} "
+            f"min and {p.est_tokens_per_model:,.0f} tokens "
+            f"({p.seconds_per_item:.2f} s and {p.tokens_per_item:.0f} tokens per item)"
+        )
     for note in p.notes:
         out.print(f"[yellow]note:[/] {note}")

@@ -63,9 +63,7 @@ class BarProgress:
     def start_task(self, task: str, total: int, done: int) -> None:
         self._errors[task] = 0
         self._retrying[task] = {}
-        self._ids[task] = self._bar.add_task(
-            task, total=total, completed=done, errors="", note=""
-        )
+        self._ids[task] = self._bar.add_task(task, total=total, completed=done, errors="", note="")
 
     def _note(self, task: str) -> str:
         notes = self._retrying[task]

@@ -44,10 +44,16 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
     tasks: dict[str, Any] = summary.get("tasks", {})
     any_errors = any(ts.get("top_error") for ts in tasks.values())
     for col, kw in [
-        ("task", {}), ("metric", {}), ("n", {"justify": "right"}),
-        ("score", {"justify": "right"}), ("95% interval", {"justify": "right"}),
-        ("method", {}), ("errors", {"justify": "right"}), ("retries", {"justify": "right"}),
-        ("mean latency", {"justify": "right"}), ("tokens in/out", {"justify": "right"}),
+        ("task", {}),
+        ("metric", {}),
+        ("n", {"justify": "right"}),
+        ("score", {"justify": "right"}),
+        ("95% interval", {"justify": "right"}),
+        ("method", {}),
+        ("errors", {"justify": "right"}),
+        ("retries", {"justify": "right"}),
+        ("mean latency", {"justify": "right"}),
+        ("tokens in/out", {"justify": "right"}),
     ] + ([("commonest error", {})] if any_errors else []):
         t.add_column(col, **kw)  # type: ignore[arg-type]
     for task, ts in tasks.items():
@@ -55,18 +61,36 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
         retries = calls_text(ts.get("calls"), short=True)
         primary = ts.get("primary")
         if primary is None:
-            t.add_row(task, "-", str(ts["n_samples"]), "n/a", "", "", str(ts["n_errors"]),
-                      retries, "", "", *tail)
+            t.add_row(
+                task,
+                "-",
+                str(ts["n_samples"]),
+                "n/a",
+                "",
+                "",
+                str(ts["n_errors"]),
+                retries,
+                "",
+                "",
+                *tail,
+            )
             continue
         est = Estimate.from_dict(ts["metrics"][primary])
         binary = est.method.startswith(("wilson", "beta"))
         value, interval = _pct(est) if binary or _is_fraction(est) else _num(est)
         lat = Estimate.from_dict(ts["latency_s"])
         t.add_row(
-            task, primary, str(est.n), value, interval, est.method,
-            f"[red]{ts['n_errors']}[/]" if ts["n_errors"] else "0", retries,
+            task,
+            primary,
+            str(est.n),
+            value,
+            interval,
+            est.method,
+            f"[red]{ts['n_errors']}[/]" if ts["n_errors"] else "0",
+            retries,
             "n/a" if lat.is_empty else f"{lat.value:.2f}s [{lat.low:.2f}, {lat.high:.2f}]",
-            f"{ts['input_tokens']:,}/{ts['output_tokens']:,}", *tail,
+            f"{ts['input_tokens']:,}/{ts['output_tokens']:,}",
+            *tail,
         )
     return t
 

@@ -24,26 +24,43 @@ def _comparison(obj: Context, runs: list[StoredRun], force: bool) -> ComparisonS
     try:
         return compare(runs, force=force)
     except ConfigError as e:
-        hint = "" if force or "not comparable" not in e.message else (
-            " Pass --force to include the comparison anyway (flagged).")
-        obj.err.print(f"[yellow]No comparison in the report:[/] {escape(e.message)}"
-                      f"{escape(hint)}")
+        hint = (
+            ""
+            if force or "not comparable" not in e.message
+            else (" Pass --force to include the comparison anyway (flagged).")
+        )
+        obj.err.print(f"[yellow]No comparison in the report:[/] {escape(e.message)}{escape(hint)}")
         return None
 
 
 @cli.command("report")
 @click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN...]")
-@click.option("--out", "out_dir", metavar="DIR",
-              help="Folder for the files (default: $CALIPERS_HOME/reports or ./.calipers/reports).")
+@click.option(
+    "--out",
+    "out_dir",
+    metavar="DIR",
+    help="Folder for the files (default: $CALIPERS_HOME/reports or ./.calipers/reports).",
+)
 @click.option("--no-compare", is_flag=True, help="Leave out the paired comparison.")
-@click.option("--force", is_flag=True,
-              help="Include the comparison even if the runs' methodology differs (flagged).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Include the comparison even if the runs' methodology differs (flagged).",
+)
 @click.option("--title", help="Heading of the report (default: the model names).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"html": ..., "markdown": ...}.')
 @store_option
 @click.pass_obj
-def report_cmd(obj: Context, /, runs: tuple[str, ...], out_dir: str | None, no_compare: bool,
-               force: bool, title: str | None, as_json: bool) -> None:
+def report_cmd(
+    obj: Context,
+    /,
+    runs: tuple[str, ...],
+    out_dir: str | None,
+    no_compare: bool,
+    force: bool,
+    title: str | None,
+    as_json: bool,
+) -> None:
     """Write one HTML report (self-contained, works offline) and its Markdown for RUNs.
 
     Per task: a forest plot of each run's score with its interval on an honest axis, the
@@ -67,11 +84,11 @@ def report_cmd(obj: Context, /, runs: tuple[str, ...], out_dir: str | None, no_c
     comparison = None
     if len(loaded) >= 2 and not no_compare:
         comparison = _comparison(obj, loaded, force)
-    html_path, md_path = write_multi_report(loaded, _report_dir(out_dir),
-                                            comparison=comparison, title=title)
+    html_path, md_path = write_multi_report(
+        loaded, _report_dir(out_dir), comparison=comparison, title=title
+    )
     if as_json:
         obj.print_json({"html": str(html_path), "markdown": str(md_path)})
         return
     obj.out.print(f"Report: {escape(str(html_path))}", soft_wrap=True)
     obj.out.print(f"        {escape(str(md_path))}", soft_wrap=True)
-

@@ -56,13 +56,20 @@ def _config(opts: dict[str, Any]) -> RunConfig:
     try:
         return RunConfig(
             model=opts["model"],
-            tasks=tuple(opts["task"]) or (DEFAULT_TASK,), formulation=opts["formulation"],
-            limit=opts["limit"], seed=opts["seed"], few_shot=opts["few_shot"],
-            few_shot_seed=opts["few_shot_seed"], chat_template=opts["chat_template"],
-            system_prompt=opts["system_prompt"], data_dir=opts["data_dir"],
-            max_tokens=opts["max_tokens"], temperature=opts["temperature"],
+            tasks=tuple(opts["task"]) or (DEFAULT_TASK,),
+            formulation=opts["formulation"],
+            limit=opts["limit"],
+            seed=opts["seed"],
+            few_shot=opts["few_shot"],
+            few_shot_seed=opts["few_shot_seed"],
+            chat_template=opts["chat_template"],
+            system_prompt=opts["system_prompt"],
+            data_dir=opts["data_dir"],
+            max_tokens=opts["max_tokens"],
+            temperature=opts["temperature"],
             epochs=opts["epochs"],
-            concurrency=opts["concurrency"], use_cache=opts["cache"],
+            concurrency=opts["concurrency"],
+            use_cache=opts["cache"],
             model_options=ModelOptions(**model_opts),
             confidence=0.95,
         )
@@ -79,70 +86,144 @@ def _request_options(opts: dict[str, Any]) -> dict[str, Any]:
 def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None) -> str:
     tasks = {
         t: {
-            "primary": ts["primary"], "n_samples": ts["n_samples"], "n_scored": ts["n_scored"],
-            "n_errors": ts["n_errors"], "n_cached": ts["n_cached"], "metrics": ts["metrics"],
-            "categories": ts["categories"], "latency_s": ts["latency_s"],
-            "input_tokens": ts["input_tokens"], "output_tokens": ts["output_tokens"],
-            "top_error": ts.get("top_error"), "calls": ts.get("calls"),
+            "primary": ts["primary"],
+            "n_samples": ts["n_samples"],
+            "n_scored": ts["n_scored"],
+            "n_errors": ts["n_errors"],
+            "n_cached": ts["n_cached"],
+            "metrics": ts["metrics"],
+            "categories": ts["categories"],
+            "latency_s": ts["latency_s"],
+            "input_tokens": ts["input_tokens"],
+            "output_tokens": ts["output_tokens"],
+            "top_error": ts.get("top_error"),
+            "calls": ts.get("calls"),
         }
         for t, ts in result.summary["tasks"].items()
     }
     return json.dumps(
         {
-            "run_id": result.run_id, "status": result.status, "store": store.url,
+            "run_id": result.run_id,
+            "status": result.status,
+            "store": store.url,
             "model": result.methodology.model.model_dump(mode="json"),
             "report": {"html": str(reports[0]), "markdown": str(reports[1])} if reports else None,
-            "elapsed_s": result.summary.get("elapsed_s"), "tasks": tasks,
-            "calls": result.summary.get("calls"), "failed_tasks": result.failed_tasks,
+            "elapsed_s": result.summary.get("elapsed_s"),
+            "tasks": tasks,
+            "calls": result.summary.get("calls"),
+            "failed_tasks": result.failed_tasks,
         },
         indent=2,
     )
 
 
 @cli.command("run")
-@click.option("-m", "--model", default=DEFAULT_MODEL, show_default=True, metavar="SPEC",
-              help="smollm2 | llamacpp:PATH.gguf | openai:MODEL | fake:echo ...")
-@click.option("-t", "--task", multiple=True, metavar="NAME|PATH",
-              help=f"Task, suite or task file; repeatable. [default: {DEFAULT_TASK}]")
-@click.option("--formulation", metavar="NAME",
-              help="cloze | letter | generate, for tasks that offer several (default: the "
-              "one their published figures use).")
+@click.option(
+    "-m",
+    "--model",
+    default=DEFAULT_MODEL,
+    show_default=True,
+    metavar="SPEC",
+    help="smollm2 | llamacpp:PATH.gguf | openai:MODEL | fake:echo ...",
+)
+@click.option(
+    "-t",
+    "--task",
+    multiple=True,
+    metavar="NAME|PATH",
+    help=f"Task, suite or task file; repeatable. [default: {DEFAULT_TASK}]",
+)
+@click.option(
+    "--formulation",
+    metavar="NAME",
+    help="cloze | letter | generate, for tasks that offer several (default: the "
+    "one their published figures use).",
+)
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed for generated items and bootstrap intervals.")
-@click.option("--few-shot", "few_shot", type=click.IntRange(min=0), metavar="K",
-              help="Few-shot examples per item (default: the task's).")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed for generated items and bootstrap intervals.",
+)
+@click.option(
+    "--few-shot",
+    "few_shot",
+    type=click.IntRange(min=0),
+    metavar="K",
+    help="Few-shot examples per item (default: the task's).",
+)
 @click.option("--few-shot-seed", type=int, help="Seed of the few-shot draw.")
-@click.option("--chat-template/--no-chat-template", default=True, show_default=True,
-              help="Send chat messages through the model's chat template, or a plain prompt.")
+@click.option(
+    "--chat-template/--no-chat-template",
+    default=True,
+    show_default=True,
+    help="Send chat messages through the model's chat template, or a plain prompt.",
+)
 @click.option("--system-prompt", metavar="TEXT", help="System prompt for every item.")
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA",
-              help="Local benchmark data directory.")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    envvar="CALIPERS_DATA",
+    help="Local benchmark data directory.",
+)
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
-@click.option("--api-key-env", metavar="VAR",
-              help="Environment variable holding the API key [default: OPENAI_API_KEY].")
+@click.option(
+    "--api-key-env",
+    metavar="VAR",
+    help="Environment variable holding the API key [default: OPENAI_API_KEY].",
+)
 @click.option("--concurrency", type=click.IntRange(min=1), help="Parallel requests.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Longest one attempt of one request may take (openai) [default: 120].")
-@click.option("--max-retries", type=click.IntRange(min=0), metavar="N",
-              help="Retries of a request after 429, 5xx or a timeout (openai) [default: 4].")
-@click.option("--deadline", type=DURATION, metavar="DURATION",
-              help="Stop the run after this long (90s, 30m, 2h); what is left stays pending "
-              "for --resume (exit code 4).")
-@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Generations per item, each with its own sampling seed (pass@k, "
-              "stability); needs --temperature > 0.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Longest one attempt of one request may take (openai) [default: 120].",
+)
+@click.option(
+    "--max-retries",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Retries of a request after 429, 5xx or a timeout (openai) [default: 4].",
+)
+@click.option(
+    "--deadline",
+    type=DURATION,
+    metavar="DURATION",
+    help="Stop the run after this long (90s, 30m, 2h); what is left stays pending "
+    "for --resume (exit code 4).",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Generations per item, each with its own sampling seed (pass@k, "
+    "stability); needs --temperature > 0.",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Override max new tokens.")
 @click.option("--temperature", type=click.FloatRange(min=0), help="Override temperature.")
 @click.option("--n-ctx", type=click.IntRange(min=256), help="Context size for llamacpp.")
-@click.option("--threads", type=click.IntRange(min=1), metavar="N",
-              help="llama.cpp threads [default: one core fewer than usable for generation, "
-              "all for prompts]; see docs/models.md.")
-@click.option("--cache/--no-cache", default=True, show_default=True,
-              help="Reuse stored responses to identical requests.")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="llama.cpp threads [default: one core fewer than usable for generation, "
+    "all for prompts]; see docs/models.md.",
+)
+@click.option(
+    "--cache/--no-cache",
+    default=True,
+    show_default=True,
+    help="Reuse stored responses to identical requests.",
+)
 @click.option("--resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
-@click.option("--report-dir", type=click.Path(file_okay=False),
-              help="Where HTML/Markdown reports go [default: .calipers/reports].")
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False),
+    help="Where HTML/Markdown reports go [default: .calipers/reports].",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run id and estimates as JSON.")
 @store_option
@@ -169,12 +250,19 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
         try:
             with progress:
                 if opts["resume"]:
-                    result = asyncio.run(aresume(
-                        opts["resume"], store, progress=progress, deadline_s=opts["deadline"],
-                        model_options=_request_options(opts)))
+                    result = asyncio.run(
+                        aresume(
+                            opts["resume"],
+                            store,
+                            progress=progress,
+                            deadline_s=opts["deadline"],
+                            model_options=_request_options(opts),
+                        )
+                    )
                 else:
-                    result = asyncio.run(arun(_config(opts), store, progress=progress,
-                                              deadline_s=opts["deadline"]))
+                    result = asyncio.run(
+                        arun(_config(opts), store, progress=progress, deadline_s=opts["deadline"])
+                    )
         except DeadlineError as e:
             obj.err.print(f"[yellow]Deadline reached.[/] {escape(e.message)}")
             obj.err.print(f"[dim]{escape(e.hint or '')}[/]")
@@ -191,7 +279,8 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
             from calipers.reports import write_report
 
             reports = write_report(
-                store.get_run(result.run_id), store.get_samples(result.run_id),
+                store.get_run(result.run_id),
+                store.get_samples(result.run_id),
                 _report_dir(opts["report_dir"]),
             )
         if opts["as_json"]:
@@ -206,9 +295,11 @@ def _fail_tasks(obj: Context, result: RunResult) -> None:
     """A task none of whose samples succeeded measured nothing: say why, exit non-zero."""
     for task in result.failed_tasks:
         top = result.summary["tasks"][task]["top_error"]
-        obj.err.print(f"[bold red]Every sample of {escape(task)} failed[/] (commonest error, "
-                      f"{top['count']}×: {escape(top['message'])}); it has no score. Fix the "
-                      "cause and run again.")
+        obj.err.print(
+            f"[bold red]Every sample of {escape(task)} failed[/] (commonest error, "
+            f"{top['count']}×: {escape(top['message'])}); it has no score. Fix the "
+            "cause and run again."
+        )
     sys.exit(EXIT_RUN_FAILED)
 
 
@@ -224,7 +315,8 @@ def _print_result(
             f"[red]{errors} sample(s) failed[/] and are excluded from the scores "
             f"(not counted as wrong): calipers show {result.run_id}"
         )
-    obj.out.print(f"Stored in {store.url} as run [bold]{result.run_id}[/] "
-                  f"({result.elapsed_s:.1f}s).")
+    obj.out.print(
+        f"Stored in {store.url} as run [bold]{result.run_id}[/] ({result.elapsed_s:.1f}s)."
+    )
     if reports:
         obj.out.print(f"Report: {reports[0]}  (Markdown: {reports[1]})")

@@ -40,8 +40,15 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
         runs = store.list_runs(limit=limit, task=task, model=model)
     if as_json:
         rows = [
-            {"id": r.id, "created_at": r.created_at, "status": r.status, "model": r.model,
-             "model_name": r.model_name, "tasks": r.tasks, "summary": r.summary}
+            {
+                "id": r.id,
+                "created_at": r.created_at,
+                "status": r.status,
+                "model": r.model,
+                "model_name": r.model_name,
+                "tasks": r.tasks,
+                "summary": r.summary,
+            }
             for r in runs
         ]
         obj.print_json(rows)
@@ -54,15 +61,26 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
         t.add_column(c)
     for r in runs:
         status = r.status if r.status == "finished" else f"[yellow]{r.status}[/]"
-        t.add_row(r.id, str(r.created_at)[:19], status, escape(r.model),
-                  ", ".join(r.tasks), escape(_primary(r)))
+        t.add_row(
+            r.id,
+            str(r.created_at)[:19],
+            status,
+            escape(r.model),
+            ", ".join(r.tasks),
+            escape(_primary(r)),
+        )
     obj.out.print(t)
 
 
 @cli.command("show")
 @click.argument("run_id", metavar="RUN")
-@click.option("--failures", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Failing items to show per task.")
+@click.option(
+    "--failures",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Failing items to show per task.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
 @store_option
 @click.pass_obj
@@ -85,8 +103,10 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
         out.print(summary_table(run.summary))
     else:
         why = f" {escape(run.error)}" if run.error else ""
-        out.print(f"[yellow]Not finished[/]: {len(samples)} samples stored.{why} "
-                  f"Resume with: calipers run --resume {run.id}")
+        out.print(
+            f"[yellow]Not finished[/]: {len(samples)} samples stored.{why} "
+            f"Resume with: calipers run --resume {run.id}"
+        )
     card = Table(title="Methodology", title_justify="left", show_header=False, box=None)
     for label, value in methodology_rows(run.methodology, run.summary):
         card.add_row(f"[dim]{escape(label)}[/]", escape(value))
@@ -97,12 +117,19 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
         line = judge_agreement_line(run, task)
         if line:  # judge-based scores carry the judge's measured agreement with people
             out.print(f"[bold]{escape(task)}[/]: {escape(line)}")
-        _show_task(obj, task, ts, samples, failures, worst_categories, failing_items,
-                   error_items)
+        _show_task(obj, task, ts, samples, failures, worst_categories, failing_items, error_items)
 
 
-def _show_task(obj: Context, task: str, ts: dict[str, Any], samples: Any, k: int,
-               worst_categories: Any, failing_items: Any, error_items: Any) -> None:
+def _show_task(
+    obj: Context,
+    task: str,
+    ts: dict[str, Any],
+    samples: Any,
+    k: int,
+    worst_categories: Any,
+    failing_items: Any,
+    error_items: Any,
+) -> None:
     out = obj.out
     cats = worst_categories(ts, k=5)
     if cats:
@@ -115,20 +142,31 @@ def _show_task(obj: Context, task: str, ts: dict[str, Any], samples: Any, k: int
         out.print(t)
     if k and ts.get("primary"):
         for rec in failing_items(samples, task, ts["primary"], k=k):
-            out.print(f"[red]✗[/] {task}/{escape(rec.sample_id)}: answered "
-                      f"{escape(repr(rec.answer))}, expected {escape(repr(rec.target))}")
+            out.print(
+                f"[red]✗[/] {task}/{escape(rec.sample_id)}: answered "
+                f"{escape(repr(rec.answer))}, expected {escape(repr(rec.target))}"
+            )
     for rec in error_items(samples, task, k=k):
         out.print(f"[red]error[/] {task}/{escape(rec.sample_id)}: {escape(rec.error or '')}")
     if ts.get("n_tampering"):
-        out.print(f"[bold red]tampering[/] {task}: {ts['n_tampering']} sample(s) tried to pass "
-                  f"without their tests running ({escape(', '.join(ts.get('tampering', [])))}); "
-                  "scored as failures")
+        out.print(
+            f"[bold red]tampering[/] {task}: {ts['n_tampering']} sample(s) tried to pass "
+            f"without their tests running ({escape(', '.join(ts.get('tampering', [])))}); "
+            "scored as failures"
+        )
 
 
 def _run_json(run: RunRecord) -> dict[str, Any]:
     return {
-        "id": run.id, "created_at": run.created_at, "finished_at": run.finished_at,
-        "status": run.status, "model": run.model, "model_name": run.model_name,
-        "tasks": run.tasks, "methodology": run.methodology, "config": run.config,
-        "summary": run.summary, "calipers_version": run.calipers_version,
+        "id": run.id,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "status": run.status,
+        "model": run.model,
+        "model_name": run.model_name,
+        "tasks": run.tasks,
+        "methodology": run.methodology,
+        "config": run.config,
+        "summary": run.summary,
+        "calipers_version": run.calipers_version,
     }

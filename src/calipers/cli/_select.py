@@ -17,16 +17,32 @@ __all__ = ["select_cmd"]
 
 @cli.command("select")
 @click.argument("selection_file", type=click.Path(dir_okay=False))
-@click.option("--cards", "cards_dirs", multiple=True, type=click.Path(file_okay=False),
-              help="Extra directory of model cards (repeatable).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Where the HTML and Markdown reports go (default: reports/ in the calipers "
-              "home, as for `calipers run`).")
+@click.option(
+    "--cards",
+    "cards_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Extra directory of model cards (repeatable).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the HTML and Markdown reports go (default: reports/ in the calipers "
+    "home, as for `calipers run`).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_option
 @click.pass_obj
-def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...],
-               out_dir: str | None, as_json: bool) -> None:
+def select_cmd(
+    obj: Context,
+    /,
+    selection_file: str,
+    cards_dirs: tuple[str, ...],
+    out_dir: str | None,
+    as_json: bool,
+) -> None:
     """Choose a model: constraints, capability, cost, latency and openness in one report.
 
     SELECTION_FILE (YAML or JSON) names the candidates (model cards and/or specs), the
@@ -48,15 +64,19 @@ def select_cmd(obj: Context, /, selection_file: str, cards_dirs: tuple[str, ...]
     catalog = CardCatalog.load(cards_dirs)
     with Store.open(obj.store_url) as store:
         result = select(sel, store, catalog=catalog, log=lambda m: obj.err.print(f"[dim]{m}[/]"))
-    out = make_folder(Path(out_dir) if out_dir else calipers_home() / "reports",
-                      "the output folder", private=out_dir is None)
+    out = make_folder(
+        Path(out_dir) if out_dir else calipers_home() / "reports",
+        "the output folder",
+        private=out_dir is None,
+    )
     stem = "".join(ch if ch.isalnum() else "-" for ch in sel.name.lower()).strip("-") or "select"
     md, page = out / f"{stem}.md", out / f"{stem}.html"
     md.write_text(to_markdown(result), encoding="utf-8")
     page.write_text(to_html(result), encoding="utf-8")
     if as_json:
-        obj.print_json({**result.model_dump(mode="json"),
-                        "report": {"html": str(page), "markdown": str(md)}})
+        obj.print_json(
+            {**result.model_dump(mode="json"), "report": {"html": str(page), "markdown": str(md)}}
+        )
         return
     _print(obj, result)
     obj.out.print(f"Report: {page}  (Markdown: {md})")
@@ -73,17 +93,35 @@ def _num(e: dict[str, Any] | None, pre: str, unit: str) -> str:
 
 def _print(obj: Context, result: Any) -> None:
     t = Table(header_style="bold", title=escape(result.name), title_justify="left")
-    for col in ("model", "eligible", "weighted score", "cost / 1k items", "latency p95",
-                "openness", "why not"):
+    for col in (
+        "model",
+        "eligible",
+        "weighted score",
+        "cost / 1k items",
+        "latency p95",
+        "openness",
+        "why not",
+    ):
         t.add_column(col)
     for m in result.models:
         w = m.weighted
-        score = "missing" if not w else (f"{100 * w['value']:.1f} [{100 * w['low']:.1f}, "
-                                         f"{100 * w['high']:.1f}]")
+        score = (
+            "missing"
+            if not w
+            else (f"{100 * w['value']:.1f} [{100 * w['low']:.1f}, {100 * w['high']:.1f}]")
+        )
         cost, lat = _num(m.cost_per_1000_usd, "$", ""), _num(m.latency_p95_s, "", " s")
         why = "; ".join(f"{c.name} {c.status}" for c in m.failed)
-        t.add_row(escape(m.label), "yes" if m.eligible else "no", score, cost, lat,
-                  m.openness or "missing", escape(why))
+        t.add_row(
+            escape(m.label),
+            "yes" if m.eligible else "no",
+            score,
+            cost,
+            lat,
+            m.openness or "missing",
+            escape(why),
+        )
     obj.out.print(t)
-    obj.out.print(f"[bold]Recommendation[/] ({result.confidence} confidence): "
-                  f"{escape(result.recommendation)}")
+    obj.out.print(
+        f"[bold]Recommendation[/] ({result.confidence} confidence): {escape(result.recommendation)}"
+    )

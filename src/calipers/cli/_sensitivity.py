@@ -16,8 +16,9 @@ from calipers.types import Estimate
 
 __all__ = ["sensitivity_cmd"]
 
-_AXES_HELP = ("labels, separators, instruction, chat, system, fewshot, formulation, rotations, "
-              "permutations")
+_AXES_HELP = (
+    "labels, separators, instruction, chat, system, fewshot, formulation, rotations, permutations"
+)
 
 
 def _pts(e: dict[str, Any] | None) -> str:
@@ -30,14 +31,23 @@ def _pts(e: dict[str, Any] | None) -> str:
 
 
 def _table(report: Any) -> Table:
-    t = Table(header_style="bold", title_justify="left",
-              title=f"{escape(report.model)} on {report.task} ({report.metric}): score per "
-              "formulation, and its paired difference from the reference (points)")
+    t = Table(
+        header_style="bold",
+        title_justify="left",
+        title=f"{escape(report.model)} on {report.task} ({report.metric}): score per "
+        "formulation, and its paired difference from the reference (points)",
+    )
     for col in ("formulation", "run", "n", "score [95%]", "Δ vs reference [95%]", "p"):
         t.add_column(col, justify="left" if col in ("formulation", "run") else "right")
     for r in report.rows:
-        t.add_row(escape(r.label), r.run_id, str(r.n_paired), _pts(r.score), _pts(r.diff),
-                  "-" if r.p_value is None else f"{r.p_value:.3g}")
+        t.add_row(
+            escape(r.label),
+            r.run_id,
+            str(r.n_paired),
+            _pts(r.score),
+            _pts(r.diff),
+            "-" if r.p_value is None else f"{r.p_value:.3g}",
+        )
     return t
 
 
@@ -49,12 +59,16 @@ def _print(obj: Context, report: Any, skipped: list[tuple[str, str]]) -> None:
     sp = report.spread
     if sp["n"]:
         sd = "n/a" if sp["sd"] is None else f"{100 * sp['sd']:.1f}"
-        out.print(f"Spread over {sp['n']} formulations: min {100 * sp['min']:.1f}, max "
-                  f"{100 * sp['max']:.1f}, sd {sd} points.")
+        out.print(
+            f"Spread over {sp['n']} formulations: min {100 * sp['min']:.1f}, max "
+            f"{100 * sp['max']:.1f}, sd {sd} points."
+        )
     if report.noise_floor is not None:
-        out.print(f"[bold]Format noise floor: {100 * report.noise_floor:.1f} points[/] — a "
-                  "difference between two models smaller than this could come from the "
-                  "format alone; comparisons and leaderboards flag it.")
+        out.print(
+            f"[bold]Format noise floor: {100 * report.noise_floor:.1f} points[/] — a "
+            "difference between two models smaller than this could come from the "
+            "format alone; comparisons and leaderboards flag it."
+        )
     if report.circular:
         out.print(f"CircularEval: {_pts(report.circular)} ({report.circular_note}).")
     else:
@@ -62,14 +76,18 @@ def _print(obj: Context, report: Any, skipped: list[tuple[str, str]]) -> None:
     pb = report.position_bias
     if pb:
         cells = ", ".join(
-            f"{chr(65 + i)} {100 * Estimate.from_dict(c).value:.0f}% (right "
-            f"{100 * r:.0f}%)" for i, (c, r) in enumerate(zip(pb.chosen, pb.correct,
-                                                              strict=True)))
+            f"{chr(65 + i)} {100 * Estimate.from_dict(c).value:.0f}% (right {100 * r:.0f}%)"
+            for i, (c, r) in enumerate(zip(pb.chosen, pb.correct, strict=True))
+        )
         over = ", ".join(chr(65 + j) for j in pb.over_chosen)
-        verdict = (f"; chosen more often than right, beyond the interval: {over}" if over
-                   else "; no position chosen more often than right beyond the interval")
-        out.print(f"Position bias over {pb.n} answers to {pb.n_items} items: chosen "
-                  f"{cells}{verdict}.")
+        verdict = (
+            f"; chosen more often than right, beyond the interval: {over}"
+            if over
+            else "; no position chosen more often than right beyond the interval"
+        )
+        out.print(
+            f"Position bias over {pb.n} answers to {pb.n_items} items: chosen {cells}{verdict}."
+        )
     for note in report.notes:
         out.print(f"[yellow]{escape(note)}[/]")
 
@@ -80,15 +98,43 @@ def _print(obj: Context, report: Any, skipped: list[tuple[str, str]]) -> None:
 @click.option("--formulation", metavar="NAME", help="Reference formulation (cloze|letter|...).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Items (the same in every run).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--axes", default=",".join(("labels", "separators", "instruction", "chat",
-                                          "system", "fewshot", "formulation", "rotations")),
-              show_default=True, help=f"Comma-separated, from: {_AXES_HELP}.")
-@click.option("--permutations", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Random option orders, with the 'permutations' axis.")
-@click.option("--chat-template/--no-chat-template", default=True, show_default=True,
-              help="Reference: use the chat template or a plain prompt.")
-@click.option("--few-shot", "few_shot", type=click.IntRange(min=0), metavar="K",
-              help="Reference few-shot k (default: the task's).")
+@click.option(
+    "--axes",
+    default=",".join(
+        (
+            "labels",
+            "separators",
+            "instruction",
+            "chat",
+            "system",
+            "fewshot",
+            "formulation",
+            "rotations",
+        )
+    ),
+    show_default=True,
+    help=f"Comma-separated, from: {_AXES_HELP}.",
+)
+@click.option(
+    "--permutations",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Random option orders, with the 'permutations' axis.",
+)
+@click.option(
+    "--chat-template/--no-chat-template",
+    default=True,
+    show_default=True,
+    help="Reference: use the chat template or a plain prompt.",
+)
+@click.option(
+    "--few-shot",
+    "few_shot",
+    type=click.IntRange(min=0),
+    metavar="K",
+    help="Reference few-shot k (default: the task's).",
+)
 @click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
 @click.option("--study", "study", metavar="ID", help="Show a stored study instead of running.")
@@ -132,19 +178,26 @@ def sensitivity_cmd(obj: Context, /, **opts: Any) -> None:
                 raise ConfigError("Which task? Pass -t TASK.", hint="calipers tasks lists them.")
             axes = [a.strip() for a in opts["axes"].split(",") if a.strip()]
             model_opts = {"base_url": opts["base_url"]} if opts["base_url"] else {}
-            base = RunConfig(model=opts["model"], tasks=(opts["task"],),
-                             formulation=opts["formulation"], limit=opts["limit"],
-                             seed=opts["seed"], chat_template=opts["chat_template"],
-                             few_shot=opts["few_shot"], data_dir=opts["data_dir"],
-                             model_options=ModelOptions(**model_opts))
+            base = RunConfig(
+                model=opts["model"],
+                tasks=(opts["task"],),
+                formulation=opts["formulation"],
+                limit=opts["limit"],
+                seed=opts["seed"],
+                chat_template=opts["chat_template"],
+                few_shot=opts["few_shot"],
+                data_dir=opts["data_dir"],
+                model_options=ModelOptions(**model_opts),
+            )
             plan = plan_study(base, axes, permutations=opts["permutations"])
             skipped = list(plan.skipped)
             if opts["dry_run"]:
                 _dry_run(obj, plan, opts["as_json"])
                 return
             progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])
-            obj.err.print(f"Study {plan.study}: the reference and {len(plan.formulations)} "
-                          "formulations.")
+            obj.err.print(
+                f"Study {plan.study}: the reference and {len(plan.formulations)} formulations."
+            )
             with progress:
                 ids = run_study(plan, store, progress=progress)
             runs = [r for r in load_study(store, plan.study) if r.record.id in ids]
@@ -152,8 +205,13 @@ def sensitivity_cmd(obj: Context, /, **opts: Any) -> None:
         report = sensitivity(runs, task, seed=opts["seed"])
         study = (runs[0].record.config or {}).get("study")
         if opts["as_json"]:
-            obj.print_json({"study": study, **report.model_dump(mode="json"),
-                            "skipped": [{"formulation": a, "why": b} for a, b in skipped]})
+            obj.print_json(
+                {
+                    "study": study,
+                    **report.model_dump(mode="json"),
+                    "skipped": [{"formulation": a, "why": b} for a, b in skipped],
+                }
+            )
             return
         obj.out.print(f"Study [bold]{study}[/]")
         _print(obj, report, skipped)
@@ -161,9 +219,13 @@ def sensitivity_cmd(obj: Context, /, **opts: Any) -> None:
 
 def _dry_run(obj: Context, plan: Any, as_json: bool) -> None:
     if as_json:
-        obj.print_json({"study": plan.study,
-                        "formulations": [label for label, _ in plan.formulations],
-                        "skipped": [{"formulation": a, "why": b} for a, b in plan.skipped]})
+        obj.print_json(
+            {
+                "study": plan.study,
+                "formulations": [label for label, _ in plan.formulations],
+                "skipped": [{"formulation": a, "why": b} for a, b in plan.skipped],
+            }
+        )
         return
     obj.out.print(f"Study {plan.study} would run the reference and:")
     for label, _ in plan.formulations:
@@ -177,9 +239,16 @@ def _list(obj: Context, store: Any, as_json: bool) -> None:
     for r in store.list_runs():
         study = (r.config or {}).get("study")
         if study:
-            s = studies.setdefault(study, {"study": study, "model": r.model_name,
-                                           "task": r.tasks[0], "runs": 0,
-                                           "created_at": str(r.created_at)})
+            s = studies.setdefault(
+                study,
+                {
+                    "study": study,
+                    "model": r.model_name,
+                    "task": r.tasks[0],
+                    "runs": 0,
+                    "created_at": str(r.created_at),
+                },
+            )
             s["runs"] += 1
     if as_json:
         obj.print_json(list(studies.values()))
@@ -198,8 +267,12 @@ def _list(obj: Context, store: Any, as_json: bool) -> None:
 @click.option("--formulation", metavar="NAME", help="cloze | letter | generate, where offered.")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Items (the same in every run).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--only", metavar="LIST", help="Comma-separated subset of: typos, case, "
-              "whitespace, missing_context, two_questions, distractor.")
+@click.option(
+    "--only",
+    metavar="LIST",
+    help="Comma-separated subset of: typos, case, "
+    "whitespace, missing_context, two_questions, distractor.",
+)
 @click.option("--chat-template/--no-chat-template", default=True, show_default=True)
 @click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
@@ -234,22 +307,34 @@ def robustness_cmd(obj: Context, /, **opts: Any) -> None:
         else:
             if not opts["task"]:
                 raise ConfigError("Which task? Pass -t TASK.", hint="calipers tasks lists them.")
-            only = [k.strip() for k in (opts["only"] or ",".join(PERTURBATIONS)).split(",")
-                    if k.strip()]
+            only = [
+                k.strip() for k in (opts["only"] or ",".join(PERTURBATIONS)).split(",") if k.strip()
+            ]
             unknown = [k for k in only if k not in PERTURBATIONS]
             if unknown:
-                raise ConfigError(f"Unknown perturbation(s): {', '.join(unknown)}.",
-                                  hint=f"Use some of: {', '.join(PERTURBATIONS)}.")
+                raise ConfigError(
+                    f"Unknown perturbation(s): {', '.join(unknown)}.",
+                    hint=f"Use some of: {', '.join(PERTURBATIONS)}.",
+                )
             model_opts = {"base_url": opts["base_url"]} if opts["base_url"] else {}
-            base = RunConfig(model=opts["model"], tasks=(opts["task"],),
-                             formulation=opts["formulation"], limit=opts["limit"],
-                             seed=opts["seed"], chat_template=opts["chat_template"],
-                             data_dir=opts["data_dir"], model_options=ModelOptions(**model_opts))
+            base = RunConfig(
+                model=opts["model"],
+                tasks=(opts["task"],),
+                formulation=opts["formulation"],
+                limit=opts["limit"],
+                seed=opts["seed"],
+                chat_template=opts["chat_template"],
+                data_dir=opts["data_dir"],
+                model_options=ModelOptions(**model_opts),
+            )
             plan = plan_study(base, ["robustness"])
             wanted = {k.replace("_", " ") for k in only}
-            plan = plan.__class__(plan.study, plan.reference,
-                                  tuple(f for f in plan.formulations if f[0] in wanted),
-                                  tuple(s for s in plan.skipped if s[0] in wanted))
+            plan = plan.__class__(
+                plan.study,
+                plan.reference,
+                tuple(f for f in plan.formulations if f[0] in wanted),
+                tuple(s for s in plan.skipped if s[0] in wanted),
+            )
             progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])
             with progress:
                 ids = run_study(plan, store, progress=progress)
@@ -261,16 +346,24 @@ def robustness_cmd(obj: Context, /, **opts: Any) -> None:
     if opts["as_json"]:
         obj.print_json({"study": study, **report.model_dump(mode="json")})
         return
-    t = Table(header_style="bold", title_justify="left",
-              title=f"{escape(report.model)} on {report.task} ({report.metric}): clean "
-              f"{_pts(report.clean.score)}; robustness gap per perturbation (points)")
+    t = Table(
+        header_style="bold",
+        title_justify="left",
+        title=f"{escape(report.model)} on {report.task} ({report.metric}): clean "
+        f"{_pts(report.clean.score)}; robustness gap per perturbation (points)",
+    )
     for col in ("perturbation", "run", "n", "score [95%]", "gap vs clean [95%]", "p (Holm)"):
         t.add_column(col, justify="left" if col in ("perturbation", "run") else "right")
     for r in report.rows:
         gap = _pts(r.gap)
-        t.add_row(r.perturbation, r.run_id, str(r.n_paired), _pts(r.score),
-                  f"[bold]{gap}[/]" if r.significant else gap,
-                  "-" if r.p_adjusted is None else f"{r.p_adjusted:.3g}")
+        t.add_row(
+            r.perturbation,
+            r.run_id,
+            str(r.n_paired),
+            _pts(r.score),
+            f"[bold]{gap}[/]" if r.significant else gap,
+            "-" if r.p_adjusted is None else f"{r.p_adjusted:.3g}",
+        )
     obj.out.print(f"Study [bold]{study}[/]")
     obj.out.print(t)
     worst = [r for r in report.rows if r.significant]
@@ -278,5 +371,7 @@ def robustness_cmd(obj: Context, /, **opts: Any) -> None:
         names = ", ".join(r.perturbation for r in worst)
         obj.out.print(f"Significant drops (Holm, alpha {report.alpha}): {names}.")
     else:
-        obj.out.print("No perturbation changed the score detectably at this n "
-                      "(see the intervals for how large a gap could still hide).")
+        obj.out.print(
+            "No perturbation changed the score detectably at this n "
+            "(see the intervals for how large a gap could still hide)."
+        )

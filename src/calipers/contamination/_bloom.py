@@ -31,8 +31,14 @@ from scipy import stats
 
 from calipers.contamination._ngram_hash import U64, fmix64
 
-__all__ = ["MAX_KW", "MAX_WORDS_PER_KEY", "BloomFilter", "Layout", "best_layout",
-           "expected_fp_rate"]
+__all__ = [
+    "MAX_KW",
+    "MAX_WORDS_PER_KEY",
+    "BloomFilter",
+    "Layout",
+    "best_layout",
+    "expected_fp_rate",
+]
 
 MAX_WORDS_PER_KEY = 3
 MAX_KW = 10

@@ -43,7 +43,11 @@ from calipers.models import ModelProvider
 from calipers.types import ChatMessage, GenerateParams, ModelRequest, Sample
 
 __all__ = [
-    "COMPLETION_CAVEAT", "CONTINUE_INSTRUCTION", "MIN_RUN", "Metric", "completion_probe",
+    "COMPLETION_CAVEAT",
+    "CONTINUE_INSTRUCTION",
+    "MIN_RUN",
+    "Metric",
+    "completion_probe",
     "continuation_score",
 ]
 
@@ -121,16 +125,21 @@ async def completion_probe(
     """
     name = model_name(model)
     continuation_score("", "", metric)  # reject an unknown metric before any call
-    settings = {"seed": seed, "chat": chat, "min_words": min_words, "flag_at": flag_at,
-                "metric": metric, "control": "shuffled-first-half"}
+    settings = {
+        "seed": seed,
+        "chat": chat,
+        "min_words": min_words,
+        "flag_at": flag_at,
+        "metric": metric,
+        "control": "shuffled-first-half",
+    }
     label = ("verbatim prefix share" if metric == "prefix" else "ROUGE-L F1") + " of the reply"
     halves = [(s, split_half(s.input, min_words=min_words)) for s in samples]
     usable = [(s, h) for s, h in halves if h is not None]
     excluded = len(samples) - len(usable)
     if not usable:
         reason = f"no item has {min_words} or more words in its question ({len(samples)} items)"
-        return skipped(PROBE, label, name, COMPLETION_CAVEAT, reason, settings,
-                       n_excluded=excluded)
+        return skipped(PROBE, label, name, COMPLETION_CAVEAT, reason, settings, n_excluded=excluded)
     items: list[ItemScore] = []
     for i, (s, (first, rest)) in enumerate(usable):
         control = shuffle_words(first, item_rng(seed, s.id, PROBE))
@@ -141,5 +150,13 @@ async def completion_probe(
         items.append(ItemScore(s.id, score, control_score, flag, text[:200]))
         if progress is not None:
             progress(i + 1, len(usable))
-    return paired_result(PROBE, label, name, COMPLETION_CAVEAT, items, seed=seed,
-                         settings=settings, n_excluded=excluded)
+    return paired_result(
+        PROBE,
+        label,
+        name,
+        COMPLETION_CAVEAT,
+        items,
+        seed=seed,
+        settings=settings,
+        n_excluded=excluded,
+    )

@@ -37,9 +37,7 @@ def item_text(sample: Sample, *, mask: int | None = None) -> str:
     (multiple choice). ``mask`` replaces that option's text with ``[MASK]``."""
     if not sample.choices:
         return sample.input
-    lines = [
-        f"{LETTERS[i]}. {MASK if i == mask else c}" for i, c in enumerate(sample.choices)
-    ]
+    lines = [f"{LETTERS[i]}. {MASK if i == mask else c}" for i, c in enumerate(sample.choices)]
     return "\n".join([sample.input, *lines])
 
 

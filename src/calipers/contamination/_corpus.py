@@ -21,8 +21,14 @@ from typing import IO, Literal
 from calipers.contamination._ngram_hash import NgramStream
 from calipers.errors import ConfigError, DataError
 
-__all__ = ["BLOCK_CHARS", "CorpusFile", "ReadStats", "corpus_files", "estimated_text_bytes",
-           "stream_corpus"]
+__all__ = [
+    "BLOCK_CHARS",
+    "CorpusFile",
+    "ReadStats",
+    "corpus_files",
+    "estimated_text_bytes",
+    "stream_corpus",
+]
 
 BLOCK_CHARS = 1 << 18
 """Characters per block: small enough for the working arrays to stay in cache."""
@@ -77,14 +83,17 @@ def corpus_files(paths: Sequence[str | Path]) -> tuple[list[CorpusFile], int]:
             if kind is None:
                 raise ConfigError(
                     f"Corpus file {p} is not .txt/.text/.md or .jsonl/.ndjson (optionally .gz).",
-                    hint="Convert it to plain text or JSON Lines, or pass its directory.")
+                    hint="Convert it to plain text or JSON Lines, or pass its directory.",
+                )
             found.append(_entry(p, *kind))
         else:
             raise DataError(f"Corpus path {p} does not exist.", hint="Check the path.")
     if not found:
         where = ", ".join(map(str, paths))
-        raise DataError(f"No corpus files (.txt, .jsonl, .gz) found in {where}.",
-                        hint="Pass files or directories that hold the training text.")
+        raise DataError(
+            f"No corpus files (.txt, .jsonl, .gz) found in {where}.",
+            hint="Pass files or directories that hold the training text.",
+        )
     return found, skipped
 
 
@@ -127,8 +136,9 @@ def _cut(text: str) -> int:
     return i + 1
 
 
-def _feed_text(stream: NgramStream, reader: Callable[[int], bytes], stats: ReadStats,
-               tick: Callable[[], None]) -> None:
+def _feed_text(
+    stream: NgramStream, reader: Callable[[int], bytes], stats: ReadStats, tick: Callable[[], None]
+) -> None:
     """Feed one document read through ``reader`` in blocks cut between tokens."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
@@ -180,8 +190,14 @@ def _record_text(line: bytes, field_name: str, stats: ReadStats, where: str) -> 
     return value
 
 
-def _feed_jsonl(stream: NgramStream, lines: IO[bytes], path: Path, field_name: str,
-                stats: ReadStats, tick: Callable[[], None]) -> None:
+def _feed_jsonl(
+    stream: NgramStream,
+    lines: IO[bytes],
+    path: Path,
+    field_name: str,
+    stats: ReadStats,
+    tick: Callable[[], None],
+) -> None:
     batch: list[str] = []
     size = 0
     for number, line in enumerate(lines, start=1):
@@ -201,13 +217,19 @@ def _feed_jsonl(stream: NgramStream, lines: IO[bytes], path: Path, field_name: s
     stream.add_documents(batch)
 
 
-def stream_corpus(files: Sequence[CorpusFile], stream: NgramStream, *, text_field: str = "text",
-                  progress: Progress | None = None) -> ReadStats:
+def stream_corpus(
+    files: Sequence[CorpusFile],
+    stream: NgramStream,
+    *,
+    text_field: str = "text",
+    progress: Progress | None = None,
+) -> ReadStats:
     """Feed every file to ``stream``; report progress in bytes on disk."""
     stats = ReadStats()
     total = sum(f.size for f in files)
     for f in files:
         with _open(f) as (raw, body):
+
             def tick(raw: IO[bytes] = raw) -> None:
                 if progress is not None:
                     progress(stats.disk_bytes + raw.tell(), total)
@@ -218,8 +240,10 @@ def stream_corpus(files: Sequence[CorpusFile], stream: NgramStream, *, text_fiel
                 else:
                     _feed_jsonl(stream, body, f.path, text_field, stats, tick)
             except (OSError, EOFError, zlib.error) as e:
-                raise DataError(f"Cannot read corpus file {f.path}: {e}.",
-                                hint="Check that the file is complete (a truncated .gz?).") from e
+                raise DataError(
+                    f"Cannot read corpus file {f.path}: {e}.",
+                    hint="Check that the file is complete (a truncated .gz?).",
+                ) from e
         stats.disk_bytes += f.size
         if progress is not None:
             progress(stats.disk_bytes, total)

@@ -27,8 +27,10 @@ def _studies(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
     return out
 
 
-def contamination_flags(store: Store, records: Sequence[RunRecord] | None = None,
-                        ) -> dict[tuple[str, str], str]:
+def contamination_flags(
+    store: Store,
+    records: Sequence[RunRecord] | None = None,
+) -> dict[tuple[str, str], str]:
     """``(model identity key, task) -> flag`` for the newest perturbation-gap study of each
     model and task whose excess drop is below zero beyond its interval."""
     studies = _studies(records if records is not None else store.list_runs())
@@ -47,10 +49,11 @@ def contamination_flags(store: Store, records: Sequence[RunRecord] | None = None
             continue
         worst = min(hits, key=lambda r: r.excess_drop["value"] if r.excess_drop else 0.0)
         drop = -100 * (worst.excess_drop or {"value": 0.0})["value"]
-        text = (f"contamination: benchmark items lose {drop:.1f} pts more than fresh items "
-                f"when {worst.perturbation} (study {sid})")
-        key = (Methodology.model_validate(members[0].methodology).model.key(),
-               members[0].tasks[0])
+        text = (
+            f"contamination: benchmark items lose {drop:.1f} pts more than fresh items "
+            f"when {worst.perturbation} (study {sid})"
+        )
+        key = (Methodology.model_validate(members[0].methodology).model.key(), members[0].tasks[0])
         newest = max(r.created_at for r in members)
         if key not in flags or newest > flags[key][0]:  # type: ignore[operator]
             flags[key] = (newest, text)

@@ -53,8 +53,10 @@ def task_item_texts(
     if isinstance(task, str):
         found = resolve_task(task)  # a name or a task file
         if len(found) != 1:
-            raise ConfigError(f"{task!r} is a suite of {len(found)} tasks; check one task.",
-                              hint=", ".join(t.name for t in found))
+            raise ConfigError(
+                f"{task!r} is a suite of {len(found)} tasks; check one task.",
+                hint=", ".join(t.name for t in found),
+            )
         t = found[0]
     else:
         t = task

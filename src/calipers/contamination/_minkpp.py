@@ -48,8 +48,10 @@ _SIGMA_MIN = 1e-12
 def min_k_pp_score(stats: TokenStatsResult) -> npt.NDArray[np.float64]:
     """Per-token Min-K%++ scores ``(logprob - mean) / std``; 0 where the next-token
     distribution is a point mass (std 0: the token was the only possibility)."""
-    lp, mu, sd = (np.asarray(v, dtype=np.float64)
-                  for v in (stats.logprobs, stats.mean_logprob, stats.std_logprob))
+    lp, mu, sd = (
+        np.asarray(v, dtype=np.float64)
+        for v in (stats.logprobs, stats.mean_logprob, stats.std_logprob)
+    )
     safe = np.where(sd > _SIGMA_MIN, sd, 1.0)
     out: npt.NDArray[np.float64] = np.where(sd > _SIGMA_MIN, (lp - mu) / safe, 0.0)
     return out
@@ -131,6 +133,8 @@ async def min_k_pp_probe(
             progress(i + 1, len(samples))
     gaps = np.array([a - b for _, a, b in raw])
     z = robust_z(gaps, gaps)
-    items = [ItemScore(i, a, b, bool(zz > flag_z), f"gap z={zz:.1f}")
-             for (i, a, b), zz in zip(raw, z, strict=True)]
+    items = [
+        ItemScore(i, a, b, bool(zz > flag_z), f"gap z={zz:.1f}")
+        for (i, a, b), zz in zip(raw, z, strict=True)
+    ]
     return paired_result(PROBE, metric, name, MINKPP_CAVEAT, items, seed=seed, settings=settings)

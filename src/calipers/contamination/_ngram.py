@@ -45,9 +45,15 @@ if TYPE_CHECKING:
 __all__ = ["ItemOverlap", "NgramReport", "ngram_check"]
 
 Status = Literal["clean", "overlapping", "too_short"]
-_BINS = ((0.0, 0.0, "0"), (0.0, 0.1, "(0, 0.1]"), (0.1, 0.25, "(0.1, 0.25]"),
-         (0.25, 0.5, "(0.25, 0.5]"), (0.5, 0.75, "(0.5, 0.75]"), (0.75, 1.0, "(0.75, 1)"),
-         (1.0, 1.0, "1"))
+_BINS = (
+    (0.0, 0.0, "0"),
+    (0.0, 0.1, "(0, 0.1]"),
+    (0.1, 0.25, "(0.1, 0.25]"),
+    (0.25, 0.5, "(0.25, 0.5]"),
+    (0.5, 0.75, "(0.5, 0.75]"),
+    (0.75, 1.0, "(0.75, 1)"),
+    (1.0, 1.0, "1"),
+)
 CAVEATS = (
     "Overlap is textual: some n-gram of the item occurs in the given corpus. It does not "
     "prove the model memorised the item, nor that the text came from the benchmark (quotes, "
@@ -111,8 +117,9 @@ class NgramReport(BaseModel):
         return [i.id for i in self.items if i.status == "overlapping"]
 
 
-def _statuses(hits: npt.NDArray[np.intp], grams: npt.NDArray[np.intp],
-              min_ratio: float) -> tuple[npt.NDArray[np.float64], list[Status]]:
+def _statuses(
+    hits: npt.NDArray[np.intp], grams: npt.NDArray[np.intp], min_ratio: float
+) -> tuple[npt.NDArray[np.float64], list[Status]]:
     ratio = np.divide(hits, grams, out=np.full(hits.size, np.nan), where=grams > 0)
     out: list[Status] = []
     for h, g, r in zip(hits.tolist(), grams.tolist(), ratio.tolist(), strict=True):
@@ -142,8 +149,9 @@ def _false_flags(grams: npt.NDArray[np.intp], fp: float, min_ratio: float) -> fl
     return float(stats.binom.sf(need - 1, m, fp).sum())
 
 
-def _counted(keys: U64, owner: npt.NDArray[np.intp], n_items: int,
-             ignore_shared: bool) -> tuple[npt.NDArray[np.bool_], int]:
+def _counted(
+    keys: U64, owner: npt.NDArray[np.intp], n_items: int, ignore_shared: bool
+) -> tuple[npt.NDArray[np.bool_], int]:
     """Which n-grams count for their item, and how many distinct n-grams several items share.
     A shared n-gram is set aside unless its item has no n-gram of its own."""
     if not ignore_shared or keys.size == 0:
@@ -177,37 +185,51 @@ def _check_items(task_items: Sequence[tuple[str, str]]) -> tuple[list[str], list
     ids = [str(i) for i, _ in task_items]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
-        raise ConfigError(f"Item id {dup!r} appears more than once.",
-                          hint="Each item is checked once; ids must be unique.")
+        raise ConfigError(
+            f"Item id {dup!r} appears more than once.",
+            hint="Each item is checked once; ids must be unique.",
+        )
     return ids, [t for _, t in task_items]
 
 
 def _index_summary(index: CorpusIndex) -> dict[str, Any]:
     i = index.info
     return {
-        "path": str(index.path), "files": len(i.files), "text_bytes": i.text_bytes,
-        "ngrams_inserted": i.ngrams_inserted, "memory_bytes": i.memory_bytes,
-        "words_per_key": i.words_per_key, "bits_per_word": i.bits_per_word,
-        "fill_ratio": i.fill_ratio, "fp_rate": i.fp_rate, "tokenisation": i.tokenisation,
+        "path": str(index.path),
+        "files": len(i.files),
+        "text_bytes": i.text_bytes,
+        "ngrams_inserted": i.ngrams_inserted,
+        "memory_bytes": i.memory_bytes,
+        "words_per_key": i.words_per_key,
+        "bits_per_word": i.bits_per_word,
+        "fill_ratio": i.fill_ratio,
+        "fp_rate": i.fp_rate,
+        "tokenisation": i.tokenisation,
         "created_at": i.created_at.isoformat(),
     }
 
 
 def _notes(index: CorpusIndex, fp: float, false_flags: float, n_short: int, n: int) -> list[str]:
-    notes = [CAVEATS[0],
-             f"{CAVEATS[1]} The false-positive rate is {fp:.2g} per n-gram: it raises any "
-             f"item's expected overlap ratio by at most that, and about {false_flags:.2g} "
-             "item(s) are expected to be flagged by chance.",
-             CAVEATS[2]]
+    notes = [
+        CAVEATS[0],
+        f"{CAVEATS[1]} The false-positive rate is {fp:.2g} per n-gram: it raises any "
+        f"item's expected overlap ratio by at most that, and about {false_flags:.2g} "
+        "item(s) are expected to be flagged by chance.",
+        CAVEATS[2],
+    ]
     if n_short:
-        notes.append(f"{n_short} item(s) have fewer than {n} tokens: not checked, counted "
-                     "in neither group.")
+        notes.append(
+            f"{n_short} item(s) have fewer than {n} tokens: not checked, counted in neither group."
+        )
     changed = index.changed_files()
     if changed:
-        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3
-                                          else "")
-        notes.append(f"The corpus changed since it was indexed: {shown}. Rebuild the index "
-                     "to check the corpus as it is now.")
+        shown = ", ".join(changed[:3]) + (
+            f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        )
+        notes.append(
+            f"The corpus changed since it was indexed: {shown}. Rebuild the index "
+            "to check the corpus as it is now."
+        )
     notes.extend(index.info.warnings)
     return notes
 
@@ -224,18 +246,39 @@ def _measure(
     hits = np.bincount(owner[found], minlength=len(ids)).astype(np.intp)
     ratio, status = _statuses(hits, grams, min_ratio)
     items = [
-        ItemOverlap(id=i, tokens=int(t), ngrams=int(g), shared=int(a), hits=int(h),
-                    ratio=None if math.isnan(r) else float(r), status=s)
-        for i, t, g, a, h, r, s in zip(ids, tokens.tolist(), grams.tolist(), aside.tolist(),
-                                       hits.tolist(), ratio.tolist(), status, strict=True)
+        ItemOverlap(
+            id=i,
+            tokens=int(t),
+            ngrams=int(g),
+            shared=int(a),
+            hits=int(h),
+            ratio=None if math.isnan(r) else float(r),
+            status=s,
+        )
+        for i, t, g, a, h, r, s in zip(
+            ids,
+            tokens.tolist(),
+            grams.tolist(),
+            aside.tolist(),
+            hits.tolist(),
+            ratio.tolist(),
+            status,
+            strict=True,
+        )
     ]
     return items, grams, ratio, n_shared
 
 
 def ngram_check(
-    task_items: Sequence[tuple[str, str]], corpus_index: CorpusIndex | str | Path | None,
-    run: StoredRun | None = None, *, task: str | None = None, metric: str | None = None,
-    min_ratio: float = 0.0, ignore_shared: bool = True, confidence: float = 0.95,
+    task_items: Sequence[tuple[str, str]],
+    corpus_index: CorpusIndex | str | Path | None,
+    run: StoredRun | None = None,
+    *,
+    task: str | None = None,
+    metric: str | None = None,
+    min_ratio: float = 0.0,
+    ignore_shared: bool = True,
+    confidence: float = 0.95,
     seed: int = 0,
 ) -> NgramReport:
     """Check ``(item id, text)`` pairs against a corpus index (an opened index or its
@@ -244,7 +287,9 @@ def ngram_check(
     if corpus_index is None:
         return NgramReport.skipped(
             "no training corpus was given, so n-gram overlap cannot be measured (this is not "
-            "evidence that the benchmark is clean)", n_items=len(task_items))
+            "evidence that the benchmark is clean)",
+            n_items=len(task_items),
+        )
     if not 0.0 <= min_ratio <= 1.0:
         raise ConfigError(f"min_ratio must be between 0 and 1, got {min_ratio}.")
     started = time.perf_counter()
@@ -257,20 +302,34 @@ def ngram_check(
     checked = len(ids) - n_short
     fp = index.info.fp_rate
     false_flags = _false_flags(grams, fp, min_ratio)
-    split = None if run is None else score_split(
-        run, items, task=task, metric=metric, confidence=confidence, seed=seed)
+    split = (
+        None
+        if run is None
+        else score_split(run, items, task=task, metric=metric, confidence=confidence, seed=seed)
+    )
     valid = ratio[~np.isnan(ratio)]
     return NgramReport(
-        status="ok", n=n, min_ratio=min_ratio, ignore_shared=ignore_shared,
+        status="ok",
+        n=n,
+        min_ratio=min_ratio,
+        ignore_shared=ignore_shared,
         rule=_rule(n, min_ratio, ignore_shared),
-        index=_index_summary(index), n_items=len(ids), n_checked=checked,
-        n_too_short=n_short, n_overlapping=n_over, n_clean=checked - n_over,
+        index=_index_summary(index),
+        n_items=len(ids),
+        n_checked=checked,
+        n_too_short=n_short,
+        n_overlapping=n_over,
+        n_clean=checked - n_over,
         n_shared_ngrams=n_shared,
         overlap_share=wilson(n_over, checked, confidence).to_dict(),
         ratio_histogram=_histogram(ratio),
         ratio_quantiles={f"p{q}": float(np.percentile(valid, q)) for q in (50, 90, 99, 100)}
-        if valid.size else {},
-        fp_rate=fp, expected_false_flags=false_flags, score=split,
+        if valid.size
+        else {},
+        fp_rate=fp,
+        expected_false_flags=false_flags,
+        score=split,
         notes=_notes(index, fp, false_flags, n_short, n),
-        seconds=time.perf_counter() - started, items=items,
+        seconds=time.perf_counter() - started,
+        items=items,
     )

@@ -40,8 +40,15 @@ from calipers.contamination._corpus import (
 from calipers.contamination._ngram_hash import TOKENISATION, U64, NgramStream
 from calipers.errors import ConfigError, DataError
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_N", "CorpusIndex", "IndexFile", "IndexInfo",
-           "build_index", "open_index"]
+__all__ = [
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_N",
+    "CorpusIndex",
+    "IndexFile",
+    "IndexInfo",
+    "build_index",
+    "open_index",
+]
 
 DEFAULT_N = 13
 DEFAULT_MEMORY_MB = 512.0
@@ -152,31 +159,51 @@ def _suggest_mb(n_keys: int, n_words: int) -> float:
 
 def _prepare(out: Path, overwrite: bool) -> None:
     if (out / _INFO).exists() and not overwrite:
-        raise ConfigError(f"{out} already holds an n-gram index.",
-                          hint="Choose another directory, delete it, or pass overwrite=True.")
+        raise ConfigError(
+            f"{out} already holds an n-gram index.",
+            hint="Choose another directory, delete it, or pass overwrite=True.",
+        )
     make_folder(out, "the index folder")
     (out / _INFO).unlink(missing_ok=True)
 
 
-def _warnings(info_fp: float, inserted: int, n_words: int, skipped_files: int,
-              skipped_records: int, first_skipped: str | None) -> list[str]:
+def _warnings(
+    info_fp: float,
+    inserted: int,
+    n_words: int,
+    skipped_files: int,
+    skipped_records: int,
+    first_skipped: str | None,
+) -> list[str]:
     out = []
     if info_fp > _WARN_FP:
-        out.append(f"False-positive rate {info_fp:.2g} per n-gram is high for this corpus; "
-                   f"rebuild with memory_mb >= {_suggest_mb(inserted, n_words):g}.")
+        out.append(
+            f"False-positive rate {info_fp:.2g} per n-gram is high for this corpus; "
+            f"rebuild with memory_mb >= {_suggest_mb(inserted, n_words):g}."
+        )
     if skipped_files:
-        out.append(f"{skipped_files} file(s) in the given directories were not .txt/.jsonl "
-                   "(or .gz) and were skipped.")
+        out.append(
+            f"{skipped_files} file(s) in the given directories were not .txt/.jsonl "
+            "(or .gz) and were skipped."
+        )
     if skipped_records:
-        out.append(f"{skipped_records} JSONL line(s) had no text and were skipped; first at "
-                   f"{first_skipped}.")
+        out.append(
+            f"{skipped_records} JSONL line(s) had no text and were skipped; first at "
+            f"{first_skipped}."
+        )
     return out
 
 
 def build_index(
-    paths: Sequence[str | Path], out: str | Path, *, memory_mb: float = DEFAULT_MEMORY_MB,
-    n: int = DEFAULT_N, text_field: str = "text", expected_ngrams: int | None = None,
-    progress: Progress | None = None, overwrite: bool = False,
+    paths: Sequence[str | Path],
+    out: str | Path,
+    *,
+    memory_mb: float = DEFAULT_MEMORY_MB,
+    n: int = DEFAULT_N,
+    text_field: str = "text",
+    expected_ngrams: int | None = None,
+    progress: Progress | None = None,
+    overwrite: bool = False,
 ) -> IndexInfo:
     """Index every word n-gram of the corpus at ``paths`` into the directory ``out``.
 
@@ -206,16 +233,26 @@ def build_index(
     os.replace(tmp, dest / _FILTER)
     fill, fp = bloom.fill_and_fp_rate()
     info = IndexInfo(
-        n=n, n_words=n_words, words_per_key=bloom.layout.words_per_key,
-        bits_per_word=bloom.layout.bits_per_word, expected_ngrams=expected,
-        ngrams_inserted=stream.ngrams, tokens=stream.tokens, documents=stream.documents,
-        text_bytes=stats.text_bytes, disk_bytes=stats.disk_bytes,
+        n=n,
+        n_words=n_words,
+        words_per_key=bloom.layout.words_per_key,
+        bits_per_word=bloom.layout.bits_per_word,
+        expected_ngrams=expected,
+        ngrams_inserted=stream.ngrams,
+        tokens=stream.tokens,
+        documents=stream.documents,
+        text_bytes=stats.text_bytes,
+        disk_bytes=stats.disk_bytes,
         files=[IndexFile(path=str(f.path), size=f.size, mtime_ns=f.mtime_ns) for f in files],
-        skipped_files=skipped_files, skipped_records=stats.skipped_records,
-        text_field=text_field, fill_ratio=fill, fp_rate=fp,
+        skipped_files=skipped_files,
+        skipped_records=stats.skipped_records,
+        text_field=text_field,
+        fill_ratio=fill,
+        fp_rate=fp,
         seconds=time.perf_counter() - started,
-        warnings=_warnings(fp, stream.ngrams, n_words, skipped_files, stats.skipped_records,
-                           stats.first_skipped),
+        warnings=_warnings(
+            fp, stream.ngrams, n_words, skipped_files, stats.skipped_records, stats.first_skipped
+        ),
     )
     tmp = dest / (_INFO + ".tmp")
     tmp.write_text(info.model_dump_json(indent=2), encoding="utf-8")
@@ -233,12 +270,16 @@ def _read_info(path: Path) -> IndexInfo:
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise DataError(f"{path} is not a calipers n-gram index header ({where}: "
-                        f"{first['msg']}).",
-                        hint="Build the index with calipers (build_index).") from None
+        raise DataError(
+            f"{path} is not a calipers n-gram index header ({where}: {first['msg']}).",
+            hint="Build the index with calipers (build_index).",
+        ) from None
     if info.format_version != FORMAT_VERSION:
-        raise DataError(f"{path} has index format version {info.format_version}; this "
-                        f"calipers reads version {FORMAT_VERSION}.", hint="Rebuild the index.")
+        raise DataError(
+            f"{path} has index format version {info.format_version}; this "
+            f"calipers reads version {FORMAT_VERSION}.",
+            hint="Rebuild the index.",
+        )
     return info
 
 
@@ -249,17 +290,22 @@ def open_index(path: str | Path) -> CorpusIndex:
     folder = p.parent if p.name == _INFO else p
     header = folder / _INFO
     if not header.is_file():
-        raise DataError(f"No n-gram index at {folder} ({_INFO} is missing).",
-                        hint="Build one with build_index; an interrupted build leaves no header.")
+        raise DataError(
+            f"No n-gram index at {folder} ({_INFO} is missing).",
+            hint="Build one with build_index; an interrupted build leaves no header.",
+        )
     info = _read_info(header)
     if info.tokenisation != TOKENISATION:
         raise DataError(
             f"The index at {folder} was built with tokenisation {info.tokenisation!r}, but "
             f"this calipers uses {TOKENISATION!r}: its n-grams would never match.",
-            hint="Rebuild the index with this version of calipers.")
+            hint="Rebuild the index with this version of calipers.",
+        )
     data = folder / _FILTER
     size = data.stat().st_size if data.is_file() else -1
     if size != 8 * info.n_words:
-        raise DataError(f"{data} holds {size} bytes, but the header says {8 * info.n_words}.",
-                        hint="The index is damaged; rebuild it.")
+        raise DataError(
+            f"{data} holds {size} bytes, but the header says {8 * info.n_words}.",
+            hint="The index is damaged; rebuild it.",
+        )
     return CorpusIndex(folder, info, BloomFilter.open(data, info.n_words, info.layout))

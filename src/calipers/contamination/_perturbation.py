@@ -34,7 +34,8 @@ CAVEAT = (
     "A drop on the benchmark that fresh control items do not show is what memorised surface "
     "form predicts; it is evidence, not proof (the benchmark may interact with the change "
     "differently for other reasons). No drop does not show the model is clean: a memorised "
-    "answer text survives shuffling.")
+    "answer text survives shuffling."
+)
 
 
 class GapRow(BaseModel):
@@ -65,24 +66,30 @@ def _difference(a: Estimate, b: Estimate) -> Estimate:
     z = float(sps.norm.ppf(0.5 + a.confidence / 2))
     se = math.hypot((a.high - a.low) / (2 * z), (b.high - b.low) / (2 * z))
     d = a.value - b.value
-    return Estimate(d, d - z * se, d + z * se, min(a.n, b.n), "difference-normal",
-                    a.confidence)
+    return Estimate(d, d - z * se, d + z * se, min(a.n, b.n), "difference-normal", a.confidence)
 
 
 def _verdict(bench: Estimate, excess: Estimate | None) -> str:
     if excess is None:
         return "no control: a drop may only mean the model handles the new form worse"
     if excess.high < 0:
-        return (f"benchmark items lose {-100 * excess.value:.1f} points more than fresh "
-                "items: evidence of memorised surface form")
+        return (
+            f"benchmark items lose {-100 * excess.value:.1f} points more than fresh "
+            "items: evidence of memorised surface form"
+        )
     if excess.low > 0:
         return "fresh items lose more than benchmark items: no sign of memorisation"
-    return (f"no detectable excess drop (interval {100 * excess.low:.1f} to "
-            f"{100 * excess.high:.1f} points)")
+    return (
+        f"no detectable excess drop (interval {100 * excess.low:.1f} to "
+        f"{100 * excess.high:.1f} points)"
+    )
 
 
 def perturbation_gap(
-    bench: Sequence[StoredRun], control: Sequence[StoredRun] | None, *, seed: int = 0,
+    bench: Sequence[StoredRun],
+    control: Sequence[StoredRun] | None,
+    *,
+    seed: int = 0,
 ) -> PerturbationGapReport:
     """``bench``: the benchmark's original run then its perturbed runs (a study with the
     ``perturbation_gap`` axis); ``control``: the same for the control task, or None."""
@@ -96,10 +103,19 @@ def perturbation_gap(
         cr = control_rows.get(r.label)
         cgap = Estimate.from_dict(cr.diff) if cr and cr.diff else None
         excess = _difference(gap, cgap) if cgap is not None else None
-        rows.append(GapRow(
-            perturbation=r.label, benchmark_gap=gap.to_dict(),
-            control_gap=cgap.to_dict() if cgap else None,
-            excess_drop=excess.to_dict() if excess else None, verdict=_verdict(gap, excess)))
+        rows.append(
+            GapRow(
+                perturbation=r.label,
+                benchmark_gap=gap.to_dict(),
+                control_gap=cgap.to_dict() if cgap else None,
+                excess_drop=excess.to_dict() if excess else None,
+                verdict=_verdict(gap, excess),
+            )
+        )
     return PerturbationGapReport(
-        task=task, control_task=control[0].record.tasks[0] if control else None,
-        model=bench[0].record.model_name, metric=b.metric, rows=rows)
+        task=task,
+        control_task=control[0].record.tasks[0] if control else None,
+        model=bench[0].record.model_name,
+        metric=b.metric,
+        rows=rows,
+    )

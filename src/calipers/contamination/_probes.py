@@ -62,8 +62,9 @@ async def run_probes(
         fn = _FUNCTIONS[name]
         result = await fn(model, samples, seed=seed, progress=_named(progress, name))
         if reference is not None and result.skipped is None:
-            ref = await fn(model, reference, seed=seed,
-                           progress=_named(progress, f"{name}/reference"))
+            ref = await fn(
+                model, reference, seed=seed, progress=_named(progress, f"{name}/reference")
+            )
             result = with_reference(result, ref)
         results.append(result)
     return results

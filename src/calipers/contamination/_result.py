@@ -20,8 +20,14 @@ from calipers.stats import paired_compare
 from calipers.types import Estimate
 
 __all__ = [
-    "ItemScore", "ProbeResult", "Progress", "model_name", "paired_result", "render_probe",
-    "skipped", "with_reference",
+    "ItemScore",
+    "ProbeResult",
+    "Progress",
+    "model_name",
+    "paired_result",
+    "render_probe",
+    "skipped",
+    "with_reference",
 ]
 
 # ``progress(done, total)`` after each item.
@@ -57,13 +63,23 @@ class ItemScore:
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "item": _num(self.item), "control": _num(self.control),
-                "flagged": self.flagged, "detail": self.detail}
+        return {
+            "id": self.id,
+            "item": _num(self.item),
+            "control": _num(self.control),
+            "flagged": self.flagged,
+            "detail": self.detail,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ItemScore:
-        return cls(str(d["id"]), _float(d["item"]), _float(d["control"]),
-                   bool(d.get("flagged", False)), str(d.get("detail", "")))
+        return cls(
+            str(d["id"]),
+            _float(d["item"]),
+            _float(d["control"]),
+            bool(d.get("flagged", False)),
+            str(d.get("detail", "")),
+        )
 
 
 @dataclass(frozen=True)
@@ -98,12 +114,20 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "probe": self.probe, "metric": self.metric, "model": self.model,
-            "caveat": self.caveat, "skipped": self.skipped,
-            "item_mean": self.item_mean.to_dict(), "control_mean": self.control_mean.to_dict(),
-            "difference": self.difference.to_dict(), "p_value": _num(self.p_value),
-            "test": self.test, "n_errors": self.n_errors, "n_excluded": self.n_excluded,
-            "flagged": list(self.flagged), "settings": dict(self.settings),
+            "probe": self.probe,
+            "metric": self.metric,
+            "model": self.model,
+            "caveat": self.caveat,
+            "skipped": self.skipped,
+            "item_mean": self.item_mean.to_dict(),
+            "control_mean": self.control_mean.to_dict(),
+            "difference": self.difference.to_dict(),
+            "p_value": _num(self.p_value),
+            "test": self.test,
+            "n_errors": self.n_errors,
+            "n_excluded": self.n_excluded,
+            "flagged": list(self.flagged),
+            "settings": dict(self.settings),
             "items": [s.to_dict() for s in self.items],
             "reference": None if self.reference is None else self.reference.to_dict(),
             "excess": None if self.excess is None else self.excess.to_dict(),
@@ -112,14 +136,22 @@ class ProbeResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
         return cls(
-            probe=d["probe"], metric=d["metric"], model=d["model"], caveat=d["caveat"],
+            probe=d["probe"],
+            metric=d["metric"],
+            model=d["model"],
+            caveat=d["caveat"],
             item_mean=Estimate.from_dict(d["item_mean"]),
             control_mean=Estimate.from_dict(d["control_mean"]),
-            difference=Estimate.from_dict(d["difference"]), p_value=_float(d["p_value"]),
-            test=d["test"], items=tuple(ItemScore.from_dict(s) for s in d.get("items", [])),
-            n_errors=int(d.get("n_errors", 0)), n_excluded=int(d.get("n_excluded", 0)),
-            settings=dict(d.get("settings", {})), skipped=d.get("skipped"),
-            reference=_estimate(d.get("reference")), excess=_estimate(d.get("excess")),
+            difference=Estimate.from_dict(d["difference"]),
+            p_value=_float(d["p_value"]),
+            test=d["test"],
+            items=tuple(ItemScore.from_dict(s) for s in d.get("items", [])),
+            n_errors=int(d.get("n_errors", 0)),
+            n_excluded=int(d.get("n_excluded", 0)),
+            settings=dict(d.get("settings", {})),
+            skipped=d.get("skipped"),
+            reference=_estimate(d.get("reference")),
+            excess=_estimate(d.get("excess")),
         )
 
 
@@ -128,18 +160,43 @@ def _estimate(d: dict[str, Any] | None) -> Estimate | None:
 
 
 def skipped(
-    probe: str, metric: str, model: str, caveat: str, reason: str,
-    settings: dict[str, Any] | None = None, *, n_excluded: int = 0,
+    probe: str,
+    metric: str,
+    model: str,
+    caveat: str,
+    reason: str,
+    settings: dict[str, Any] | None = None,
+    *,
+    n_excluded: int = 0,
 ) -> ProbeResult:
     """A probe that does not apply: no numbers, a reason."""
     empty = Estimate.empty("none")
-    return ProbeResult(probe, metric, model, caveat, empty, empty, empty, math.nan, "none",
-                       n_excluded=n_excluded, settings=settings or {}, skipped=reason)
+    return ProbeResult(
+        probe,
+        metric,
+        model,
+        caveat,
+        empty,
+        empty,
+        empty,
+        math.nan,
+        "none",
+        n_excluded=n_excluded,
+        settings=settings or {},
+        skipped=reason,
+    )
 
 
 def paired_result(
-    probe: str, metric: str, model: str, caveat: str, items: Sequence[ItemScore], *,
-    seed: int, settings: dict[str, Any], n_excluded: int = 0,
+    probe: str,
+    metric: str,
+    model: str,
+    caveat: str,
+    items: Sequence[ItemScore],
+    *,
+    seed: int,
+    settings: dict[str, Any],
+    n_excluded: int = 0,
 ) -> ProbeResult:
     """Summarise per-item (item, control) scores with the paired comparison of
     :func:`calipers.stats.paired_compare` (control as A, item as B): 0/1 scores get Wilson
@@ -150,8 +207,19 @@ def paired_result(
     errors = int(np.count_nonzero(np.isnan(a) | np.isnan(b)))
     res = paired_compare(a, b, rng=np.random.default_rng(seed))
     return ProbeResult(
-        probe, metric, model, caveat, res.mean_b, res.mean_a, res.diff, res.p_value, res.test,
-        tuple(items), errors, n_excluded, settings,
+        probe,
+        metric,
+        model,
+        caveat,
+        res.mean_b,
+        res.mean_a,
+        res.diff,
+        res.p_value,
+        res.test,
+        tuple(items),
+        errors,
+        n_excluded,
+        settings,
     )
 
 

@@ -71,8 +71,7 @@ def masked_option(sample: Sample, rng: np.random.Generator) -> int | None:
     if len(choices) < 3 or not isinstance(sample.target, int):
         return None
     norm = [normalise(c) for c in choices]
-    wrong = [i for i, n in enumerate(norm)
-             if i != sample.target and n and norm.count(n) == 1]
+    wrong = [i for i, n in enumerate(norm) if i != sample.target and n and norm.count(n) == 1]
     return int(rng.choice(wrong)) if wrong else None
 
 
@@ -85,10 +84,14 @@ def clean_guess(text: str) -> str:
 
 
 async def _guess(model: ModelProvider, prompt: str, hidden: str, chat: bool) -> tuple[float, str]:
-    params = GenerateParams(max_tokens=max(16, 2 * len(hidden.split()) + 16), temperature=0.0,
-                            seed=0)
-    request = (ModelRequest(messages=(ChatMessage(role="user", content=prompt),), params=params)
-               if chat else ModelRequest(prompt=prompt + "\n", params=params))
+    params = GenerateParams(
+        max_tokens=max(16, 2 * len(hidden.split()) + 16), temperature=0.0, seed=0
+    )
+    request = (
+        ModelRequest(messages=(ChatMessage(role="user", content=prompt),), params=params)
+        if chat
+        else ModelRequest(prompt=prompt + "\n", params=params)
+    )
     try:
         response = await model.generate(request)
     except ModelCallError as e:
@@ -113,15 +116,21 @@ async def ts_guessing_probe(
     sends the prompt as a user message. Flags items guessed exactly while their control is not.
     """
     name = model_name(model)
-    settings = {"seed": seed, "chat": chat, "match": "normalised-exact",
-                "control": "shuffled-question"}
+    settings = {
+        "seed": seed,
+        "chat": chat,
+        "match": "normalised-exact",
+        "control": "shuffled-question",
+    }
     metric = "exact match of the hidden option"
     plan = [(s, masked_option(s, item_rng(seed, s.id, PROBE))) for s in samples]
     usable = [(s, j) for s, j in plan if j is not None]
     excluded = len(samples) - len(usable)
     if not usable:
-        reason = (f"none of the {len(samples)} items is multiple choice with 3+ options and a "
-                  "distinct wrong option to hide")
+        reason = (
+            f"none of the {len(samples)} items is multiple choice with 3+ options and a "
+            "distinct wrong option to hide"
+        )
         return skipped(PROBE, metric, name, TS_CAVEAT, reason, settings, n_excluded=excluded)
     items: list[ItemScore] = []
     for i, (s, j) in enumerate(usable):
@@ -132,5 +141,6 @@ async def ts_guessing_probe(
         items.append(ItemScore(s.id, hit, control, hit == 1.0 and control == 0.0, guess[:200]))
         if progress is not None:
             progress(i + 1, len(usable))
-    return paired_result(PROBE, metric, name, TS_CAVEAT, items, seed=seed, settings=settings,
-                         n_excluded=excluded)
+    return paired_result(
+        PROBE, metric, name, TS_CAVEAT, items, seed=seed, settings=settings, n_excluded=excluded
+    )

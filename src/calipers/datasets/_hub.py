@@ -26,7 +26,12 @@ from calipers.errors import DataError
 from calipers.types import Sample
 
 __all__ = [
-    "DATA_SOURCE_KEY", "HubRows", "HubSource", "data_source", "hub_error", "load_hub_rows",
+    "DATA_SOURCE_KEY",
+    "HubRows",
+    "HubSource",
+    "data_source",
+    "hub_error",
+    "load_hub_rows",
 ]
 
 DATA_SOURCE_KEY = "data_source"
@@ -129,8 +134,10 @@ def _is_gated(e: BaseException) -> bool:
     for _ in range(4):
         if seen is None:
             return False
-        if (any(c.__name__ == "GatedRepoError" for c in type(seen).__mro__)
-                or "gated" in str(seen).lower()):
+        if (
+            any(c.__name__ == "GatedRepoError" for c in type(seen).__mro__)
+            or "gated" in str(seen).lower()
+        ):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -142,48 +149,61 @@ def _available(text: str) -> str:
     return f" Available: {m.group(1)}." if m else ""
 
 
-_UNREACHABLE = frozenset({"OfflineModeIsEnabled", "LocalEntryNotFoundError", "ConnectError",
-                          "ConnectTimeout"})
+_UNREACHABLE = frozenset(
+    {"OfflineModeIsEnabled", "LocalEntryNotFoundError", "ConnectError", "ConnectTimeout"}
+)
 """Exception class names (huggingface_hub's, httpx's) that mean the hub was not reached."""
 
 
-def hub_error(
-    benchmark: str, e: BaseException, source: HubSource, how_to_get: str
-) -> DataError:
+def hub_error(benchmark: str, e: BaseException, source: HubSource, how_to_get: str) -> DataError:
     """A clear DataError for a failed ``load_dataset`` (public for tests)."""
     where = source.describe()
     local = f"or pass --data-dir DIR (or set CALIPERS_DATA) with {benchmark}/ inside. {how_to_get}"
-    head = f"{benchmark}: no local data directory is set, and loading {where} from the Hugging " \
+    head = (
+        f"{benchmark}: no local data directory is set, and loading {where} from the Hugging "
         "Face hub failed"
+    )
     text = str(e)
     if _is_gated(e):
         page = f"https://huggingface.co/datasets/{source.dataset_id}"
         return DataError(
             f"{head}: the dataset is gated and this account has no access to it.",
             hint=f"Accept its terms at {page}, then run `huggingface-cli login` (or set "
-            f"HF_TOKEN); {local}")
-    if isinstance(e, ConnectionError) or "offline" in text.lower() \
-            or type(e).__name__ in _UNREACHABLE:
+            f"HF_TOKEN); {local}",
+        )
+    if (
+        isinstance(e, ConnectionError)
+        or "offline" in text.lower()
+        or type(e).__name__ in _UNREACHABLE
+    ):
         return DataError(
             f"{head}: the hub cannot be reached (offline, or HF_HUB_OFFLINE is set) and the "
             "dataset is not in the local cache.",
-            hint=f"Go online once (the dataset is then cached), {local}")
+            hint=f"Go online once (the dataset is then cached), {local}",
+        )
     if "scripts are no longer supported" in text:
         return DataError(
             f"{head}: the repository loads through a Python script, which the installed "
             "`datasets` (4.0 or later) no longer runs.",
             hint="This is a calipers bug for a built-in benchmark (it should read the "
             "repository's data files): please report it. Meanwhile `pip install 'datasets<4'`, "
-            f"{local}")
+            f"{local}",
+        )
     if type(e).__name__ == "DatasetNotFoundError":
-        return DataError(f"{head}: the hub has no dataset {source.dataset_id!r} (or it is "
-                         f"private): {text}", hint=f"Check the name, {local}")
+        return DataError(
+            f"{head}: the hub has no dataset {source.dataset_id!r} (or it is private): {text}",
+            hint=f"Check the name, {local}",
+        )
     if isinstance(e, ValueError) and "split" in text.lower():
-        return DataError(f"{head}: it has no split {source.split!r}.{_available(text)}",
-                         hint=f"This is a calipers bug if the split name is built in; {local}")
+        return DataError(
+            f"{head}: it has no split {source.split!r}.{_available(text)}",
+            hint=f"This is a calipers bug if the split name is built in; {local}",
+        )
     if isinstance(e, ValueError) and "config" in text.lower():
-        return DataError(f"{head}: it has no config {source.config!r}.{_available(text)}",
-                         hint=f"This is a calipers bug if the config name is built in; {local}")
+        return DataError(
+            f"{head}: it has no config {source.config!r}.{_available(text)}",
+            hint=f"This is a calipers bug if the config name is built in; {local}",
+        )
     return DataError(f"{head}: {type(e).__name__}: {text}", hint=f"Retry, {local}")
 
 
@@ -221,6 +241,7 @@ def _fetch(
     if url is not None:  # the json builder names a lone file's split "train"
         ds = lib.load_dataset("json", data_files=url, split="train")
     else:
-        ds = lib.load_dataset(source.dataset_id, source.config, split=source.split,
-                              revision=source.revision)
+        ds = lib.load_dataset(
+            source.dataset_id, source.config, split=source.split, revision=source.revision
+        )
     return list(ds.to_list()), _commit(ds, source.revision)

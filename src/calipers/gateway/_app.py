@@ -1,7 +1,7 @@
 """The ASGI app: OpenAI-compatible routes in front of the gateway, plus health and counters.
 
-    app = create_app(GatewayConfig(baseline_url=..., candidate_url=..., mode="shadow"))
-    uvicorn.run(app, host="127.0.0.1", port=8090)
+app = create_app(GatewayConfig(baseline_url=..., candidate_url=..., mode="shadow"))
+uvicorn.run(app, host="127.0.0.1", port=8090)
 """
 
 from __future__ import annotations
@@ -127,11 +127,16 @@ async def _models(gateway: Gateway, request: Request) -> Response:
         finally:
             await response.aclose()
     except httpx.HTTPError as e:  # the URL and error go to the log, not to the client
-        _log.warning("GET /v1/models: the baseline upstream %s could not be reached: %s: %s",
-                     upstream.base_url, type(e).__name__, e)
+        _log.warning(
+            "GET /v1/models: the baseline upstream %s could not be reached: %s: %s",
+            upstream.base_url,
+            type(e).__name__,
+            e,
+        )
         message = "The model server behind this gateway could not be reached."
-        return Response(error_body(message, "upstream_unavailable"), 502,
-                        media_type="application/json")
+        return Response(
+            error_body(message, "upstream_unavailable"), 502, media_type="application/json"
+        )
     answer = Response(content, response.status_code)
     answer.raw_headers.extend(response_headers(response.headers, ""))
     return answer

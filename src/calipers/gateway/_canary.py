@@ -98,9 +98,7 @@ class Canary:
         if response is not None and read is not None:
             self.served += 1
             return stream_response(response, call, t0, self._stream_done, read)
-        if response is not None and _passes_through(response.status_code) and not call_failed(
-            call
-        ):
+        if response is not None and _passes_through(response.status_code) and not call_failed(call):
             self.breaker.success()
             self.served += 1
             self._log(call)
@@ -137,4 +135,3 @@ class Canary:
             "not_sent_breaker_open": self.not_sent,
             "first_byte_deadline": self.deadline.snapshot(),
         }
-

@@ -191,8 +191,12 @@ class Gateway:
         self.log.submit(call)
         if call.error:
             return unavailable(call)
-        if self.canary is not None and call.latency_ms is not None and call.status is not None \
-                and 200 <= call.status < 300:
+        if (
+            self.canary is not None
+            and call.latency_ms is not None
+            and call.status is not None
+            and 200 <= call.status < 300
+        ):
             self.deadline.observe(False, call.latency_ms - since_ms)
         return whole_response(call, response)
 

@@ -38,8 +38,10 @@ class Feedback(BaseModel):
     @classmethod
     def _not_bool(cls, v: object) -> object:
         if isinstance(v, bool):  # pydantic would read true as 1.0 and false as 0.0
-            raise ValueError(f"score must be a number, not the boolean {str(v).lower()}: "
-                             "send 1 or 0 for thumbs up or down")
+            raise ValueError(
+                f"score must be a number, not the boolean {str(v).lower()}: "
+                "send 1 or 0 for thumbs up or down"
+            )
         return v
 
     @field_validator("score")
@@ -76,21 +78,30 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "invalid_feedback"}}, status)
 
 
-async def record_feedback(request: Request, store: Store, arms: ServedArms,
-                          redact: Redact) -> JSONResponse:
+async def record_feedback(
+    request: Request, store: Store, arms: ServedArms, redact: Redact
+) -> JSONResponse:
     try:
         fb = Feedback.model_validate_json(await request.body())
     except ValidationError as e:
-        where = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'body'}: {x['msg']}"
-                          for x in e.errors())
-        return _error(400, f"Bad feedback ({where}). Send JSON like "
-                           '{"request_id": "<x-calipers-request-id>", "score": 1}.')
+        where = "; ".join(
+            f"{'.'.join(map(str, x['loc'])) or 'body'}: {x['msg']}" for x in e.errors()
+        )
+        return _error(
+            400,
+            f"Bad feedback ({where}). Send JSON like "
+            '{"request_id": "<x-calipers-request-id>", "score": 1}.',
+        )
     role = arms.get(fb.request_id) or await asyncio.to_thread(_stored_arm, store, fb.request_id)
     if role is None:
-        return _error(404, f"No served request with id {fb.request_id!r} is known (yet): use "
-                           "the x-calipers-request-id header of the gateway's answer.")
+        return _error(
+            404,
+            f"No served request with id {fb.request_id!r} is known (yet): use "
+            "the x-calipers-request-id header of the gateway's answer.",
+        )
     details = {"comment": redact(fb.comment)} if fb.comment else None
-    record = OnlineScoreRecord(pair_id=fb.request_id, role=role, scorer=FEEDBACK_SCORER,
-                               value=fb.score, details=details)
+    record = OnlineScoreRecord(
+        pair_id=fb.request_id, role=role, scorer=FEEDBACK_SCORER, value=fb.score, details=details
+    )
     stored = await asyncio.to_thread(store.add_online_scores, [record])
     return JSONResponse({"request_id": fb.request_id, "role": role, "stored": stored == 1})

@@ -82,8 +82,9 @@ def unavailable(call: Call) -> Response:
     error = call.error or "no answer"
     timeout = "Timeout" in error
     what = "did not answer in time" if timeout else "could not be reached"
-    _log.warning("request %s: the %s upstream %s %s: %s", call.pair_id, call.role,
-                 call.upstream, what, error)
+    _log.warning(
+        "request %s: the %s upstream %s %s: %s", call.pair_id, call.role, call.upstream, what, error
+    )
     return Response(
         content=error_body(
             f"The model server behind this gateway {what}. Request id {call.pair_id} "
@@ -106,7 +107,6 @@ async def first_chunk(response: httpx.Response, call: Call, t0: float) -> ChunkS
         first = b""
     call.ttft_ms = _ms(t0)
     return first, chunks
-
 
 
 def stream_response(

@@ -65,8 +65,9 @@ class H11Transport(httpx.AsyncBaseTransport):
             async with asyncio.timeout(timeout.get("pool")):
                 await self._slots.acquire()
         except TimeoutError:
-            raise httpx.PoolTimeout("no free upstream connection in time",
-                                    request=request) from None
+            raise httpx.PoolTimeout(
+                "no free upstream connection in time", request=request
+            ) from None
         try:
             return await self._send(request, timeout)
         except BaseException:
@@ -119,8 +120,9 @@ class H11Transport(httpx.AsyncBaseTransport):
                 async with asyncio.timeout(timeout.get("write")):
                     await conn.writer.drain()
             except TimeoutError:
-                raise httpx.WriteTimeout("sending to the upstream timed out",
-                                         request=request) from None
+                raise httpx.WriteTimeout(
+                    "sending to the upstream timed out", request=request
+                ) from None
             except OSError as e:
                 if reused:
                     raise _Stale from None
@@ -155,8 +157,7 @@ class H11Transport(httpx.AsyncBaseTransport):
 def _serialize(conn: h11.Connection, request: httpx.Request) -> bytes:
     """The whole request as one buffer (one write, one TCP segment for small requests)."""
     target = request.url.raw_path
-    head = conn.send(h11.Request(method=request.method, target=target,
-                                 headers=request.headers.raw))
+    head = conn.send(h11.Request(method=request.method, target=target, headers=request.headers.raw))
     content = request.content
     parts = [head or b""]
     if content:
@@ -165,9 +166,7 @@ def _serialize(conn: h11.Connection, request: httpx.Request) -> bytes:
     return b"".join(parts)
 
 
-async def _connect(
-    request: httpx.Request, timeout_s: float | None, tls: ssl.SSLContext
-) -> _Conn:
+async def _connect(request: httpx.Request, timeout_s: float | None, tls: ssl.SSLContext) -> _Conn:
     url = request.url
     https = url.scheme == "https"
     port = url.port or (443 if https else 80)
@@ -177,11 +176,13 @@ async def _connect(
                 url.host, port, ssl=tls if https else None, limit=_READ * 4
             )
     except TimeoutError:
-        raise httpx.ConnectTimeout(f"connecting to {url.host}:{port} timed out",
-                                   request=request) from None
+        raise httpx.ConnectTimeout(
+            f"connecting to {url.host}:{port} timed out", request=request
+        ) from None
     except OSError as e:
-        raise httpx.ConnectError(f"{e.strerror or e} ({url.host}:{port})",
-                                 request=request) from None
+        raise httpx.ConnectError(
+            f"{e.strerror or e} ({url.host}:{port})", request=request
+        ) from None
     return _Conn(reader, writer)
 
 
@@ -194,15 +195,17 @@ async def _next_event(
         try:
             event = conn.h11.next_event()
         except h11.RemoteProtocolError as e:
-            raise httpx.RemoteProtocolError(f"bad answer from the upstream: {e}",
-                                            request=request) from None
+            raise httpx.RemoteProtocolError(
+                f"bad answer from the upstream: {e}", request=request
+            ) from None
         if event is h11.NEED_DATA:
             try:
                 async with asyncio.timeout(timeout_s):
                     chunk = await conn.reader.read(_READ)
             except TimeoutError:
-                raise httpx.ReadTimeout("the upstream did not answer in time",
-                                        request=request) from None
+                raise httpx.ReadTimeout(
+                    "the upstream did not answer in time", request=request
+                ) from None
             except OSError as e:
                 if fresh:
                     raise _Stale from None
@@ -217,8 +220,9 @@ async def _next_event(
         if isinstance(event, h11.ConnectionClosed):
             if fresh:
                 raise _Stale
-            raise httpx.RemoteProtocolError("the upstream closed the connection early",
-                                            request=request)
+            raise httpx.RemoteProtocolError(
+                "the upstream closed the connection early", request=request
+            )
         return event
 
 

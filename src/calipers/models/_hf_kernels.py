@@ -50,8 +50,11 @@ def pack_linears(torch: Any, model: Any) -> int:
     swaps = []
     for module in model.modules():
         for child_name, child in module.named_children():
-            if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32 \
-                    and child.weight.device.type == "cpu":
+            if (
+                type(child) is torch.nn.Linear
+                and child.weight.dtype == torch.float32
+                and child.weight.device.type == "cpu"
+            ):
                 swaps.append((module, child_name, child))
     if sum(dense.weight.numel() * 4 for _p, _n, dense in swaps) > MAX_BYTES:
         return 0

@@ -37,8 +37,17 @@ from calipers.models._gguf import (
 )
 from calipers.types import ModelIdentity
 
-__all__ = ["HfSpec", "LocalModel", "hf_home_cache", "import_hf", "load_model", "load_tokenizer",
-           "parse_spec", "resolve_local", "source_identity"]
+__all__ = [
+    "HfSpec",
+    "LocalModel",
+    "hf_home_cache",
+    "import_hf",
+    "load_model",
+    "load_tokenizer",
+    "parse_spec",
+    "resolve_local",
+    "source_identity",
+]
 
 INSTALL_HINT = "pip install 'calipers[hf]'  (install the torch build for your machine first)"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -79,8 +88,9 @@ def parse_spec(rest: str) -> HfSpec:
     try:
         return HfSpec.model_validate(values)
     except ValueError as e:
-        raise ConfigError(f"Bad hf model spec {rest!r}: {e}",
-                          hint="e.g. hf:@smollm2,dtype=float32,batch=16") from None
+        raise ConfigError(
+            f"Bad hf model spec {rest!r}: {e}", hint="e.g. hf:@smollm2,dtype=float32,batch=16"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,8 @@ def import_hf(*, gguf: bool = False) -> tuple[Any, Any]:
     if missing:
         raise ModelLoadError(
             f"The hf provider needs {', '.join(missing)}, which "
-            f"{'is' if len(missing) == 1 else 'are'} not installed.", hint=INSTALL_HINT,
+            f"{'is' if len(missing) == 1 else 'are'} not installed.",
+            hint=INSTALL_HINT,
         )
     import torch
     import transformers
@@ -129,14 +140,26 @@ def _from_hub(spec: HfSpec) -> LocalModel:
     offline = _offline()
     try:
         if spec.gguf_file:
-            path = Path(hf_hub_download(spec.source, spec.gguf_file, revision=spec.revision,
-                                        local_files_only=offline))
+            path = Path(
+                hf_hub_download(
+                    spec.source, spec.gguf_file, revision=spec.revision, local_files_only=offline
+                )
+            )
             return LocalModel(path.parent, path.name, spec.source, path.parent.name)
-        folder = Path(snapshot_download(spec.source, revision=spec.revision,
-                                        allow_patterns=_HUB_FILES, local_files_only=offline))
+        folder = Path(
+            snapshot_download(
+                spec.source,
+                revision=spec.revision,
+                allow_patterns=_HUB_FILES,
+                local_files_only=offline,
+            )
+        )
     except Exception as e:  # huggingface_hub raises many types (LocalEntryNotFound, HTTP...)
-        why = ("it is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
-               "downloading it" if offline else f"it could not be fetched ({type(e).__name__})")
+        why = (
+            "it is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids downloading it"
+            if offline
+            else f"it could not be fetched ({type(e).__name__})"
+        )
         raise ModelLoadError(
             f"Cannot load hf model {spec.source!r}: {why}.",
             hint=f"Download it while online (`hf download {spec.source}`), or pass a local "
@@ -160,13 +183,17 @@ def resolve_local(spec: HfSpec) -> LocalModel:
         if spec.gguf_file:
             check_gguf(path / spec.gguf_file)
         elif not (path / "config.json").is_file():
-            raise ModelLoadError(f"{path} has no config.json: not a transformers checkpoint.",
-                                 hint="Pass a checkpoint directory, a .gguf file, or gguf_file=.")
+            raise ModelLoadError(
+                f"{path} has no config.json: not a transformers checkpoint.",
+                hint="Pass a checkpoint directory, a .gguf file, or gguf_file=.",
+            )
         return LocalModel(path.resolve(), spec.gguf_file)
     if _HUB_ID.match(spec.source):
         return _from_hub(spec)
-    raise ModelLoadError(f"hf model {spec.source!r} is neither a local path nor a hub id.",
-                         hint="Use hf:@smollm2, hf:PATH.gguf, hf:CHECKPOINT_DIR or hf:ORG/NAME.")
+    raise ModelLoadError(
+        f"hf model {spec.source!r} is neither a local path nor a hub id.",
+        hint="Use hf:@smollm2, hf:PATH.gguf, hf:CHECKPOINT_DIR or hf:ORG/NAME.",
+    )
 
 
 def _weights_hash(directory: Path) -> str | None:
@@ -207,7 +234,10 @@ def source_identity(spec: HfSpec, local: LocalModel) -> ModelIdentity:
     if local.revision:
         extra["revision"] = local.revision
     return ModelIdentity(
-        provider="hf", name=name, sha256=sha, quantization=quant,
+        provider="hf",
+        name=name,
+        sha256=sha,
+        quantization=quant,
         chat_template_hash=hashlib.sha256(template.encode()).hexdigest()[:16] if template else None,
         extra=extra,
     )
@@ -231,10 +261,13 @@ def load_tokenizer(spec: HfSpec, local: LocalModel) -> Any:
         if converted is not None and (converted / _CONVERTED).is_file():
             return transformers.AutoTokenizer.from_pretrained(converted, local_files_only=True)
         return transformers.AutoTokenizer.from_pretrained(
-            local.directory, gguf_file=local.gguf_file, local_files_only=True)
+            local.directory, gguf_file=local.gguf_file, local_files_only=True
+        )
     except (OSError, ValueError) as e:
-        raise ModelLoadError(f"transformers cannot load the tokenizer of {spec.source} ({e}).",
-                             hint="Check the checkpoint has tokenizer files.") from None
+        raise ModelLoadError(
+            f"transformers cannot load the tokenizer of {spec.source} ({e}).",
+            hint="Check the checkpoint has tokenizer files.",
+        ) from None
 
 
 def load_model(spec: HfSpec, local: LocalModel, tokenizer: Any) -> Any:
@@ -248,17 +281,23 @@ def load_model(spec: HfSpec, local: LocalModel, tokenizer: Any) -> Any:
         if converted is not None and (converted / _CONVERTED).is_file():
             model = auto.from_pretrained(converted, dtype=dtype, local_files_only=True)
         elif local.gguf_file is not None:
-            model = auto.from_pretrained(local.directory, gguf_file=local.gguf_file,
-                                         dtype=torch.float32, local_files_only=True)
+            model = auto.from_pretrained(
+                local.directory,
+                gguf_file=local.gguf_file,
+                dtype=torch.float32,
+                local_files_only=True,
+            )
             if converted is not None:
                 _save_converted(model, tokenizer, local, converted)
             model = model.to(dtype)
         else:
             model = auto.from_pretrained(local.directory, dtype=dtype, local_files_only=True)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
-        raise ModelLoadError(f"transformers cannot load {spec.source} ({e}).",
-                             hint="Check the checkpoint is complete and its architecture is "
-                             "supported by the installed transformers.") from None
+        raise ModelLoadError(
+            f"transformers cannot load {spec.source} ({e}).",
+            hint="Check the checkpoint is complete and its architecture is "
+            "supported by the installed transformers.",
+        ) from None
     return model.eval()
 
 
@@ -275,8 +314,11 @@ def _save_converted(model: Any, tokenizer: Any, local: LocalModel, target: Path)
         tokenizer.save_pretrained(tmp)
         gguf = local.gguf_path
         assert gguf is not None
-        (tmp / _CONVERTED).write_text(json.dumps(
-            {"gguf": str(gguf), "sha256": file_sha256(gguf), "dtype": "float32"}, indent=2))
+        (tmp / _CONVERTED).write_text(
+            json.dumps(
+                {"gguf": str(gguf), "sha256": file_sha256(gguf), "dtype": "float32"}, indent=2
+            )
+        )
         os.replace(tmp, target)
     except OSError:
         pass  # another process won the race, or the disk is full: the model is loaded anyway

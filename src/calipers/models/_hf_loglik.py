@@ -35,8 +35,15 @@ from typing import Any
 
 from calipers.models._base import common_prefix
 
-__all__ = ["Encoded", "Scored", "Tree", "build_tree", "encode_request", "head_logits",
-           "score_packed"]
+__all__ = [
+    "Encoded",
+    "Scored",
+    "Tree",
+    "build_tree",
+    "encode_request",
+    "head_logits",
+    "score_packed",
+]
 
 HEAD_CHUNK = 128  # rows of the output head at once: 128 x 49,152 float32 logits fit in L3
 ATTENTION = "calipers_blocks"  # the name registered with transformers' attention registry
@@ -86,7 +93,9 @@ class Tree:
 
 
 def encode_request(
-    tok_encode: Callable[[str], list[int]], prefix_token: int, context: str,
+    tok_encode: Callable[[str], list[int]],
+    prefix_token: int,
+    context: str,
     continuations: Sequence[str],
 ) -> Encoded:
     """Context and continuation tokens, the lm-evaluation-harness way (module docstring)."""
@@ -143,10 +152,17 @@ def head_logits(model: Any, hidden: Any) -> Any:
 _calls = [0]  # incremented by _block_attention: shows the model used it
 
 
-def _block_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
-                     scaling: float | None = None, dropout: float = 0.0,
-                     calipers_blocks: Sequence[tuple[int, int, Any, Any]] | None = None,
-                     **kwargs: Any) -> tuple[Any, None]:
+def _block_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    calipers_blocks: Sequence[tuple[int, int, Any, Any]] | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
     """transformers attention function: without ``calipers_blocks`` it is plain SDPA (so
     generation is unchanged); with them, SDPA over each ``(start, end, keys, mask)`` span of
     the packed sequence: its queries attend to the span itself, or to the flat positions
@@ -155,7 +171,8 @@ def _block_attention(module: Any, query: Any, key: Any, value: Any, attention_ma
 
     if calipers_blocks is None:
         plain: tuple[Any, None] = sdpa_attention_forward(
-            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
         return plain
     import torch
     from torch.nn.functional import scaled_dot_product_attention
@@ -165,14 +182,19 @@ def _block_attention(module: Any, query: Any, key: Any, value: Any, attention_ma
     if groups > 1:
         key = key.repeat_interleave(groups, dim=1)
         value = value.repeat_interleave(groups, dim=1)
-    out = torch.cat([
-        scaled_dot_product_attention(
-            query[:, :, s:e],
-            key[:, :, s:e] if keys is None else key.index_select(2, keys),
-            value[:, :, s:e] if keys is None else value.index_select(2, keys),
-            attn_mask=mask, scale=scaling)
-        for s, e, keys, mask in calipers_blocks
-    ], dim=2)
+    out = torch.cat(
+        [
+            scaled_dot_product_attention(
+                query[:, :, s:e],
+                key[:, :, s:e] if keys is None else key.index_select(2, keys),
+                value[:, :, s:e] if keys is None else value.index_select(2, keys),
+                attn_mask=mask,
+                scale=scaling,
+            )
+            for s, e, keys, mask in calipers_blocks
+        ],
+        dim=2,
+    )
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -192,6 +214,7 @@ def use_block_attention(model: Any) -> bool:
 
 
 # -- scoring ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Layout:
@@ -229,8 +252,9 @@ def _layout(trees: Sequence[Tree], contexts: Sequence[list[int]], share: bool) -
     return lay
 
 
-def _hidden_packed(torch: Any, np: Any, model: Any, trees: Sequence[Tree],
-                   lay: _Layout) -> Any | None:
+def _hidden_packed(
+    torch: Any, np: Any, model: Any, trees: Sequence[Tree], lay: _Layout
+) -> Any | None:
     """Hidden states of every own node of the layout; None when the model's attention did not
     go through ``_block_attention``."""
     blocks = []
@@ -247,9 +271,11 @@ def _hidden_packed(torch: Any, np: Any, model: Any, trees: Sequence[Tree],
     before = _calls[0]
     try:
         hidden = model.base_model(
-            input_ids=torch.tensor([lay.tokens]), position_ids=torch.tensor([lay.depth]),
+            input_ids=torch.tensor([lay.tokens]),
+            position_ids=torch.tensor([lay.depth]),
             attention_mask=torch.ones((1, 1, 1, 1), dtype=torch.bool),  # 4-D: used as is
-            calipers_blocks=blocks, use_cache=False,
+            calipers_blocks=blocks,
+            use_cache=False,
         ).last_hidden_state
     except TypeError:  # a forward() that takes no extra keyword arguments
         return None
@@ -262,16 +288,23 @@ def _hidden_one_by_one(torch: Any, np: Any, model: Any, trees: Sequence[Tree]) -
     out = []
     for t in trees:
         allowed = torch.from_numpy(t.ancestors(np))[None, None]
-        mask = torch.where(allowed, torch.zeros((), dtype=dtype),
-                           torch.tensor(torch.finfo(dtype).min, dtype=dtype))
-        out.append(model.base_model(
-            input_ids=torch.tensor([t.tokens]), position_ids=torch.tensor([t.depth]),
-            attention_mask=mask, use_cache=False).last_hidden_state[0])
+        mask = torch.where(
+            allowed, torch.zeros((), dtype=dtype), torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+        )
+        out.append(
+            model.base_model(
+                input_ids=torch.tensor([t.tokens]),
+                position_ids=torch.tensor([t.depth]),
+                attention_mask=mask,
+                use_cache=False,
+            ).last_hidden_state[0]
+        )
     return torch.cat(out)
 
 
-def score_packed(torch: Any, model: Any, encoded: Sequence[Encoded],
-                 packed: bool = True) -> tuple[list[Scored], bool]:
+def score_packed(
+    torch: Any, model: Any, encoded: Sequence[Encoded], packed: bool = True
+) -> tuple[list[Scored], bool]:
     """Log-likelihood and greedy flag of every continuation of every request, in one forward
     pass of the base model; also whether the packed pass worked (pass it back next time)."""
     import numpy as np
@@ -299,8 +332,16 @@ def score_packed(torch: Any, model: Any, encoded: Sequence[Encoded],
     return out, packed
 
 
-def _read_head(torch: Any, np: Any, model: Any, hidden: Any, trees: Sequence[Tree],
-               lay: _Layout, logprob: Any, hit: Any) -> None:
+def _read_head(
+    torch: Any,
+    np: Any,
+    model: Any,
+    hidden: Any,
+    trees: Sequence[Tree],
+    lay: _Layout,
+    logprob: Any,
+    hit: Any,
+) -> None:
     """Fill ``logprob``/``hit`` (every read of every tree, in order): the output head once per
     distinct predicting node, ``HEAD_CHUNK`` rows at a time."""
     row_of: dict[int, int] = {}

@@ -69,7 +69,6 @@ SEED = 0
 _BUNDLED = {"@smollm2": bundled_smollm2}
 
 
-
 def llamacpp_from_spec(rest: str, options: ModelOptions) -> LlamaCppModel:
     """``rest`` is a path to a ``.gguf`` file or ``@smollm2``, then options after commas
     (``threads=1``; see ``_llamacpp_spec``)."""

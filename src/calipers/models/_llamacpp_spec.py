@@ -32,8 +32,8 @@ def _value(key: str, raw: str, rest: str) -> int:
         value = low - 1
     if value < low:
         raise ConfigError(
-            f"Bad llamacpp model option {key}={raw!r} in {rest!r}: expected an integer "
-            f">= {low}.", hint=_HINT,
+            f"Bad llamacpp model option {key}={raw!r} in {rest!r}: expected an integer >= {low}.",
+            hint=_HINT,
         )
     return value
 

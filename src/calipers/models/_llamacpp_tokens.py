@@ -9,8 +9,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["N_BATCH", "Logits", "chunks", "encode", "log_softmax", "next_token_stats",
-           "prefix_token", "tokenize"]
+__all__ = [
+    "N_BATCH",
+    "Logits",
+    "chunks",
+    "encode",
+    "log_softmax",
+    "next_token_stats",
+    "prefix_token",
+    "tokenize",
+]
 
 N_BATCH = 512
 Logits = npt.NDArray[np.float64]

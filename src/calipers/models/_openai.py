@@ -98,8 +98,10 @@ def _not_json(resp: httpx.Response) -> str:
     """What a 200 answer that is not JSON was, for the error message."""
     kind = resp.headers.get("content-type", "no content-type").split(";")[0]
     if "html" in kind or resp.text.lstrip()[:1] == "<":
-        return (f"an HTML page ({kind}), not an OpenAI-compatible API; does --base-url point "
-                "at the API root (often ending in /v1)?")
+        return (
+            f"an HTML page ({kind}), not an OpenAI-compatible API; does --base-url point "
+            "at the API root (often ending in /v1)?"
+        )
     return f"invalid JSON ({kind}: {resp.text.strip()[:80]!r})"
 
 
@@ -250,8 +252,9 @@ class OpenAIModel(ModelProvider):
             async with asyncio.timeout(self.options.timeout_s):
                 resp = await client.post(url, json=payload, headers=headers)
         except (httpx.TimeoutException, TimeoutError):
-            raise _Retryable(f"no answer within the {self.options.timeout_s:g} s timeout "
-                             "(--timeout)") from None
+            raise _Retryable(
+                f"no answer within the {self.options.timeout_s:g} s timeout (--timeout)"
+            ) from None
         except httpx.TransportError as e:
             if not self._reached:
                 raise self._unreachable(e) from None
@@ -260,7 +263,8 @@ class OpenAIModel(ModelProvider):
         self._reached = True
         if resp.status_code == 429 or resp.status_code >= 500:
             raise _Retryable(
-                f"HTTP {resp.status_code}: {_server_message(resp)}", _retry_after(resp),
+                f"HTTP {resp.status_code}: {_server_message(resp)}",
+                _retry_after(resp),
                 rate_limited=resp.status_code == 429,
             )
         if resp.status_code != 200:

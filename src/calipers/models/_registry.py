@@ -58,7 +58,9 @@ def resolve_model(spec: str, options: ModelOptions | None = None) -> ModelProvid
     prefix, sep, rest = spec.partition(":")
     if not sep:
         raise UnknownNameError(
-            "model", spec, list(_ALIASES),
+            "model",
+            spec,
+            list(_ALIASES),
             hint="Use an alias (" + ", ".join(_ALIASES) + ") or PROVIDER:NAME, e.g. "
             "llamacpp:model.gguf, openai:gpt-4o-mini, fake:echo. `calipers models` lists them.",
         )

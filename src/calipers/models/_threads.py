@@ -112,7 +112,11 @@ class ThreadGovernor:
     ``sample`` reads the counters (tests pass a fake)."""
 
     def __init__(
-        self, decode: int | None = None, batch: int | None = None, *, cores: int | None = None,
+        self,
+        decode: int | None = None,
+        batch: int | None = None,
+        *,
+        cores: int | None = None,
         sample: Callable[[], CpuSample | None] = read_cpu,
     ) -> None:
         self.cores = cores or usable_cores()
@@ -156,4 +160,3 @@ class ThreadGovernor:
             "n_threads_batch": self.fixed.batch or auto,
             "usable_cores": self.cores,
         }
-

@@ -61,8 +61,12 @@ __all__ = [
 
 GUARDRAILS = ("error_rate", "latency_p50", "latency_p95", "refusal_rate", "cost")
 DEFAULT_TOLERANCES: dict[str, float] = {
-    "error_rate": 0.01, "latency_p50": 0.10, "latency_p95": 0.03, "refusal_rate": 0.02,
-    "cost": 0.10}
+    "error_rate": 0.01,
+    "latency_p50": 0.10,
+    "latency_p95": 0.03,
+    "refusal_rate": 0.02,
+    "cost": 0.10,
+}
 REFUSAL = "refusal"
 EXIT_CODES = {"promote": 0, "roll_back": 1, "keep_watching": 2}
 _PATH_POINTS = 200
@@ -149,13 +153,24 @@ class MetricResult:
     crossed: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        crossed = None if self.crossed is None else {
-            "low": _clean(self.crossed[0]), "high": _clean(self.crossed[1])}
-        return {"name": self.name, "what": self.what, "effect": _est(self.effect),
-                "p_value": _clean(self.p_value), "higher_is_better": self.higher_is_better,
-                "tolerance": self.tolerance, "tolerance_text": self.tolerance_text,
-                "status": self.status, "skipped": self.skipped, "reason": self.reason,
-                "crossed": crossed}
+        crossed = (
+            None
+            if self.crossed is None
+            else {"low": _clean(self.crossed[0]), "high": _clean(self.crossed[1])}
+        )
+        return {
+            "name": self.name,
+            "what": self.what,
+            "effect": _est(self.effect),
+            "p_value": _clean(self.p_value),
+            "higher_is_better": self.higher_is_better,
+            "tolerance": self.tolerance,
+            "tolerance_text": self.tolerance_text,
+            "status": self.status,
+            "skipped": self.skipped,
+            "reason": self.reason,
+            "crossed": crossed,
+        }
 
     def effect_text(self) -> str:
         """The effect with its confidence sequence, as ``calipers ab`` and the dashboard show
@@ -212,15 +227,22 @@ class ABResult:
             return None if t is None else t.isoformat()
 
         return {
-            "decision": self.decision.action, "reasons": list(self.decision.reasons),
-            "mode": self.mode, "alpha": self.alpha,
+            "decision": self.decision.action,
+            "reasons": list(self.decision.reasons),
+            "mode": self.mode,
+            "alpha": self.alpha,
             "primary": None if self.primary is None else self.primary.to_dict(),
             "guardrails": [g.to_dict() for g in self.guardrails],
             "secondary": [s.to_dict() for s in self.secondary],
             "counts": dict(self.counts),
-            "span": {"since": iso(self.since), "until": iso(self.until),
-                     "first": iso(self.first_ts), "last": iso(self.last_ts)},
-            "path": list(self.path), "scoring": [s.to_dict() for s in self.scoring],
+            "span": {
+                "since": iso(self.since),
+                "until": iso(self.until),
+                "first": iso(self.first_ts),
+                "last": iso(self.last_ts),
+            },
+            "path": list(self.path),
+            "scoring": [s.to_dict() for s in self.scoring],
         }
 
 
@@ -233,22 +255,28 @@ def _window(store: Store, cfg: ABConfig) -> tuple[str, list[Exchange], dict[str,
     by_mode = {m: sum(e.mode == m for e in exchanges) for m in ("shadow", "canary", "off")}
     span = f"between {cfg.since or 'the start'} and {cfg.until or 'now'}"
     if not exchanges:
-        raise DataError(f"No gateway traffic is logged {span}.",
-                        hint="Run `calipers gateway --mode shadow|canary` in front of the "
-                        "models, or widen --since/--until.")
+        raise DataError(
+            f"No gateway traffic is logged {span}.",
+            hint="Run `calipers gateway --mode shadow|canary` in front of the "
+            "models, or widen --since/--until.",
+        )
     mode: str | None = cfg.mode
     if mode is None:
         present = [m for m in ("shadow", "canary") if by_mode[m]]
         if not present:
-            raise DataError(f"All {len(exchanges)} requests logged {span} were made in mode "
-                            "off: nothing went to the candidate.",
-                            hint="Start the gateway with --mode shadow or --mode canary.")
+            raise DataError(
+                f"All {len(exchanges)} requests logged {span} were made in mode "
+                "off: nothing went to the candidate.",
+                hint="Start the gateway with --mode shadow or --mode canary.",
+            )
         if len(present) == 2:
             raise ConfigError(
                 f"The window holds shadow ({by_mode['shadow']}) and canary "
                 f"({by_mode['canary']}) requests: they answer different questions and are "
-                "not mixed.", hint="Pass --mode shadow or --mode canary, or set --since to "
-                "when the gateway's mode changed.")
+                "not mixed.",
+                hint="Pass --mode shadow or --mode canary, or set --since to "
+                "when the gateway's mode changed.",
+            )
         mode = present[0]
     used = [e for e in exchanges if e.mode == mode]
     counts = {"requests": len(exchanges), "other_mode": len(exchanges) - len(used)}
@@ -256,27 +284,31 @@ def _window(store: Store, cfg: ABConfig) -> tuple[str, list[Exchange], dict[str,
         kept = [e for e in used if e.paired]
         counts["not_mirrored"] = len(used) - len(kept)
         if not kept:
-            raise DataError(f"None of the {len(used)} shadow requests logged {span} has a "
-                            "candidate answer: no pairs to compare.",
-                            hint="Raise the gateway's --fraction, or check /calipers/stats "
-                            "for dropped copies and an open circuit breaker.")
+            raise DataError(
+                f"None of the {len(used)} shadow requests logged {span} has a "
+                "candidate answer: no pairs to compare.",
+                hint="Raise the gateway's --fraction, or check /calipers/stats "
+                "for dropped copies and an open circuit breaker.",
+            )
     else:
         kept = [e for e in used if e.user_key_hash is not None]
         counts["no_user_key"] = len(used) - len(kept)
         if not kept:
-            raise DataError(f"No canary request logged {span} has a user key, so none was "
-                            "assigned to a group at random.",
-                            hint="Send X-Calipers-User (or the body's user field).")
+            raise DataError(
+                f"No canary request logged {span} has a user key, so none was "
+                "assigned to a group at random.",
+                hint="Send X-Calipers-User (or the body's user field).",
+            )
     counts["used"] = len(kept)
     counts["baseline"] = sum(e.baseline is not None for e in kept)
     counts["candidate"] = sum(e.candidate is not None for e in kept)
-    counts["breaker_open"] = sum(e.candidate is not None and e.candidate.breaker_open
-                                 for e in kept)
+    counts["breaker_open"] = sum(e.candidate is not None and e.candidate.breaker_open for e in kept)
     return mode, kept, counts
 
 
-def _scores(store: Store, key: str,
-            exchanges: Sequence[Exchange]) -> dict[tuple[str, str], OnlineScoreRecord]:
+def _scores(
+    store: Store, key: str, exchanges: Sequence[Exchange]
+) -> dict[tuple[str, str], OnlineScoreRecord]:
     got = store.get_online_scores(scorer=key, pair_ids=[e.pair_id for e in exchanges])
     return {(r.pair_id, r.role): r for r in got}
 
@@ -286,19 +318,32 @@ def _scores(store: Store, key: str,
 
 def _tolerance_text(name: str, given: float, used: float) -> str:
     pct = f"{100 * given:g}"
-    return {"error_rate": f"+{pct} points", "refusal_rate": f"+{pct} points",
-            "latency_p50": f"+{pct}% typical latency",
-            "latency_p95": f"+{pct} points of answers over the baseline's p95",
-            "cost": f"+{pct}% of the baseline's cost" + (
-                "" if math.isnan(used) else f" (${used:.3g} per 1,000 requests)")}[name]
+    return {
+        "error_rate": f"+{pct} points",
+        "refusal_rate": f"+{pct} points",
+        "latency_p50": f"+{pct}% typical latency",
+        "latency_p95": f"+{pct} points of answers over the baseline's p95",
+        "cost": f"+{pct}% of the baseline's cost"
+        + ("" if math.isnan(used) else f" (${used:.3g} per 1,000 requests)"),
+    }[name]
 
 
-def _result(name: str, built: Built, what: str, higher: bool, tolerance: float | None,
-            guard: bool) -> tuple[MetricResult, MetricPath | None]:
+def _result(
+    name: str, built: Built, what: str, higher: bool, tolerance: float | None, guard: bool
+) -> tuple[MetricResult, MetricPath | None]:
     if isinstance(built, str):
         text = _tolerance_text(name, tolerance, math.nan) if tolerance is not None else None
-        return MetricResult(name, what, Estimate.empty("skipped"), math.nan, higher,
-                            tolerance, "skipped", built, text), None
+        return MetricResult(
+            name,
+            what,
+            Estimate.empty("skipped"),
+            math.nan,
+            higher,
+            tolerance,
+            "skipped",
+            built,
+            text,
+        ), None
     m, _ts = built
     effect, crossed = effect_at(m), crossed_at(m)
     p = float(m.path.p_value[-1]) if m.path.p_value.size else 1.0
@@ -310,8 +355,9 @@ def _result(name: str, built: Built, what: str, higher: bool, tolerance: float |
         status = _score_status(effect, crossed, higher)
     tol = m.tolerance if guard else None
     text = _tolerance_text(name, tolerance, m.tolerance) if tolerance is not None else None
-    return MetricResult(name, m.what, effect, p, higher, tol, status, None, text, reason,
-                        crossed), m
+    return MetricResult(
+        name, m.what, effect, p, higher, tol, status, None, text, reason, crossed
+    ), m
 
 
 def _score_status(effect: Estimate, crossed: tuple[float, float] | None, higher: bool) -> str:
@@ -328,55 +374,100 @@ def _path(built: Built) -> tuple[dict[str, Any], ...]:
         return ()
     m, ts = built
     size = m.path.estimate.shape[-1]
-    picks = sorted({round(i * (size - 1) / (_PATH_POINTS - 1)) for i in range(_PATH_POINTS)}
-                   if size > _PATH_POINTS else range(size))
+    picks = sorted(
+        {round(i * (size - 1) / (_PATH_POINTS - 1)) for i in range(_PATH_POINTS)}
+        if size > _PATH_POINTS
+        else range(size)
+    )
     out = []
     for i in picks:
         e = effect_at(m, i + 1)
-        out.append({"n": e.n, "ts": ts[i].isoformat() if i < len(ts) else None,
-                     "estimate": _clean(e.value), "low": _clean(e.low), "high": _clean(e.high)})
+        out.append(
+            {
+                "n": e.n,
+                "ts": ts[i].isoformat() if i < len(ts) else None,
+                "estimate": _clean(e.value),
+                "low": _clean(e.low),
+                "high": _clean(e.high),
+            }
+        )
     return tuple(out)
 
 
-def analyze_ab(store: Store, cfg: ABConfig,
-               scoring: Sequence[ScoringReport] = ()) -> ABResult:
+def analyze_ab(store: Store, cfg: ABConfig, scoring: Sequence[ScoringReport] = ()) -> ABResult:
     """The decision from what is logged and stored now (nothing is scored here)."""
     mode, exchanges, counts = _window(store, cfg)
     st = Settings(mode, cfg.alpha / 2, cfg.min_n, cfg.max_n or cfg.n_target)
     prices: dict[str, tuple[float, float]] = {
-        role: (p.input, p.output) for role, p in cfg.prices.items()}
+        role: (p.input, p.output) for role, p in cfg.prices.items()
+    }
     refusals = _scores(store, REFUSAL, exchanges)
     tolerances = DEFAULT_TOLERANCES | cfg.tolerances
-    built = {g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st)
-             for g in GUARDRAILS}
+    built = {
+        g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st) for g in GUARDRAILS
+    }
     k = max(1, sum(not isinstance(b, str) for b in built.values()))
     st_g = Settings(mode, cfg.alpha / (2 * k), cfg.min_n, st.n_target, st.blocks)
-    built = {g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st_g)
-             for g in GUARDRAILS}
+    built = {
+        g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st_g) for g in GUARDRAILS
+    }
     rails = [_result(g, b, g, False, tolerances[g], True) for g, b in built.items()]
-    keys = list(cfg.keys) if cfg.keys is not None else [
-        parse_scorer(s, judge_model=cfg.judge_model).key for s in cfg.scorers]
-    scored = [(key, build_score_metric(key, exchanges, _scores(store, key, exchanges), st))
-              for key in keys]
+    keys = (
+        list(cfg.keys)
+        if cfg.keys is not None
+        else [parse_scorer(s, judge_model=cfg.judge_model).key for s in cfg.scorers]
+    )
+    scored = [
+        (key, build_score_metric(key, exchanges, _scores(store, key, exchanges), st))
+        for key in keys
+    ]
     results = [_result(key, b, key, True, None, False) for key, b in scored]
     primary, primary_path = results[0] if results else (None, None)
-    decision = decide_at(primary_path, [m for _, m in rails if m is not None],
-                         min_improvement=cfg.min_improvement, max_n=cfg.max_n)
-    if decision.action == "roll_back" and primary is not None and primary_path is not None \
-            and not any(r.startswith("primary:") for r in decision.reasons):
-        decision = Decision("roll_back", (
-            f"primary: {primary.effect.format()} (not decisive: a guardrail failed)",
-            *decision.reasons))
+    decision = decide_at(
+        primary_path,
+        [m for _, m in rails if m is not None],
+        min_improvement=cfg.min_improvement,
+        max_n=cfg.max_n,
+    )
+    if (
+        decision.action == "roll_back"
+        and primary is not None
+        and primary_path is not None
+        and not any(r.startswith("primary:") for r in decision.reasons)
+    ):
+        decision = Decision(
+            "roll_back",
+            (
+                f"primary: {primary.effect.format()} (not decisive: a guardrail failed)",
+                *decision.reasons,
+            ),
+        )
     if primary_path is None:
-        head = f"primary: {primary.skipped}" if primary is not None else (
-            "primary: no quality scorer given (--scorer, --judge-model): nothing can be "
-            "promoted; guardrails only")
+        head = (
+            f"primary: {primary.skipped}"
+            if primary is not None
+            else (
+                "primary: no quality scorer given (--scorer, --judge-model): nothing can be "
+                "promoted; guardrails only"
+            )
+        )
         rest = decision.reasons if decision.action == "roll_back" else decision.reasons[1:]
         decision = Decision(decision.action, (head, *rest))
     return ABResult(
-        decision, mode, cfg.alpha, primary, tuple(r for r, _ in rails),
-        tuple(r for r, _ in results[1:]), counts, exchanges[0].ts, exchanges[-1].ts,
-        cfg.since, cfg.until, _path(scored[0][1]) if scored else (), tuple(scoring))
+        decision,
+        mode,
+        cfg.alpha,
+        primary,
+        tuple(r for r, _ in rails),
+        tuple(r for r, _ in results[1:]),
+        counts,
+        exchanges[0].ts,
+        exchanges[-1].ts,
+        cfg.since,
+        cfg.until,
+        _path(scored[0][1]) if scored else (),
+        tuple(scoring),
+    )
 
 
 async def run_ab(store: Store, cfg: ABConfig, *, progress: Progress | None = None) -> ABResult:
@@ -387,10 +478,17 @@ async def run_ab(store: Store, cfg: ABConfig, *, progress: Progress | None = Non
         _mode, exchanges, _counts = _window(store, cfg)
         parsed = [parse_scorer(s, judge_model=cfg.judge_model) for s in cfg.scorers]
         refusal = parse_scorer(REFUSAL)
-        reports += await score_exchanges(store, exchanges, [refusal],
-                                         concurrency=cfg.concurrency, progress=progress)
+        reports += await score_exchanges(
+            store, exchanges, [refusal], concurrency=cfg.concurrency, progress=progress
+        )
         chosen = sample_exchanges(exchanges, cfg.sample, cfg.seed)
         others = [p for p in parsed if p.key != REFUSAL]
-        reports += await score_exchanges(store, chosen, others, concurrency=cfg.concurrency,
-                                         retry_failed=cfg.retry_failed, progress=progress)
+        reports += await score_exchanges(
+            store,
+            chosen,
+            others,
+            concurrency=cfg.concurrency,
+            retry_failed=cfg.retry_failed,
+            progress=progress,
+        )
     return analyze_ab(store, cfg, reports)

@@ -75,10 +75,12 @@ def _arms(e: Exchange) -> tuple[TrafficRecord, bool]:
     return e.baseline, False
 
 
-def _values(name: str, exchanges: Sequence[Exchange], scores: Scores,
-            prices: Prices) -> tuple[np.ndarray, np.ndarray] | str:
+def _values(
+    name: str, exchanges: Sequence[Exchange], scores: Scores, prices: Prices
+) -> tuple[np.ndarray, np.ndarray] | str:
     """Per request, the baseline and candidate value of a guardrail (shadow) or the value
     and group (canary: second array is the candidate flag)."""
+
     def value(rec: TrafficRecord) -> float:
         if name == "error_rate":
             return 0.0 if rec.ok else 1.0
@@ -92,23 +94,36 @@ def _values(name: str, exchanges: Sequence[Exchange], scores: Scores,
     if name == "cost" and not {"baseline", "candidate"} <= set(prices):
         return "no prices given for both arms (--price baseline=IN,OUT --price candidate=IN,OUT)"
     if exchanges and exchanges[0].mode == "shadow":
-        pairs = [(e.baseline, e.candidate) for e in exchanges
-                 if e.baseline is not None and e.candidate is not None]
+        pairs = [
+            (e.baseline, e.candidate)
+            for e in exchanges
+            if e.baseline is not None and e.candidate is not None
+        ]
         return (np.array([value(b) for b, _ in pairs]), np.array([value(c) for _, c in pairs]))
     arms = [_arms(e) for e in exchanges]
     return np.array([value(r) for r, _ in arms]), np.array([t for _, t in arms], dtype=bool)
 
 
-def build_guardrail(name: str, exchanges: Sequence[Exchange], scores: Scores, prices: Prices,
-                    tolerance: float, st: Settings) -> Built:
+def build_guardrail(
+    name: str,
+    exchanges: Sequence[Exchange],
+    scores: Scores,
+    prices: Prices,
+    tolerance: float,
+    st: Settings,
+) -> Built:
     """One guardrail over the requests in arrival order (shadow: the mirrored ones)."""
     got = _values(name, exchanges, scores, prices)
     if isinstance(got, str):
         return got
     a, b = got
     ts = [e.ts for e in exchanges]
-    kw: dict[str, Any] = {"alpha": st.alpha, "what": WHAT[name], "min_n": st.min_n,
-                          "n_target": st.n_target}
+    kw: dict[str, Any] = {
+        "alpha": st.alpha,
+        "what": WHAT[name],
+        "min_n": st.min_n,
+        "n_target": st.n_target,
+    }
     if st.mode == "shadow":
         keep = ~(np.isnan(a) | np.isnan(b))
         a, b, ts = a[keep], b[keep], [t for t, k in zip(ts, keep, strict=True) if k]
@@ -116,8 +131,13 @@ def build_guardrail(name: str, exchanges: Sequence[Exchange], scores: Scores, pr
             return f"no request has a usable value for both arms ({_why(name)})"
         if name in ("latency_p50", "cost"):
             tol = tolerance * float(np.mean(a)) if name == "cost" else tolerance
-            return paired_metric(name, b - a, tolerance=tol, transform="expm1" if name ==
-                                 "latency_p50" else "identity", **kw), ts
+            return paired_metric(
+                name,
+                b - a,
+                tolerance=tol,
+                transform="expm1" if name == "latency_p50" else "identity",
+                **kw,
+            ), ts
         values, treated = interleave(a, b)
         ts2 = [t for t in ts for _ in (0, 1)]
         return _rate(name, values, treated, ts2, tolerance, st, kw)
@@ -128,16 +148,30 @@ def build_guardrail(name: str, exchanges: Sequence[Exchange], scores: Scores, pr
         return f"one group has no usable value ({_why(name)})"
     if name in ("latency_p50", "cost"):
         tol = tolerance * float(np.mean(values[~treated])) if name == "cost" else tolerance
-        return two_sample_metric(name, values, treated, tolerance=tol, transform="expm1" if
-                                 name == "latency_p50" else "identity", **kw), ts
+        return two_sample_metric(
+            name,
+            values,
+            treated,
+            tolerance=tol,
+            transform="expm1" if name == "latency_p50" else "identity",
+            **kw,
+        ), ts
     return _rate(name, values, treated, ts, tolerance, st, kw)
 
 
-def _rate(name: str, values: np.ndarray, treated: np.ndarray, ts: list[datetime],
-          tolerance: float, st: Settings, kw: dict[str, Any]) -> Built:
+def _rate(
+    name: str,
+    values: np.ndarray,
+    treated: np.ndarray,
+    ts: list[datetime],
+    tolerance: float,
+    st: Settings,
+    kw: dict[str, Any],
+) -> Built:
     if name == "latency_p95":
-        values, keep = exceed_p95(values, treated, warm=min(2 * st.min_n, values.size),
-                                  blocks=st.blocks)
+        values, keep = exceed_p95(
+            values, treated, warm=min(2 * st.min_n, values.size), blocks=st.blocks
+        )
         values, treated = values[keep], treated[keep]
         ts = [t for t, k in zip(ts, keep, strict=True) if k]
         if values.size == 0:
@@ -147,26 +181,42 @@ def _rate(name: str, values: np.ndarray, treated: np.ndarray, ts: list[datetime]
 
 
 def _why(name: str) -> str:
-    return {"error_rate": "no calls", "latency_p50": "no latency logged",
-            "latency_p95": "no latency logged", "refusal_rate": "no refusal scores",
-            "cost": "no token counts logged: streams report none unless the client asks "
-            "for usage"}[name]
+    return {
+        "error_rate": "no calls",
+        "latency_p50": "no latency logged",
+        "latency_p95": "no latency logged",
+        "refusal_rate": "no refusal scores",
+        "cost": "no token counts logged: streams report none unless the client asks for usage",
+    }[name]
 
 
-def build_score_metric(key: str, exchanges: Sequence[Exchange], scores: Scores,
-                       st: Settings, *, higher_is_better: bool = True) -> Built:
+def build_score_metric(
+    key: str,
+    exchanges: Sequence[Exchange],
+    scores: Scores,
+    st: Settings,
+    *,
+    higher_is_better: bool = True,
+) -> Built:
     """A quality score: shadow, the paired difference on requests scored for both arms
     (pairwise: P(candidate preferred) - 0.5); canary, the difference between the groups."""
     what = f"{key}: candidate minus baseline"
-    kw: dict[str, Any] = {"alpha": st.alpha, "min_n": st.min_n, "n_target": st.n_target,
-                          "higher_is_better": higher_is_better}
+    kw: dict[str, Any] = {
+        "alpha": st.alpha,
+        "min_n": st.min_n,
+        "n_target": st.n_target,
+        "higher_is_better": higher_is_better,
+    }
     if st.mode == "shadow":
         rows: list[tuple[datetime, float]] = []
         for e in exchanges:
             c = scores.get((e.pair_id, "candidate"))
             b = None if key == PAIRWISE else scores.get((e.pair_id, "baseline"))
-            if c is None or math.isnan(c.value) or (key != PAIRWISE and (
-                    b is None or math.isnan(b.value))):
+            if (
+                c is None
+                or math.isnan(c.value)
+                or (key != PAIRWISE and (b is None or math.isnan(b.value)))
+            ):
                 continue
             rows.append((e.ts, c.value - 0.5 if b is None else c.value - b.value))
         if key == PAIRWISE:
@@ -188,5 +238,6 @@ def build_score_metric(key: str, exchanges: Sequence[Exchange], scores: Scores,
     if min(int(treated_arr.sum()), int((~treated_arr).sum())) == 0:
         return f"no {key} scores in {'both groups' if obs else 'either group'} yet"
     binary = bool(np.isin(values, (0.0, 1.0)).all())
-    return two_sample_metric(key, values, treated_arr, what=what, binary=binary,
-                             **kw), [t for t, _, _ in obs]
+    return two_sample_metric(key, values, treated_arr, what=what, binary=binary, **kw), [
+        t for t, _, _ in obs
+    ]

@@ -64,23 +64,49 @@ class MetricPath:
     transform: Transform = "identity"
 
 
-def paired_metric(name: str, d: npt.ArrayLike, *, alpha: float, what: str, min_n: int = 100,
-                  n_target: int = 1000, higher_is_better: bool = False, tolerance: float = 0.0,
-                  transform: Transform = "identity") -> MetricPath:
+def paired_metric(
+    name: str,
+    d: npt.ArrayLike,
+    *,
+    alpha: float,
+    what: str,
+    min_n: int = 100,
+    n_target: int = 1000,
+    higher_is_better: bool = False,
+    tolerance: float = 0.0,
+    transform: Transform = "identity",
+) -> MetricPath:
     """Paired differences ``d = candidate - baseline`` on the same requests (shadow)."""
-    path = msprt_paired_path(np.asarray(d, dtype=np.float64), alpha=alpha, min_n=min_n,
-                             n_target=n_target)
+    path = msprt_paired_path(
+        np.asarray(d, dtype=np.float64), alpha=alpha, min_n=min_n, n_target=n_target
+    )
     return MetricPath(name, path, alpha, what, higher_is_better, tolerance, transform)
 
 
-def two_sample_metric(name: str, values: npt.ArrayLike, treated: npt.ArrayLike, *,
-                      alpha: float, what: str, binary: bool = False, min_n: int = 100,
-                      n_target: int = 1000, higher_is_better: bool = False,
-                      tolerance: float = 0.0, transform: Transform = "identity") -> MetricPath:
+def two_sample_metric(
+    name: str,
+    values: npt.ArrayLike,
+    treated: npt.ArrayLike,
+    *,
+    alpha: float,
+    what: str,
+    binary: bool = False,
+    min_n: int = 100,
+    n_target: int = 1000,
+    higher_is_better: bool = False,
+    tolerance: float = 0.0,
+    transform: Transform = "identity",
+) -> MetricPath:
     """Two groups, ``treated`` = the candidate's observations (canary; or a shadow rate with
     the arms interleaved by :func:`interleave`). ``n`` counts both groups."""
-    path = msprt_two_sample_path(np.asarray(values, dtype=np.float64), treated, alpha=alpha,
-                                 min_n=min_n, n_target=n_target, binary=binary)
+    path = msprt_two_sample_path(
+        np.asarray(values, dtype=np.float64),
+        treated,
+        alpha=alpha,
+        min_n=min_n,
+        n_target=n_target,
+        binary=binary,
+    )
     return MetricPath(name, path, alpha, what, higher_is_better, tolerance, transform)
 
 
@@ -98,8 +124,9 @@ def interleave(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> tuple[Float
     return values, treated
 
 
-def exceed_p95(values: npt.ArrayLike, treated: npt.ArrayLike, *, warm: int = 100,
-               blocks: int = 200) -> tuple[Floats, Bools]:
+def exceed_p95(
+    values: npt.ArrayLike, treated: npt.ArrayLike, *, warm: int = 100, blocks: int = 200
+) -> tuple[Floats, Bools]:
     """Whether each observation is above the baseline's p95 *as it stood before it*.
 
     The threshold at position i is the 95th percentile of the baseline observations before
@@ -117,8 +144,11 @@ def exceed_p95(values: npt.ArrayLike, treated: npt.ArrayLike, *, warm: int = 100
     history = np.sort(base[..., :warm], axis=-1)  # NaN sorts last
     for start in range(warm, n, step):
         if start > warm:  # merge the last block in: a stable sort of two sorted runs is linear
-            history = np.sort(np.concatenate([history, base[..., start - step : start]], -1),
-                              axis=-1, kind="stable")
+            history = np.sort(
+                np.concatenate([history, base[..., start - step : start]], -1),
+                axis=-1,
+                kind="stable",
+            )
         threshold = _p95_sorted(history)
         block = x[..., start : start + step]
         out[..., start : start + step] = np.where(np.isnan(threshold), 0.0, block > threshold)
@@ -164,8 +194,9 @@ def effect_at(m: MetricPath, k: int | None = None, stream: int | None = None) ->
     return Estimate(est, low, high, n, METHOD, 1 - m.alpha)
 
 
-def crossed_at(m: MetricPath, k: int | None = None,
-               stream: int | None = None) -> tuple[float, float] | None:
+def crossed_at(
+    m: MetricPath, k: int | None = None, stream: int | None = None
+) -> tuple[float, float] | None:
     """When the confidence sequence after ``k`` observations is empty, the crossed bounds
     of the running intersection ``(highest lower, lowest upper)`` in the shown units (the
     transform is monotone, so they stay the bounds they were); ``None`` when it is not."""
@@ -182,30 +213,52 @@ def crossed_at(m: MetricPath, k: int | None = None,
     return low, high
 
 
-def guardrail_status(name: str, effect: Estimate, tolerance: float, higher_is_better: bool,
-                     crossed: tuple[float, float] | None = None) -> tuple[Status, str]:
+def guardrail_status(
+    name: str,
+    effect: Estimate,
+    tolerance: float,
+    higher_is_better: bool,
+    crossed: tuple[float, float] | None = None,
+) -> tuple[Status, str]:
     """``failing``, ``safe``, ``open`` or ``moved`` with the reason: the rule
     ``decide_rollout`` applies to each guardrail (``calipers.stats.guardrail_verdict``)."""
     return guardrail_verdict(Guardrail(name, effect, higher_is_better, tolerance, crossed))
 
 
-def decide_at(primary: MetricPath | None, guardrails: Sequence[MetricPath], *,
-              k: int | None = None, guardrail_k: Sequence[int | None] | None = None,
-              stream: int | None = None, min_improvement: float = 0.0,
-              max_n: int | None = None) -> Decision:
+def decide_at(
+    primary: MetricPath | None,
+    guardrails: Sequence[MetricPath],
+    *,
+    k: int | None = None,
+    guardrail_k: Sequence[int | None] | None = None,
+    stream: int | None = None,
+    min_improvement: float = 0.0,
+    max_n: int | None = None,
+) -> Decision:
     """The decision after the first ``k`` observations of the primary metric and
     ``guardrail_k[i]`` of guardrail i (``None``: all; ``guardrail_k`` defaults to ``k``).
 
     Without a primary metric nothing can be promoted (its effect is empty, so the decision
     is keep watching unless a guardrail shows harm)."""
     ks = [k] * len(guardrails) if guardrail_k is None else list(guardrail_k)
-    effect = (effect_at(primary, k, stream) if primary is not None
-              else Estimate.empty(METHOD, 0.95))
-    rails = [Guardrail(g.name, effect_at(g, gk, stream), g.higher_is_better, g.tolerance,
-                       crossed_at(g, gk, stream))
-             for g, gk in zip(guardrails, ks, strict=True)]
+    effect = effect_at(primary, k, stream) if primary is not None else Estimate.empty(METHOD, 0.95)
+    rails = [
+        Guardrail(
+            g.name,
+            effect_at(g, gk, stream),
+            g.higher_is_better,
+            g.tolerance,
+            crossed_at(g, gk, stream),
+        )
+        for g, gk in zip(guardrails, ks, strict=True)
+    ]
     higher = primary.higher_is_better if primary is not None else True
     crossed = crossed_at(primary, k, stream) if primary is not None else None
-    return decide_rollout(effect, higher_is_better=higher, min_improvement=min_improvement,
-                          guardrails=rails, max_n=max_n if primary is not None else None,
-                          primary_crossed=crossed)
+    return decide_rollout(
+        effect,
+        higher_is_better=higher,
+        min_improvement=min_improvement,
+        guardrails=rails,
+        max_n=max_n if primary is not None else None,
+        primary_crossed=crossed,
+    )

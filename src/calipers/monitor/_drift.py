@@ -76,11 +76,20 @@ class DriftRow:
         def f(v: float) -> float | None:
             return v if math.isfinite(v) else None
 
-        return {"feature": self.feature, "kind": self.kind, "test": t.test,
-                "statistic": f(t.statistic), "threshold": f(t.threshold),
-                "p_value": f(t.p_value), "p_adjusted": f(t.p_adjusted), "alpha": t.alpha,
-                "drifted": t.drifted, "n_reference": t.n_reference, "n_current": t.n_current,
-                "detail": self.detail}
+        return {
+            "feature": self.feature,
+            "kind": self.kind,
+            "test": t.test,
+            "statistic": f(t.statistic),
+            "threshold": f(t.threshold),
+            "p_value": f(t.p_value),
+            "p_adjusted": f(t.p_adjusted),
+            "alpha": t.alpha,
+            "drifted": t.drifted,
+            "n_reference": t.n_reference,
+            "n_current": t.n_current,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -96,19 +105,23 @@ class WindowDrift:
         return [r for r in self.rows if r.test.drifted]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"start": self.start.isoformat(), "end": self.end.isoformat(),
-                "drifted": bool(self.alarms), "tests": [r.to_dict() for r in self.rows]}
+        return {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "drifted": bool(self.alarms),
+            "tests": [r.to_dict() for r in self.rows],
+        }
 
 
-def _median_detail(ref: npt.NDArray[np.float64], cur: npt.NDArray[np.float64], unit: str
-                   ) -> str:
+def _median_detail(ref: npt.NDArray[np.float64], cur: npt.NDArray[np.float64], unit: str) -> str:
     if ref.size == 0 or cur.size == 0:
         return ""
     return f"median {np.median(ref):.0f} -> {np.median(cur):.0f} {unit}"
 
 
-def _share_detail(ref: Sequence[Hashable], cur: Sequence[Hashable],
-                  names: dict[Hashable, str] | None = None) -> str:
+def _share_detail(
+    ref: Sequence[Hashable], cur: Sequence[Hashable], names: dict[Hashable, str] | None = None
+) -> str:
     """The category whose share moved most."""
     if not ref or not cur:
         return ""
@@ -119,8 +132,9 @@ def _share_detail(ref: Sequence[Hashable], cur: Sequence[Hashable],
     return f"{label}: {a[k] / len(ref):.0%} -> {b[k] / len(cur):.0%}"
 
 
-def _language_row(ref: Sequence[str], cur: Sequence[str], rng: np.random.Generator,
-                  o: DriftOptions) -> DriftRow:
+def _language_row(
+    ref: Sequence[str], cur: Sequence[str], rng: np.random.Generator, o: DriftOptions
+) -> DriftRow:
     """Shares of the languages identified; prompts the identifier was unsure of (``und``)
     are left out of the test, so an unsure label never raises an alarm (their share is
     said in the detail)."""
@@ -146,13 +160,13 @@ def _sample(texts: list[str], max_n: int, rng: np.random.Generator) -> list[str]
     return [texts[i] for i in sorted(rng.choice(len(texts), max_n, replace=False))]
 
 
-def _text_tests(ref: Features, cur: Features, embedder: Embedder, rng: np.random.Generator,
-                o: DriftOptions) -> list[DriftRow]:
+def _text_tests(
+    ref: Features, cur: Features, embedder: Embedder, rng: np.random.Generator, o: DriftOptions
+) -> list[DriftRow]:
     """Topic shares and embedding drift on vectors fit on both windows' texts together."""
     a, b = _sample(ref.texts, o.max_texts, rng), _sample(cur.texts, o.max_texts, rng)
     if len(a) < 2 or len(b) < 2:
-        skip = DriftTest("mmd-permutation", math.nan, math.nan, math.nan, len(a), len(b),
-                         o.alpha)
+        skip = DriftTest("mmd-permutation", math.nan, math.nan, math.nan, len(a), len(b), o.alpha)
         return [DriftRow("embedding", "input", skip, "too few texts")]
     x = embedder.dense(a + b)
     rows = []
@@ -160,52 +174,92 @@ def _text_tests(ref: Features, cur: Features, embedder: Embedder, rng: np.random
         labels = cluster_vectors(x, seed=embedder.seed).tolist()
         first = {lab: (a + b)[i] for i, lab in reversed(list(enumerate(labels)))}
         names: dict[Hashable, str] = {k: f"topic {k} (e.g. {v[:40]!r})" for k, v in first.items()}
-        test = chi2_drift(labels[: len(a)], labels[len(a):], rng=rng, alpha=o.alpha,
-                          n_permutations=o.n_permutations)
-        rows.append(DriftRow("topic", "input", test,
-                             _share_detail(labels[: len(a)], labels[len(a):], names)))
-    xa, xb = x[: len(a)], x[len(a):]
+        test = chi2_drift(
+            labels[: len(a)],
+            labels[len(a) :],
+            rng=rng,
+            alpha=o.alpha,
+            n_permutations=o.n_permutations,
+        )
+        rows.append(
+            DriftRow(
+                "topic", "input", test, _share_detail(labels[: len(a)], labels[len(a) :], names)
+            )
+        )
+    xa, xb = x[: len(a)], x[len(a) :]
     if o.embedding_test == "classifier":
         emb = classifier_drift(xa, xb, rng=rng, alpha=o.alpha, max_n=o.max_texts)
     else:
-        emb = mmd_drift(xa, xb, rng=rng, alpha=o.alpha, max_n=o.max_texts,
-                        n_permutations=max(100, o.n_permutations // 2))
+        emb = mmd_drift(
+            xa,
+            xb,
+            rng=rng,
+            alpha=o.alpha,
+            max_n=o.max_texts,
+            n_permutations=max(100, o.n_permutations // 2),
+        )
     rows.append(DriftRow("embedding", "input", emb, embedder.name))
     return rows
 
 
-def drift_tests(ref: Features, cur: Features, *, embedder: Embedder,
-                rng: np.random.Generator, options: DriftOptions | None = None
-                ) -> list[DriftRow]:
+def drift_tests(
+    ref: Features,
+    cur: Features,
+    *,
+    embedder: Embedder,
+    rng: np.random.Generator,
+    options: DriftOptions | None = None,
+) -> list[DriftRow]:
     """Every feature's test of ``cur`` against ``ref``, Holm-adjusted together."""
     o = options or DriftOptions()
     a, perms = o.alpha, o.n_permutations
     rows = [
-        DriftRow("prompt_length", "input", ks_drift(ref.prompt_length, cur.prompt_length,
-                                                    alpha=a),
-                 _median_detail(ref.prompt_length, cur.prompt_length, "chars")),
-        DriftRow("prompt_length", "input", psi_drift(ref.prompt_length, cur.prompt_length,
-                                                     rng=rng, alpha=a, n_permutations=perms)),
+        DriftRow(
+            "prompt_length",
+            "input",
+            ks_drift(ref.prompt_length, cur.prompt_length, alpha=a),
+            _median_detail(ref.prompt_length, cur.prompt_length, "chars"),
+        ),
+        DriftRow(
+            "prompt_length",
+            "input",
+            psi_drift(ref.prompt_length, cur.prompt_length, rng=rng, alpha=a, n_permutations=perms),
+        ),
         _language_row(ref.language, cur.language, rng, o),
         *_text_tests(ref, cur, embedder, rng, o),
-        DriftRow("response_length", "output",
-                 ks_drift(ref.response_length, cur.response_length, alpha=a),
-                 _median_detail(ref.response_length, cur.response_length, "chars")),
-        DriftRow("refusal_rate", "output", chi2_drift(ref.refused, cur.refused, rng=rng,
-                                                      alpha=a, n_permutations=perms),
-                 _rate_detail(ref.refused, cur.refused)),
-        DriftRow("error_rate", "output", chi2_drift(ref.errored, cur.errored, rng=rng,
-                                                    alpha=a, n_permutations=perms),
-                 _rate_detail(ref.errored, cur.errored)),
+        DriftRow(
+            "response_length",
+            "output",
+            ks_drift(ref.response_length, cur.response_length, alpha=a),
+            _median_detail(ref.response_length, cur.response_length, "chars"),
+        ),
+        DriftRow(
+            "refusal_rate",
+            "output",
+            chi2_drift(ref.refused, cur.refused, rng=rng, alpha=a, n_permutations=perms),
+            _rate_detail(ref.refused, cur.refused),
+        ),
+        DriftRow(
+            "error_rate",
+            "output",
+            chi2_drift(ref.errored, cur.errored, rng=rng, alpha=a, n_permutations=perms),
+            _rate_detail(ref.errored, cur.errored),
+        ),
     ]
     for name in sorted(set(ref.scores) | set(cur.scores)):
         r = ref.scores.get(name, np.zeros(0))
         c = cur.scores.get(name, np.zeros(0))
         r, c = r[~np.isnan(r)], c[~np.isnan(c)]
-        rows.append(DriftRow(f"score:{name}", "output", ks_drift(r, c, alpha=a),
-                             f"mean {np.mean(r):.3f} -> {np.mean(c):.3f}"
-                             if r.size and c.size else ""))
+        rows.append(
+            DriftRow(
+                f"score:{name}",
+                "output",
+                ks_drift(r, c, alpha=a),
+                f"mean {np.mean(r):.3f} -> {np.mean(c):.3f}" if r.size and c.size else "",
+            )
+        )
     keyed = {f"{i}": row.test for i, row in enumerate(rows)}
     adjusted = adjust_drift(keyed)
-    return [DriftRow(row.feature, row.kind, adjusted[f"{i}"], row.detail)
-            for i, row in enumerate(rows)]
+    return [
+        DriftRow(row.feature, row.kind, adjusted[f"{i}"], row.detail) for i, row in enumerate(rows)
+    ]

@@ -45,9 +45,16 @@ class ExportResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "target": self.target, "flagged": self.flagged,
-                "exported": self.exported, "skipped": self.skipped, "path": self.path,
-                "version": self.version, "notes": self.notes}
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "flagged": self.flagged,
+            "exported": self.exported,
+            "skipped": self.skipped,
+            "path": self.path,
+            "version": self.version,
+            "notes": self.notes,
+        }
 
 
 def _cluster_names(novelty: Novelty) -> dict[int, str]:
@@ -63,8 +70,9 @@ def _conversation(item: NoveltyItem) -> list[dict[str, str]]:
     return [{"role": r, "content": t} for r, t in keep]
 
 
-def export_to_suite(novelty: Novelty, name: str, *, build: bool = False, seed: int = 0,
-                    backend: Backend = "auto") -> ExportResult:
+def export_to_suite(
+    novelty: Novelty, name: str, *, build: bool = False, seed: int = 0, backend: Backend = "auto"
+) -> ExportResult:
     """Import the flagged requests into suite ``name``'s pool (created if new); ``build``
     then builds the next version (every distinct pool record, clustered with ``backend``)."""
     from calipers.suites import FieldMapping, build_suite, import_logs, list_suites, read_pool
@@ -75,52 +83,80 @@ def export_to_suite(novelty: Novelty, name: str, *, build: bool = False, seed: i
     rows = []
     for it in novelty.outliers:
         if it.exchange.pair_id in known:
-            skipped["already in the suite's pool"] = skipped.get(
-                "already in the suite's pool", 0) + 1
+            skipped["already in the suite's pool"] = (
+                skipped.get("already in the suite's pool", 0) + 1
+            )
             continue
         served = it.exchange.served
-        rows.append({"id": it.exchange.pair_id, "conversation": _conversation(it),
-                     "output": served.response if served is not None else None,
-                     "flagged": it.reason})
+        rows.append(
+            {
+                "id": it.exchange.pair_id,
+                "conversation": _conversation(it),
+                "output": served.response if served is not None else None,
+                "flagged": it.reason,
+            }
+        )
     if not rows:
-        return ExportResult("suite", name, len(novelty.outliers), 0, skipped,
-                            notes=["nothing new to export"])
+        return ExportResult(
+            "suite", name, len(novelty.outliers), 0, skipped, notes=["nothing new to export"]
+        )
     from calipers.suites import suites_home
 
     folder = suites_home().parent / "monitor" / "exports"
     make_folder(folder, "the monitor's export folder", private=True)
     path = folder / f"{name}-{utc_now():%Y%m%dT%H%M%S%f}.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    report = import_logs(path, name, fmt="jsonl", mapping=FieldMapping(
-        id="id", conversation="conversation", output="output"))
+    report = import_logs(
+        path,
+        name,
+        fmt="jsonl",
+        mapping=FieldMapping(id="id", conversation="conversation", output="output"),
+    )
     for reason, n in report.skipped.items():
         skipped[reason] = skipped.get(reason, 0) + n
-    version, notes = None, [f"imported into the pool of suite {name!r}; "
-                            f"`calipers suite build {name}` makes the next version"]
+    version, notes = (
+        None,
+        [
+            f"imported into the pool of suite {name!r}; "
+            f"`calipers suite build {name}` makes the next version"
+        ],
+    )
     if build:
         result = build_suite(name, seed=seed, backend=backend)
         version = result.manifest.version
         notes = [f"built suite {name} v{version}" + (" (unchanged)" if result.unchanged else "")]
-    return ExportResult("suite", name, len(novelty.outliers), report.n_imported, skipped,
-                        str(path), version, notes)
+    return ExportResult(
+        "suite", name, len(novelty.outliers), report.n_imported, skipped, str(path), version, notes
+    )
 
 
 def _arm(rec: TrafficRecord | None) -> dict[str, Any] | None:
     if rec is None:
         return None
-    return {"model": rec.model, "response": rec.response, "status": rec.status,
-            "error": rec.error, "latency_ms": rec.latency_ms, "served": rec.served}
+    return {
+        "model": rec.model,
+        "response": rec.response,
+        "status": rec.status,
+        "error": rec.error,
+        "latency_ms": rec.latency_ms,
+        "served": rec.served,
+    }
 
 
 def _review_row(item: NoveltyItem, cluster_name: str | None) -> dict[str, Any]:
     ex = item.exchange
     return {
-        "pair_id": ex.pair_id, "ts": ex.ts.isoformat(), "mode": ex.mode, "prompt": ex.prompt,
-        "messages": _conversation(item), "baseline": _arm(ex.baseline),
-        "candidate": _arm(ex.candidate), "why": item.reason,
-        "similarity": item.similarity, "p_value": item.p_value,
-        "cluster": None if item.cluster is None else {"id": item.cluster,
-                                                      "name": cluster_name},
+        "pair_id": ex.pair_id,
+        "ts": ex.ts.isoformat(),
+        "mode": ex.mode,
+        "prompt": ex.prompt,
+        "messages": _conversation(item),
+        "baseline": _arm(ex.baseline),
+        "candidate": _arm(ex.candidate),
+        "why": item.reason,
+        "similarity": item.similarity,
+        "p_value": item.p_value,
+        "cluster": None if item.cluster is None else {"id": item.cluster, "name": cluster_name},
         "flagged_at": utc_now().isoformat(timespec="seconds"),
     }
 
@@ -148,13 +184,13 @@ def export_to_review(novelty: Novelty, path: str | Path) -> ExportResult:
     skipped: dict[str, int] = {}
     for it in novelty.outliers:
         if it.exchange.pair_id in known:
-            skipped["already in the review queue"] = skipped.get(
-                "already in the review queue", 0) + 1
+            skipped["already in the review queue"] = (
+                skipped.get("already in the review queue", 0) + 1
+            )
             continue
         rows.append(_review_row(it, None if it.cluster is None else names.get(it.cluster)))
     if rows:
         make_folder(p.parent, f"the folder of {p.name}")
         with p.open("a", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n"
-                         for r in rows)
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     return ExportResult("review", str(p), len(novelty.outliers), len(rows), skipped, str(p))

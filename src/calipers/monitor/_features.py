@@ -39,14 +39,19 @@ class Features:
         return len(self.texts)
 
 
-def extract_features(exchanges: Sequence[Exchange], scores: ScoreIndex,
-                     detect: Callable[[str], str]) -> Features:
+def extract_features(
+    exchanges: Sequence[Exchange], scores: ScoreIndex, detect: Callable[[str], str]
+) -> Features:
     texts = [ex.prompt for ex in exchanges]
     served = [(ex.pair_id, ex.served) for ex in exchanges]
     ok = [r for _p, r in served if r is not None and r.ok]
-    per_scorer = {name: np.array([scores.of(pid, r.role).get(name, math.nan)
-                                  for pid, r in served if r is not None], dtype=np.float64)
-                  for name in scores.scorers}
+    per_scorer = {
+        name: np.array(
+            [scores.of(pid, r.role).get(name, math.nan) for pid, r in served if r is not None],
+            dtype=np.float64,
+        )
+        for name in scores.scorers
+    }
     return Features(
         texts=texts,
         prompt_length=np.array([len(t) for t in texts], dtype=np.float64),

@@ -57,15 +57,23 @@ class NoveltyItem:
     @property
     def reason(self) -> str:
         where = "a new cluster" if self.cluster is not None else "an outlier"
-        return (f"{where}: nearest reference/suite similarity {self.similarity:.3f}, "
-                f"conformal p = {self.p_value:.4f}")
+        return (
+            f"{where}: nearest reference/suite similarity {self.similarity:.3f}, "
+            f"conformal p = {self.p_value:.4f}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         ex = self.exchange
-        return {"pair_id": ex.pair_id, "ts": ex.ts.isoformat(), "prompt": ex.prompt,
-                "similarity": _f(self.similarity), "p_value": self.p_value,
-                "suite_similarity": _f(self.suite_similarity), "cluster": self.cluster,
-                "reason": self.reason}
+        return {
+            "pair_id": ex.pair_id,
+            "ts": ex.ts.isoformat(),
+            "prompt": ex.prompt,
+            "similarity": _f(self.similarity),
+            "p_value": self.p_value,
+            "suite_similarity": _f(self.suite_similarity),
+            "cluster": self.cluster,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,13 @@ class NewCluster:
     suite_similarity: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "size": self.size, "name": self.name, "examples": self.examples,
-                "suite_similarity": _f(self.suite_similarity)}
+        return {
+            "id": self.id,
+            "size": self.size,
+            "name": self.name,
+            "examples": self.examples,
+            "suite_similarity": _f(self.suite_similarity),
+        }
 
 
 @dataclass(frozen=True)
@@ -97,16 +110,24 @@ class Novelty:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"embeddings": self.embeddings, "quantile": self.quantile,
-                "threshold": _f(self.threshold), "link_similarity": _f(self.link_similarity),
-                "n_reference": self.n_reference, "n_recent": self.n_recent,
-                "n_suite_items": self.n_suite_items, "suites": self.suites,
-                "n_outliers": len(self.outliers),
-                "outliers": [o.to_dict() for o in self.outliers],
-                "new_clusters": [c.to_dict() for c in self.clusters],
-                "suite_uncovered": {k: _f(v) if isinstance(v, float) else v
-                                    for k, v in self.suite_uncovered.to_dict().items()},
-                "notes": self.notes}
+        return {
+            "embeddings": self.embeddings,
+            "quantile": self.quantile,
+            "threshold": _f(self.threshold),
+            "link_similarity": _f(self.link_similarity),
+            "n_reference": self.n_reference,
+            "n_recent": self.n_recent,
+            "n_suite_items": self.n_suite_items,
+            "suites": self.suites,
+            "n_outliers": len(self.outliers),
+            "outliers": [o.to_dict() for o in self.outliers],
+            "new_clusters": [c.to_dict() for c in self.clusters],
+            "suite_uncovered": {
+                k: _f(v) if isinstance(v, float) else v
+                for k, v in self.suite_uncovered.to_dict().items()
+            },
+            "notes": self.notes,
+        }
 
 
 def _f(v: float | None) -> float | None:
@@ -121,12 +142,12 @@ def _max_sim(a: Any, b: Any, *, skip_self: bool = False) -> Floats:
     if b.shape[0] == 0 or n == 0:
         return out
     for s in range(0, n, _BLOCK):
-        block = a[s:s + _BLOCK] @ b.T
+        block = a[s : s + _BLOCK] @ b.T
         block = np.asarray(block.toarray() if hasattr(block, "toarray") else block, dtype=float)
         if skip_self:
             idx = np.arange(block.shape[0])
             block[idx, s + idx] = -np.inf
-        out[s:s + _BLOCK] = block.max(axis=1)
+        out[s : s + _BLOCK] = block.max(axis=1)
     return out
 
 
@@ -140,8 +161,12 @@ def _pair_quantile(x: Any, q: float, rng: np.random.Generator, max_n: int = 500)
 def _name(texts: Sequence[str]) -> str:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    df = Counter(w for t in texts for w in {x.lower() for x in _WORD.findall(t)}
-                 if w not in ENGLISH_STOP_WORDS)
+    df = Counter(
+        w
+        for t in texts
+        for w in {x.lower() for x in _WORD.findall(t)}
+        if w not in ENGLISH_STOP_WORDS
+    )
     return " / ".join(w for w, _c in df.most_common(3)) or "(no words)"
 
 
@@ -152,11 +177,16 @@ def _group(x: Floats, link: float, min_cluster: int) -> list[int | None]:
         return [None] * x.shape[0]
     from sklearn.cluster import AgglomerativeClustering
 
-    labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                     distance_threshold=max(1e-9, 1.0 - link)).fit_predict(x)
+    labels = AgglomerativeClustering(
+        n_clusters=None,
+        metric="cosine",
+        linkage="average",
+        distance_threshold=max(1e-9, 1.0 - link),
+    ).fit_predict(x)
     sizes = Counter(labels.tolist())
-    big = sorted((lab for lab, c in sizes.items() if c >= min_cluster),
-                 key=lambda lab: (-sizes[lab], lab))
+    big = sorted(
+        (lab for lab, c in sizes.items() if c >= min_cluster), key=lambda lab: (-sizes[lab], lab)
+    )
     renum = {lab: i for i, lab in enumerate(big)}
     return [renum.get(lab) for lab in labels.tolist()]
 
@@ -165,17 +195,23 @@ def _dense(x: Any) -> Floats:
     return np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float64)
 
 
-def _sample(items: Sequence[Exchange], max_n: int, rng: np.random.Generator
-            ) -> list[Exchange]:
+def _sample(items: Sequence[Exchange], max_n: int, rng: np.random.Generator) -> list[Exchange]:
     if len(items) <= max_n:
         return list(items)
     return [items[i] for i in sorted(rng.choice(len(items), max_n, replace=False))]
 
 
 def find_novelty(
-    reference: Sequence[Exchange], recent: Sequence[Exchange], suite_texts: Sequence[str], *,
-    embedder: Embedder, rng: np.random.Generator, suites: Sequence[str] = (),
-    quantile: float = 0.01, min_cluster: int = 3, max_reference: int = 3000,
+    reference: Sequence[Exchange],
+    recent: Sequence[Exchange],
+    suite_texts: Sequence[str],
+    *,
+    embedder: Embedder,
+    rng: np.random.Generator,
+    suites: Sequence[str] = (),
+    quantile: float = 0.01,
+    min_cluster: int = 3,
+    max_reference: int = 3000,
     max_examples: int = 3,
 ) -> Novelty:
     """Outliers and new clusters of ``recent`` against ``reference`` and ``suite_texts``."""
@@ -188,9 +224,21 @@ def find_novelty(
     x = embedder.unit(texts) if texts else None
     if x is None or m < 2 or not recent:
         notes.append(f"nothing to compare: {m} reference and {len(recent)} recent prompts")
-        return Novelty(embedder.name, quantile, math.nan, math.nan, m, len(recent), k,
-                       list(suites), [], [], Estimate.empty("wilson"), notes)
-    xr, xs, xn = x[:m], x[m:m + k], x[m + k:]
+        return Novelty(
+            embedder.name,
+            quantile,
+            math.nan,
+            math.nan,
+            m,
+            len(recent),
+            k,
+            list(suites),
+            [],
+            [],
+            Estimate.empty("wilson"),
+            notes,
+        )
+    xr, xs, xn = x[:m], x[m : m + k], x[m + k :]
     ref_score = np.maximum(_max_sim(xr, xr, skip_self=True), _max_sim(xr, xs))
     suite_sim = _max_sim(xn, xs)
     score = np.maximum(_max_sim(xn, xr), suite_sim)
@@ -199,24 +247,47 @@ def find_novelty(
     cut = math.floor(quantile * (m + 1)) - 1  # flagged iff fewer than cut+1 scores <= its own
     threshold = float(order[cut]) if cut >= 0 else -math.inf
     if cut < 0:
-        notes.append(f"a reference of {m} prompts cannot flag anything at quantile "
-                     f"{quantile:g}: it needs at least {math.ceil(1 / quantile) - 1} (use a longer "
-                     "--reference or a larger --outlier-quantile)")
+        notes.append(
+            f"a reference of {m} prompts cannot flag anything at quantile "
+            f"{quantile:g}: it needs at least {math.ceil(1 / quantile) - 1} (use a longer "
+            "--reference or a larger --outlier-quantile)"
+        )
     link = _pair_quantile(xr, LINK_QUANTILE, rng)
     flagged = np.flatnonzero(p <= quantile)
     groups = _group(_dense(xn[flagged]), link, min_cluster) if flagged.size else []
-    items = [NoveltyItem(recent[i], float(score[i]), float(p[i]), float(suite_sim[i]), g)
-             for i, g in zip(flagged.tolist(), groups, strict=True)]
+    items = [
+        NoveltyItem(recent[i], float(score[i]), float(p[i]), float(suite_sim[i]), g)
+        for i, g in zip(flagged.tolist(), groups, strict=True)
+    ]
     clusters = []
     for c in sorted({g for g in groups if g is not None}):
         members = [it for it in items if it.cluster == c]
         prompts = [it.exchange.prompt for it in members]
-        clusters.append(NewCluster(c, len(members), _name(prompts), prompts[:max_examples],
-                                   max(it.suite_similarity for it in members)))
+        clusters.append(
+            NewCluster(
+                c,
+                len(members),
+                _name(prompts),
+                prompts[:max_examples],
+                max(it.suite_similarity for it in members),
+            )
+        )
     if k:
         uncovered = wilson(int(np.sum(suite_sim < threshold)), len(recent))
     else:
         uncovered = Estimate.empty("skipped: no suite given")
     items.sort(key=lambda it: (it.cluster is None, it.cluster or 0, it.similarity))
-    return Novelty(embedder.name, quantile, threshold, link, m, len(recent), k, list(suites),
-                   items, clusters, uncovered, notes)
+    return Novelty(
+        embedder.name,
+        quantile,
+        threshold,
+        link,
+        m,
+        len(recent),
+        k,
+        list(suites),
+        items,
+        clusters,
+        uncovered,
+        notes,
+    )

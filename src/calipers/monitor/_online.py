@@ -81,9 +81,11 @@ class OnlineScorer:
 
 def _need_judge(key: str, judge_model: str | None) -> str:
     if not judge_model:
-        raise ConfigError(f"Scorer {key!r} needs a judge model.",
-                          hint="Give --judge-model SPEC, e.g. openai:gpt-4o-mini or "
-                          "fake:const={...} for a dry run.")
+        raise ConfigError(
+            f"Scorer {key!r} needs a judge model.",
+            hint="Give --judge-model SPEC, e.g. openai:gpt-4o-mini or "
+            "fake:const={...} for a dry run.",
+        )
     return judge_model
 
 
@@ -95,8 +97,10 @@ def _rubric(name: str) -> tuple[str, str]:
         except OSError as e:
             raise ConfigError(f"Cannot read the rubric file {path}: {e.strerror}.") from None
     if name not in RUBRICS:
-        raise ConfigError(f"No built-in rubric {name!r}.",
-                          hint=f"Use one of {', '.join(RUBRICS)} or llm_judge:@FILE.")
+        raise ConfigError(
+            f"No built-in rubric {name!r}.",
+            hint=f"Use one of {', '.join(RUBRICS)} or llm_judge:@FILE.",
+        )
     return name, RUBRICS[name]
 
 
@@ -112,18 +116,26 @@ def parse_scorer(spec: str, *, judge_model: str | None = None) -> OnlineScorer:
         return OnlineScorer(PAIRWISE, judge=JudgeClient(_need_judge(spec, judge_model)))
     if name == "llm_judge" and not rest.startswith("{"):
         label, rubric = _rubric(rest or "helpfulness")
-        built = build_scorer({"name": "llm_judge", "args": {
-            "judge": _need_judge(spec, judge_model), "rubric": rubric, "reference": "never"}})
+        built = build_scorer(
+            {
+                "name": "llm_judge",
+                "args": {
+                    "judge": _need_judge(spec, judge_model),
+                    "rubric": rubric,
+                    "reference": "never",
+                },
+            }
+        )
         return OnlineScorer(f"llm_judge:{label}", built, metric="judge")
     args: dict[str, Any] = {}
     if rest:
         try:
             args = json.loads(rest)
         except json.JSONDecodeError as e:
-            raise ConfigError(f"Scorer {spec!r}: the arguments after ':' are not a JSON "
-                              f"object ({e.msg}).",
-                              hint='Write NAME:{"arg": value}, e.g. contains:{"strings": '
-                              '["thanks"]}.') from None
+            raise ConfigError(
+                f"Scorer {spec!r}: the arguments after ':' are not a JSON object ({e.msg}).",
+                hint='Write NAME:{"arg": value}, e.g. contains:{"strings": ["thanks"]}.',
+            ) from None
         if not isinstance(args, dict):
             raise ConfigError(f"Scorer {spec!r}: the arguments must be a JSON object.")
     if name.startswith("llm_judge") and "judge" not in args:
@@ -146,8 +158,7 @@ def scoring_arms(e: Exchange) -> list[TrafficRecord]:
     return [a for a in arms if a is not None and a.ok]
 
 
-def sample_exchanges(exchanges: Sequence[Exchange], n: int | None,
-                     seed: int = 0) -> list[Exchange]:
+def sample_exchanges(exchanges: Sequence[Exchange], n: int | None, seed: int = 0) -> list[Exchange]:
     """A seeded uniform sample of ``n`` exchanges (all when ``n`` is None), in arrival order.
 
     The n with the smallest ``sha256(seed:pair_id)``: the same seed picks the same requests
@@ -176,15 +187,26 @@ class ScoringReport:
     errors: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scorer": self.key, "scored": self.scored, "failed": self.failed,
-                "reused": self.reused, "first_error": self.first_error}
+        return {
+            "scorer": self.key,
+            "scored": self.scored,
+            "failed": self.failed,
+            "reused": self.reused,
+            "first_error": self.first_error,
+        }
 
 
 def _output(rec: TrafficRecord) -> SampleOutput:
     latency = None if rec.latency_ms is None else rec.latency_ms / 1000
-    return SampleOutput(response=ModelResponse(
-        text=rec.response or "", input_tokens=rec.input_tokens,
-        output_tokens=rec.output_tokens, latency_s=latency, finish_reason=rec.finish_reason))
+    return SampleOutput(
+        response=ModelResponse(
+            text=rec.response or "",
+            input_tokens=rec.input_tokens,
+            output_tokens=rec.output_tokens,
+            latency_s=latency,
+            finish_reason=rec.finish_reason,
+        )
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -195,26 +217,40 @@ async def _score_one(s: OnlineScorer, e: Exchange, rec: TrafficRecord) -> Online
     assert s.scorer is not None
     score = await s.scorer(Sample(id=e.pair_id, input=e.prompt), _output(rec))
     value = score.values.get(s.metric or "", math.nan)
-    details = {"values": score.values, "explanation": score.explanation,
-               "metadata": _jsonable(score.metadata)}
-    return OnlineScoreRecord(pair_id=e.pair_id, role=rec.role, scorer=s.key,
-                             value=float(value), details=details)
+    details = {
+        "values": score.values,
+        "explanation": score.explanation,
+        "metadata": _jsonable(score.metadata),
+    }
+    return OnlineScoreRecord(
+        pair_id=e.pair_id, role=rec.role, scorer=s.key, value=float(value), details=details
+    )
 
 
 async def _score_pair(s: OnlineScorer, e: Exchange) -> OnlineScoreRecord:
     assert s.judge is not None and e.baseline is not None and e.candidate is not None
-    pv = await pairwise_judge(s.judge, e.prompt, e.candidate.response or "",
-                              e.baseline.response or "", rubric=DEFAULT_PAIRWISE_RUBRIC)
+    pv = await pairwise_judge(
+        s.judge,
+        e.prompt,
+        e.candidate.response or "",
+        e.baseline.response or "",
+        rubric=DEFAULT_PAIRWISE_RUBRIC,
+    )
     outcome = {"a": "candidate", "b": "baseline", "tie": "tie"}[pv.outcome]
-    details = {"preferred": outcome, "consistent": pv.consistent,
-               "candidate_first": pv.a_first.reasoning[:500],
-               "baseline_first": pv.b_first.reasoning[:500]}
-    return OnlineScoreRecord(pair_id=e.pair_id, role="candidate", scorer=s.key,
-                             value=pv.a_wins, details=details)
+    details = {
+        "preferred": outcome,
+        "consistent": pv.consistent,
+        "candidate_first": pv.a_first.reasoning[:500],
+        "baseline_first": pv.b_first.reasoning[:500],
+    }
+    return OnlineScoreRecord(
+        pair_id=e.pair_id, role="candidate", scorer=s.key, value=pv.a_wins, details=details
+    )
 
 
-def _jobs(s: OnlineScorer, exchanges: Sequence[Exchange],
-          done: set[tuple[str, str]]) -> list[tuple[Exchange, TrafficRecord | None]]:
+def _jobs(
+    s: OnlineScorer, exchanges: Sequence[Exchange], done: set[tuple[str, str]]
+) -> list[tuple[Exchange, TrafficRecord | None]]:
     jobs: list[tuple[Exchange, TrafficRecord | None]] = []
     for e in exchanges:
         arms = scoring_arms(e)
@@ -227,8 +263,13 @@ def _jobs(s: OnlineScorer, exchanges: Sequence[Exchange],
 
 
 async def score_exchanges(
-    store: Store, exchanges: Sequence[Exchange], scorers: Sequence[OnlineScorer], *,
-    concurrency: int = 8, retry_failed: bool = False, progress: Progress | None = None,
+    store: Store,
+    exchanges: Sequence[Exchange],
+    scorers: Sequence[OnlineScorer],
+    *,
+    concurrency: int = 8,
+    retry_failed: bool = False,
+    progress: Progress | None = None,
     batch: int = 50,
 ) -> list[ScoringReport]:
     """Score the usable answers of ``exchanges`` with each scorer and store the scores,
@@ -247,23 +288,28 @@ async def score_exchanges(
         if not s.computes:
             continue
         stored = store.get_online_scores(scorer=s.key, pair_ids=ids)
-        done: set[tuple[str, str]] = {(r.pair_id, r.role) for r in stored
-                if not (retry_failed and math.isnan(r.value))}
+        done: set[tuple[str, str]] = {
+            (r.pair_id, r.role) for r in stored if not (retry_failed and math.isnan(r.value))
+        }
         report.reused = len(done)
         jobs = _jobs(s, exchanges, done)
 
-        async def run(job: tuple[Exchange, TrafficRecord | None],
-                      s: OnlineScorer = s) -> OnlineScoreRecord:
+        async def run(
+            job: tuple[Exchange, TrafficRecord | None], s: OnlineScorer = s
+        ) -> OnlineScoreRecord:
             e, rec = job
             async with gate:
                 try:
                     return await (_score_pair(s, e) if rec is None else _score_one(s, e, rec))
                 except CalipersError as err:
                     role = "candidate" if rec is None else rec.role
-                    return OnlineScoreRecord(pair_id=e.pair_id, role=role, scorer=s.key,
-                                             value=math.nan,
-                                             details={"error": f"{type(err).__name__}: "
-                                                      f"{err.message}"})
+                    return OnlineScoreRecord(
+                        pair_id=e.pair_id,
+                        role=role,
+                        scorer=s.key,
+                        value=math.nan,
+                        details={"error": f"{type(err).__name__}: {err.message}"},
+                    )
 
         for start in range(0, len(jobs), batch):
             got = await asyncio.gather(*(run(j) for j in jobs[start : start + batch]))

@@ -42,46 +42,87 @@ def _when(report: MonitorReport, t: object) -> str:
 
 
 def _metrics_table(report: MonitorReport) -> Table:
-    names = sorted({k for w in report.windows for m in w.arms.values() for k in m
-                    if k.startswith("score:") or k == "feedback"})
-    t = Table(title="Metrics per window (95% intervals)", title_justify="left",
-              header_style="bold")
-    for col in ("window", "arm", "n", "latency p50 ms", "latency p95 ms", "errors",
-                "refusals", "cost/request $", *names):
+    names = sorted(
+        {
+            k
+            for w in report.windows
+            for m in w.arms.values()
+            for k in m
+            if k.startswith("score:") or k == "feedback"
+        }
+    )
+    t = Table(title="Metrics per window (95% intervals)", title_justify="left", header_style="bold")
+    for col in (
+        "window",
+        "arm",
+        "n",
+        "latency p50 ms",
+        "latency p95 ms",
+        "errors",
+        "refusals",
+        "cost/request $",
+        *names,
+    ):
         t.add_column(col, justify="left" if col in ("window", "arm") else "right")
     for w in report.windows:
         for i, (arm, m) in enumerate(w.arms.items()):
-            t.add_row(_when(report, w.start) if i == 0 else "", arm, f"{m['volume'].n:,}",
-                      _fmt(m["latency_p50_ms"]), _fmt(m["latency_p95_ms"]),
-                      _fmt(m["error_rate"], percent=True),
-                      _fmt(m["refusal_rate"], percent=True),
-                      _fmt(m["cost_per_request_usd"], digits=5),
-                      *(_fmt(m.get(k), digits=3) for k in names))
+            t.add_row(
+                _when(report, w.start) if i == 0 else "",
+                arm,
+                f"{m['volume'].n:,}",
+                _fmt(m["latency_p50_ms"]),
+                _fmt(m["latency_p95_ms"]),
+                _fmt(m["error_rate"], percent=True),
+                _fmt(m["refusal_rate"], percent=True),
+                _fmt(m["cost_per_request_usd"], digits=5),
+                *(_fmt(m.get(k), digits=3) for k in names),
+            )
     return t
 
 
 def _drift_table(report: MonitorReport) -> Table:
-    t = Table(title=f"Drift alarms (alpha {report.alpha:g} per window, Holm within a window)",
-              title_justify="left", header_style="bold")
-    for col in ("window", "feature", "test", "statistic", "threshold", "p", "p (Holm)",
-                "what moved"):
-        t.add_column(col, justify="right" if col in ("statistic", "threshold", "p",
-                                                     "p (Holm)") else "left")
+    t = Table(
+        title=f"Drift alarms (alpha {report.alpha:g} per window, Holm within a window)",
+        title_justify="left",
+        header_style="bold",
+    )
+    for col in (
+        "window",
+        "feature",
+        "test",
+        "statistic",
+        "threshold",
+        "p",
+        "p (Holm)",
+        "what moved",
+    ):
+        t.add_column(
+            col, justify="right" if col in ("statistic", "threshold", "p", "p (Holm)") else "left"
+        )
     for w in report.drift:
         for r in w.alarms:
             x = r.test
-            t.add_row(_when(report, w.start), r.feature, x.test, f"{x.statistic:.4g}",
-                      "" if math.isnan(x.threshold) else f"{x.threshold:.4g}",
-                      f"{x.p_value:.2g}", f"{x.p_adjusted:.2g}", escape(r.detail))
+            t.add_row(
+                _when(report, w.start),
+                r.feature,
+                x.test,
+                f"{x.statistic:.4g}",
+                "" if math.isnan(x.threshold) else f"{x.threshold:.4g}",
+                f"{x.p_value:.2g}",
+                f"{x.p_adjusted:.2g}",
+                escape(r.detail),
+            )
     return t
 
 
 def _novelty(console: Console, n: Novelty) -> None:
-    console.print(f"\n[bold]Not covered[/] ({n.embeddings}): {n.n_recent:,} recent requests "
-                  f"against {n.n_reference:,} reference prompts and {n.n_suite_items:,} suite "
-                  f"items; outlier = similarity below {n.threshold:.3f} (conformal p <= "
-                  f"{n.quantile:g}): [bold]{len(n.outliers):,}[/] flagged, "
-                  f"{len(n.clusters)} new cluster(s).")
+    console.print(
+        f"\n[bold]Not covered[/] ({n.embeddings}): {n.n_recent:,} recent requests "
+        f"against {n.n_reference:,} reference prompts and {n.n_suite_items:,} suite "
+        f"items; outlier = similarity below {n.threshold:.3f} (conformal p <= "
+        f"{n.quantile:g}): [bold]{len(n.outliers):,}[/] flagged, "
+        f"{len(n.clusters)} new cluster(s)."
+    )
     if n.n_suite_items:
         console.print(f"  recent traffic the suites miss: {_fmt(n.suite_uncovered, percent=True)}")
     for note in n.notes:
@@ -94,51 +135,67 @@ def _novelty(console: Console, n: Novelty) -> None:
             t.add_row(str(c.id), str(c.size), escape(c.name), escape(c.examples[0][:80]))
         console.print(t)
     if n.outliers:
-        t = Table(title=f"Outliers (first {_MAX_OUTLIERS})", title_justify="left",
-                  header_style="bold")
+        t = Table(
+            title=f"Outliers (first {_MAX_OUTLIERS})", title_justify="left", header_style="bold"
+        )
         for col in ("request", "similarity", "p", "cluster", "prompt"):
             t.add_column(col)
         for it in n.outliers[:_MAX_OUTLIERS]:
-            t.add_row(it.exchange.pair_id[:12], f"{it.similarity:.3f}", f"{it.p_value:.3f}",
-                      "" if it.cluster is None else str(it.cluster),
-                      escape(it.exchange.prompt[:80]))
+            t.add_row(
+                it.exchange.pair_id[:12],
+                f"{it.similarity:.3f}",
+                f"{it.p_value:.3f}",
+                "" if it.cluster is None else str(it.cluster),
+                escape(it.exchange.prompt[:80]),
+            )
         console.print(t)
 
 
 def render_report(report: MonitorReport, console: Console) -> None:
     a, b, n_ref = report.reference
-    console.print(f"[bold]Traffic[/] {report.since:%Y-%m-%d %H:%M} .. "
-                  f"{report.until:%Y-%m-%d %H:%M} UTC in windows of {report.window}; "
-                  f"reference {a:%Y-%m-%d %H:%M} .. {b:%Y-%m-%d %H:%M} ({n_ref:,} requests)"
-                  if report.reference_problem is None else "no reference")
+    console.print(
+        f"[bold]Traffic[/] {report.since:%Y-%m-%d %H:%M} .. "
+        f"{report.until:%Y-%m-%d %H:%M} UTC in windows of {report.window}; "
+        f"reference {a:%Y-%m-%d %H:%M} .. {b:%Y-%m-%d %H:%M} ({n_ref:,} requests)"
+        if report.reference_problem is None
+        else "no reference"
+    )
     if report.reference_problem is not None:
         console.print(f"[bold yellow]{escape(report.reference_problem)}[/]")
     elif report.reference_why:
         console.print(f"  [dim]reference: {escape(report.reference_why)}[/]")
     s = report.settings
-    console.print(f"  embeddings {s['embeddings']}, language {s['language_detector']}, "
-                  f"embedding test {s['embedding_test']}")
+    console.print(
+        f"  embeddings {s['embeddings']}, language {s['language_detector']}, "
+        f"embedding test {s['embedding_test']}"
+    )
     console.print(f"  [dim]{escape(s['multiplicity'])}[/]")
     for note in report.notes:
         console.print(f"  [dim]note:[/] {escape(note)}")
     console.print(_metrics_table(report))
     n_alarm = len(report.alarms)
-    console.print(f"\n[bold]Drift[/]: {n_alarm} of {len(report.drift)} window(s) compared "
-                  "with the reference raised an alarm.")
+    console.print(
+        f"\n[bold]Drift[/]: {n_alarm} of {len(report.drift)} window(s) compared "
+        "with the reference raised an alarm."
+    )
     if n_alarm:
         console.print(_drift_table(report))
     if report.novelty is not None:
         _novelty(console, report.novelty)
         if report.novelty.outliers:
-            console.print("\nNext: calipers monitor export --to-suite NAME  (or --to-review "
-                          "queue.jsonl), with the same options")
+            console.print(
+                "\nNext: calipers monitor export --to-suite NAME  (or --to-review "
+                "queue.jsonl), with the same options"
+            )
 
 
 def render_export(result: ExportResult, console: Console) -> None:
     where = f"suite {result.target}" if result.kind == "suite" else result.target
     skipped = sum(result.skipped.values())
-    console.print(f"{result.flagged:,} flagged: [bold]{result.exported:,}[/] exported to "
-                  f"{escape(where)}, {skipped:,} skipped")
+    console.print(
+        f"{result.flagged:,} flagged: [bold]{result.exported:,}[/] exported to "
+        f"{escape(where)}, {skipped:,} skipped"
+    )
     for reason, k in sorted(result.skipped.items()):
         console.print(f"  skipped {k:,}: {escape(reason)}")
     for note in result.notes:
@@ -146,11 +203,17 @@ def render_export(result: ExportResult, console: Console) -> None:
 
 
 def render_simulation(result: SimulationResult, console: Console, label: str) -> None:
-    console.print(f"{result.reps} simulated windows of {result.n} requests against a "
-                  f"reference of {result.n} ({label}):")
-    console.print(f"  calibrated tests (alpha {result.alpha:g}, Holm): {result.alarms} "
-                  f"windows with an alarm = {_fmt(result.rate, percent=True)}")
-    console.print(f"  PSI > {MAGIC_PSI} on prompt length: {result.magic_alarms} = "
-                  f"{_fmt(result.magic_rate, percent=True)}")
+    console.print(
+        f"{result.reps} simulated windows of {result.n} requests against a "
+        f"reference of {result.n} ({label}):"
+    )
+    console.print(
+        f"  calibrated tests (alpha {result.alpha:g}, Holm): {result.alarms} "
+        f"windows with an alarm = {_fmt(result.rate, percent=True)}"
+    )
+    console.print(
+        f"  PSI > {MAGIC_PSI} on prompt length: {result.magic_alarms} = "
+        f"{_fmt(result.magic_rate, percent=True)}"
+    )
     for feature, k in sorted(result.by_feature.items(), key=lambda x: -x[1]):
         console.print(f"    {feature}: {k}")

@@ -70,9 +70,12 @@ class WindowMetrics:
     arms: dict[str, dict[str, Estimate]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"start": self.start.isoformat(), "end": self.end.isoformat(),
-                "n_requests": self.n_requests,
-                "arms": {a: metrics_to_dict(m) for a, m in self.arms.items()}}
+        return {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "n_requests": self.n_requests,
+            "arms": {a: metrics_to_dict(m) for a, m in self.arms.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,19 @@ class MonitorReport:
     def to_dict(self) -> dict[str, Any]:
         start, end, n = self.reference
         return {
-            "since": self.since.isoformat(), "until": self.until.isoformat(),
-            "window_seconds": self.window.total_seconds(), "alpha": self.alpha,
-            "reference": {"start": start.isoformat(), "end": end.isoformat(), "n_requests": n,
-                          "why": self.reference_why, "problem": self.reference_problem},
-            "settings": self.settings, "notes": self.notes,
+            "since": self.since.isoformat(),
+            "until": self.until.isoformat(),
+            "window_seconds": self.window.total_seconds(),
+            "alpha": self.alpha,
+            "reference": {
+                "start": start.isoformat(),
+                "end": end.isoformat(),
+                "n_requests": n,
+                "why": self.reference_why,
+                "problem": self.reference_problem,
+            },
+            "settings": self.settings,
+            "notes": self.notes,
             "windows": [w.to_dict() for w in self.windows],
             "drift": [w.to_dict() for w in self.drift],
             "n_drifted_windows": len(self.alarms),
@@ -110,8 +121,9 @@ class MonitorReport:
         }
 
 
-def _span(store: Store, c: MonitorConfig, now: datetime
-          ) -> tuple[datetime, datetime, list[Exchange]]:
+def _span(
+    store: Store, c: MonitorConfig, now: datetime
+) -> tuple[datetime, datetime, list[Exchange]]:
     """``since``, ``until`` and the requests between them. Without ``since``: from the first
     window with traffic in the 24 hours before ``until``, so the view is not mostly empty."""
     until = c.until or now
@@ -122,11 +134,14 @@ def _span(store: Store, c: MonitorConfig, now: datetime
     return since, until, exchanges
 
 
-def _split(exchanges: Sequence[Exchange], edges: Sequence[tuple[datetime, datetime]]
-           ) -> list[list[Exchange]]:
+def _split(
+    exchanges: Sequence[Exchange], edges: Sequence[tuple[datetime, datetime]]
+) -> list[list[Exchange]]:
     times = [e.ts for e in exchanges]
-    return [list(exchanges[bisect.bisect_left(times, a):bisect.bisect_left(times, b)])
-            for a, b in edges]
+    return [
+        list(exchanges[bisect.bisect_left(times, a) : bisect.bisect_left(times, b)])
+        for a, b in edges
+    ]
 
 
 def _arms(groups: list[list[Exchange]]) -> list[str]:
@@ -139,15 +154,23 @@ def _arms(groups: list[list[Exchange]]) -> list[str]:
     return arms or ["served"]
 
 
-def _metrics(groups: list[list[Exchange]], edges: Sequence[tuple[datetime, datetime]],
-             c: MonitorConfig, scores: ScoreIndex, rng: np.random.Generator
-             ) -> list[WindowMetrics]:
+def _metrics(
+    groups: list[list[Exchange]],
+    edges: Sequence[tuple[datetime, datetime]],
+    c: MonitorConfig,
+    scores: ScoreIndex,
+    rng: np.random.Generator,
+) -> list[WindowMetrics]:
     arms = _arms(groups)
     prices = {k: Prices(*v) for k, v in c.prices.items()}
     out = []
     for (a, b), group in zip(edges, groups, strict=True):
-        per_arm = {arm: arm_metrics(group, arm, prices=prices, scores=scores, rng=rng,
-                                    confidence=c.confidence) for arm in arms}
+        per_arm = {
+            arm: arm_metrics(
+                group, arm, prices=prices, scores=scores, rng=rng, confidence=c.confidence
+            )
+            for arm in arms
+        }
         out.append(WindowMetrics(a, b, len(group), per_arm))
     return out
 
@@ -161,46 +184,68 @@ class _Reference:
     problem: str | None = None  # set when no reference holds traffic: why, and what to do
 
 
-def _reference(store: Store, c: MonitorConfig, groups: list[list[Exchange]],
-               edges: Sequence[tuple[datetime, datetime]]) -> _Reference:
+def _reference(
+    store: Store,
+    c: MonitorConfig,
+    groups: list[list[Exchange]],
+    edges: Sequence[tuple[datetime, datetime]],
+) -> _Reference:
     """The reference period: the one given, else the first windows with traffic until they
     hold ``min_reference`` requests and a quarter of all requests (a reference shared by
     every window should not be one hour's luck), leaving the last window with traffic to
     be tested."""
     if c.reference is not None:
         ex = load_exchanges(store, since=c.reference[0], until=c.reference[1], modes=c.modes)
-        problem = None if ex else (
-            f"the reference period {_hm(c.reference[0])} .. {_hm(c.reference[1])} has no "
-            "traffic: no drift test ran. Set --reference START..END to a period with traffic.")
+        problem = (
+            None
+            if ex
+            else (
+                f"the reference period {_hm(c.reference[0])} .. {_hm(c.reference[1])} has no "
+                "traffic: no drift test ran. Set --reference START..END to a period with traffic."
+            )
+        )
         return _Reference(c.reference, ex, 0, "given (--reference)", problem)
     filled = [i for i, g in enumerate(groups) if g]
     if len(filled) < 2:
         n = sum(map(len, groups))
-        where = f"all {n:,} requests fall in one window ({_hm(edges[filled[0]][0])})" \
-            if filled else "no traffic in this period"
-        return _Reference(edges[0], [], 1, "none", (
-            f"No reference period holds traffic to compare with: {where}, and the default "
-            "reference is the first windows with traffic, before the last one. No drift test "
-            "ran. Set one with --reference START..END (a period with traffic, e.g. the day "
-            "before), or use a narrower --window."))
+        where = (
+            f"all {n:,} requests fall in one window ({_hm(edges[filled[0]][0])})"
+            if filled
+            else "no traffic in this period"
+        )
+        return _Reference(
+            edges[0],
+            [],
+            1,
+            "none",
+            (
+                f"No reference period holds traffic to compare with: {where}, and the default "
+                "reference is the first windows with traffic, before the last one. No drift test "
+                "ran. Set one with --reference START..END (a period with traffic, e.g. the day "
+                "before), or use a narrower --window."
+            ),
+        )
     end, n, total = filled[0], 0, sum(map(len, groups))
     for i in range(filled[0], filled[-1]):
         end, n = i, n + len(groups[i])
         if n >= c.min_reference and 4 * n >= total:
             break
     span = (edges[filled[0]][0], edges[end][1])
-    why = (f"default: the first window{'s' if end > filled[0] else ''} with traffic, until "
-           f"{c.min_reference:,} requests and a quarter of all, or the last window with "
-           "traffic (set --reference to choose)")
-    return _Reference(span, [e for g in groups[filled[0]:end + 1] for e in g], end + 1, why)
+    why = (
+        f"default: the first window{'s' if end > filled[0] else ''} with traffic, until "
+        f"{c.min_reference:,} requests and a quarter of all, or the last window with "
+        "traffic (set --reference to choose)"
+    )
+    return _Reference(span, [e for g in groups[filled[0] : end + 1] for e in g], end + 1, why)
 
 
 def _hm(t: datetime) -> str:
     return f"{t:%Y-%m-%d %H:%M}"
 
 
-def monitor(store: Store, config: MonitorConfig | None = None, *,
-            now: datetime | None = None) -> MonitorReport:
+def monitor(
+    store: Store, config: MonitorConfig | None = None, *, now: datetime | None = None
+) -> MonitorReport:
     """Metrics per window, drift of each later window (or the latest) against the reference,
     and outliers / new clusters of the recent traffic against the reference and suites."""
     c = config or MonitorConfig()
@@ -208,38 +253,66 @@ def monitor(store: Store, config: MonitorConfig | None = None, *,
     edges = window_edges(since, until, c.window)
     groups = _split(exchanges, edges)
     rng = np.random.default_rng(c.seed)
-    scores = load_scores(store, since=min(since, c.reference[0]) if c.reference else since,
-                         until=max(until, c.reference[1]) if c.reference else until)
+    scores = load_scores(
+        store,
+        since=min(since, c.reference[0]) if c.reference else since,
+        until=max(until, c.reference[1]) if c.reference else until,
+    )
     windows = _metrics(groups, edges, c, scores, rng)
     ref = _reference(store, c, groups, edges)
     detect, detector = language_detector()
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
     drift = _drift(ref, groups, edges, c, scores, detect, embedder, rng, notes)
-    later = [g for g in groups[ref.first:] if g]
+    later = [g for g in groups[ref.first :] if g]
     recent = [e for g in (later if c.novelty == "all" else later[-1:]) for e in g]
     texts, suite_notes = suite_texts(c.suites)
-    novelty = find_novelty(ref.exchanges, recent, texts, embedder=embedder, rng=rng,
-                           suites=c.suites, quantile=c.outlier_quantile,
-                           min_cluster=c.min_cluster)
+    novelty = find_novelty(
+        ref.exchanges,
+        recent,
+        texts,
+        embedder=embedder,
+        rng=rng,
+        suites=c.suites,
+        quantile=c.outlier_quantile,
+        min_cluster=c.min_cluster,
+    )
     notes += suite_notes
     settings = _settings(c, detector, embedder, len(drift))
-    return MonitorReport(since, until, c.window, c.alpha,
-                         (*ref.span, len(ref.exchanges)), windows, drift, novelty, settings,
-                         notes, ref.why, ref.problem)
+    return MonitorReport(
+        since,
+        until,
+        c.window,
+        c.alpha,
+        (*ref.span, len(ref.exchanges)),
+        windows,
+        drift,
+        novelty,
+        settings,
+        notes,
+        ref.why,
+        ref.problem,
+    )
 
 
-def _drift(ref: _Reference, groups: list[list[Exchange]],
-           edges: Sequence[tuple[datetime, datetime]], c: MonitorConfig,
-           scores: ScoreIndex, detect: Any, embedder: Embedder, rng: np.random.Generator,
-           notes: list[str]) -> list[WindowDrift]:
+def _drift(
+    ref: _Reference,
+    groups: list[list[Exchange]],
+    edges: Sequence[tuple[datetime, datetime]],
+    c: MonitorConfig,
+    scores: ScoreIndex,
+    detect: Any,
+    embedder: Embedder,
+    rng: np.random.Generator,
+    notes: list[str],
+) -> list[WindowDrift]:
     if not ref.exchanges:
         return []
-    options = DriftOptions(alpha=c.alpha, embedding_test=c.embedding_test,
-                           n_permutations=c.n_permutations)
+    options = DriftOptions(
+        alpha=c.alpha, embedding_test=c.embedding_test, n_permutations=c.n_permutations
+    )
     features = extract_features(ref.exchanges, scores, detect)
-    todo = range(len(groups) - 1, len(groups)) if c.latest_only else \
-        range(ref.first, len(groups))
+    todo = range(len(groups) - 1, len(groups)) if c.latest_only else range(ref.first, len(groups))
     out, inside = [], 0
     for i in todo:
         if not groups[i]:
@@ -247,25 +320,39 @@ def _drift(ref: _Reference, groups: list[list[Exchange]],
         if edges[i][0] < ref.span[1] and edges[i][1] > ref.span[0]:
             inside += 1  # its requests are (part of) the reference: no test against itself
             continue
-        rows = drift_tests(features, extract_features(groups[i], scores, detect),
-                           embedder=embedder, rng=rng, options=options)
+        rows = drift_tests(
+            features,
+            extract_features(groups[i], scores, detect),
+            embedder=embedder,
+            rng=rng,
+            options=options,
+        )
         out.append(WindowDrift(edges[i][0], edges[i][1], tuple(rows)))
     if inside:
-        notes.append(f"{inside} window(s) overlapping the reference period not tested for "
-                     "drift (they are part of the reference)")
+        notes.append(
+            f"{inside} window(s) overlapping the reference period not tested for "
+            "drift (they are part of the reference)"
+        )
     return out
 
 
-def _settings(c: MonitorConfig, detector: str, embedder: Embedder, n_tested: int
-              ) -> dict[str, Any]:
+def _settings(c: MonitorConfig, detector: str, embedder: Embedder, n_tested: int) -> dict[str, Any]:
     return {
-        "language_detector": detector, "embeddings": embedder.name,
-        "embedding_test": c.embedding_test, "n_permutations": c.n_permutations,
-        "confidence": c.confidence, "seed": c.seed, "modes": c.modes, "suites": c.suites,
-        "prices_per_million_tokens": {k: {"input": v[0], "output": v[1]}
-                                      for k, v in c.prices.items()},
-        "multiplicity": (f"alpha {c.alpha:g} per window: the tests of one window are "
-                         f"Holm-corrected together, windows are not corrected for each "
-                         f"other; over {n_tested} windows without drift expect about "
-                         f"{n_tested * c.alpha:.1f} with a false alarm"),
+        "language_detector": detector,
+        "embeddings": embedder.name,
+        "embedding_test": c.embedding_test,
+        "n_permutations": c.n_permutations,
+        "confidence": c.confidence,
+        "seed": c.seed,
+        "modes": c.modes,
+        "suites": c.suites,
+        "prices_per_million_tokens": {
+            k: {"input": v[0], "output": v[1]} for k, v in c.prices.items()
+        },
+        "multiplicity": (
+            f"alpha {c.alpha:g} per window: the tests of one window are "
+            f"Holm-corrected together, windows are not corrected for each "
+            f"other; over {n_tested} windows without drift expect about "
+            f"{n_tested * c.alpha:.1f} with a false alarm"
+        ),
     }

@@ -54,23 +54,35 @@ class SimulationResult:
         return wilson(self.magic_alarms, self.reps)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reps": self.reps, "n_per_window": self.n, "alpha": self.alpha,
-                "alarms": self.alarms, "rate": self.rate.to_dict(),
-                "magic_rule": f"PSI > {MAGIC_PSI} on prompt length",
-                "magic_alarms": self.magic_alarms, "magic_rate": self.magic_rate.to_dict(),
-                "by_feature": dict(sorted(self.by_feature.items()))}
+        return {
+            "reps": self.reps,
+            "n_per_window": self.n,
+            "alpha": self.alpha,
+            "alarms": self.alarms,
+            "rate": self.rate.to_dict(),
+            "magic_rule": f"PSI > {MAGIC_PSI} on prompt length",
+            "magic_alarms": self.magic_alarms,
+            "magic_rate": self.magic_rate.to_dict(),
+            "by_feature": dict(sorted(self.by_feature.items())),
+        }
 
 
 def _window(n: int, profile: TrafficProfile, rng: np.random.Generator) -> Features:
-    records = synthetic_traffic(n, start=_T0, end=_T0 + timedelta(hours=1), rng=rng,
-                                profile=profile)
+    records = synthetic_traffic(
+        n, start=_T0, end=_T0 + timedelta(hours=1), rng=rng, profile=profile
+    )
     detect, _name = language_detector()
     return extract_features(pair_records(records), ScoreIndex(), detect)
 
 
 def simulate_alarms(
-    *, reps: int, n: int, rng: np.random.Generator, reference: TrafficProfile | None = None,
-    current: TrafficProfile | None = None, options: DriftOptions | None = None,
+    *,
+    reps: int,
+    n: int,
+    rng: np.random.Generator,
+    reference: TrafficProfile | None = None,
+    current: TrafficProfile | None = None,
+    options: DriftOptions | None = None,
     embeddings: str = "tfidf",
 ) -> SimulationResult:
     """``reps`` independent (reference, current) pairs of ``n``-request windows; ``current``

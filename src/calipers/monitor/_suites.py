@@ -21,8 +21,10 @@ def suite_texts(specs: Sequence[str]) -> tuple[list[str], list[str]]:
         if version is None and name in {n for n, v, _p in list_suites() if not v}:
             records, _reports = read_pool(name)
             if not records:
-                raise DataError(f"Suite {name!r} has neither a built version nor imported "
-                                "records.", hint=f"calipers suite import FILE --name {name}")
+                raise DataError(
+                    f"Suite {name!r} has neither a built version nor imported records.",
+                    hint=f"calipers suite import FILE --name {name}",
+                )
             texts += [r.query for r in records]
             notes.append(f"suite {name} is not built: its {len(records)} pool records used")
             continue

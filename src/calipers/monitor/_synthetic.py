@@ -20,16 +20,66 @@ from calipers.store import TrafficRecord
 __all__ = ["TOPICS", "TrafficProfile", "synthetic_traffic"]
 
 TOPICS: dict[str, tuple[str, ...]] = {
-    "billing": ("invoice", "refund", "charge", "payment", "card", "subscription", "billing",
-                "receipt", "price", "discount"),
-    "shipping": ("package", "delivery", "tracking", "courier", "address", "shipment",
-                 "parcel", "arrival", "warehouse", "delay"),
-    "account": ("password", "login", "email", "profile", "username", "security", "reset",
-                "verification", "settings", "account"),
-    "product": ("battery", "screen", "charger", "warranty", "model", "size", "color",
-                "manual", "feature", "update"),
-    "cooking": ("recipe", "oven", "flour", "sugar", "bake", "pasta", "sauce", "garlic",
-                "dough", "spices"),
+    "billing": (
+        "invoice",
+        "refund",
+        "charge",
+        "payment",
+        "card",
+        "subscription",
+        "billing",
+        "receipt",
+        "price",
+        "discount",
+    ),
+    "shipping": (
+        "package",
+        "delivery",
+        "tracking",
+        "courier",
+        "address",
+        "shipment",
+        "parcel",
+        "arrival",
+        "warehouse",
+        "delay",
+    ),
+    "account": (
+        "password",
+        "login",
+        "email",
+        "profile",
+        "username",
+        "security",
+        "reset",
+        "verification",
+        "settings",
+        "account",
+    ),
+    "product": (
+        "battery",
+        "screen",
+        "charger",
+        "warranty",
+        "model",
+        "size",
+        "color",
+        "manual",
+        "feature",
+        "update",
+    ),
+    "cooking": (
+        "recipe",
+        "oven",
+        "flour",
+        "sugar",
+        "bake",
+        "pasta",
+        "sauce",
+        "garlic",
+        "dough",
+        "spices",
+    ),
 }
 _EN = ("how", "do", "i", "my", "the", "is", "what", "can", "you", "with", "please", "for")
 _ES = ("como", "el", "la", "de", "que", "por", "favor", "mi", "para", "con", "una", "es")
@@ -41,8 +91,9 @@ _REFUSAL = "I'm sorry, but I can't help with that request."
 class TrafficProfile:
     """What one period of traffic looks like. ``topics``: topic -> share (normalised)."""
 
-    topics: dict[str, float] = field(default_factory=lambda: {
-        "billing": 0.4, "shipping": 0.3, "account": 0.2, "product": 0.1})
+    topics: dict[str, float] = field(
+        default_factory=lambda: {"billing": 0.4, "shipping": 0.3, "account": 0.2, "product": 0.1}
+    )
     mean_words: float = 8.0
     spanish: float = 0.1
     error_rate: float = 0.02
@@ -58,8 +109,11 @@ def _prompt(rng: np.random.Generator, topic: str, p: TrafficProfile) -> str:
     filler = _ES if rng.random() < p.spanish else _EN
     n = 3 + int(rng.poisson(max(p.mean_words - 3, 0.5)))
     vocab = TOPICS[topic]
-    pick, own, other = rng.random(n) < 0.6, rng.integers(len(vocab), size=n), \
-        rng.integers(len(filler), size=n)
+    pick, own, other = (
+        rng.random(n) < 0.6,
+        rng.integers(len(vocab), size=n),
+        rng.integers(len(filler), size=n),
+    )
     words = [vocab[o] if k else filler[f] for k, o, f in zip(pick, own, other, strict=True)]
     return " ".join(words).capitalize() + "?"
 
@@ -72,17 +126,37 @@ def _response(rng: np.random.Generator, prompt: str, p: TrafficProfile) -> str:
     return "Sure: " + " ".join(words[i] for i in rng.integers(len(words), size=n)) + "."
 
 
-def _call(rng: np.random.Generator, pair_id: str, ts: datetime, role: str, served: bool,
-          prompt: str, p: TrafficProfile, mode: str) -> TrafficRecord:
+def _call(
+    rng: np.random.Generator,
+    pair_id: str,
+    ts: datetime,
+    role: str,
+    served: bool,
+    prompt: str,
+    p: TrafficProfile,
+    mode: str,
+) -> TrafficRecord:
     failed = rng.random() < p.error_rate
     response = None if failed else _response(rng, prompt, p)
     return TrafficRecord(
-        pair_id=pair_id, role=role, served=served, mode=mode,
-        endpoint="/v1/chat/completions", upstream=f"http://{role}.invalid/v1",
-        request={"messages": [{"role": "system", "content": _SYSTEM},
-                              {"role": "user", "content": prompt}], "max_tokens": 128},
-        ts=ts, model=f"{role}-model", response=response,
-        status=500 if failed else 200, error="upstream 500" if failed else None,
+        pair_id=pair_id,
+        role=role,
+        served=served,
+        mode=mode,
+        endpoint="/v1/chat/completions",
+        upstream=f"http://{role}.invalid/v1",
+        request={
+            "messages": [
+                {"role": "system", "content": _SYSTEM},
+                {"role": "user", "content": prompt},
+            ],
+            "max_tokens": 128,
+        },
+        ts=ts,
+        model=f"{role}-model",
+        response=response,
+        status=500 if failed else 200,
+        error="upstream 500" if failed else None,
         latency_ms=float(rng.lognormal(np.log(p.latency_ms), 0.4)),
         input_tokens=None if failed else len(prompt.split()) + 8,
         output_tokens=None if failed else len((response or "").split()),
@@ -91,9 +165,15 @@ def _call(rng: np.random.Generator, pair_id: str, ts: datetime, role: str, serve
 
 
 def synthetic_traffic(
-    n: int, *, start: datetime, end: datetime, rng: np.random.Generator,
-    profile: TrafficProfile | None = None, candidate: TrafficProfile | None = None,
-    mode: str = "shadow", prefix: str = "",
+    n: int,
+    *,
+    start: datetime,
+    end: datetime,
+    rng: np.random.Generator,
+    profile: TrafficProfile | None = None,
+    candidate: TrafficProfile | None = None,
+    mode: str = "shadow",
+    prefix: str = "",
 ) -> list[TrafficRecord]:
     """``n`` requests at uniform random times in ``[start, end)``, in shadow mode (the
     baseline serves every request, the candidate answers a copy), each with its baseline and

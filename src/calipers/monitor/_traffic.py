@@ -32,8 +32,9 @@ def messages_of(request: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
     msgs = request.get("messages")
     if not isinstance(msgs, list):
         return None
-    return tuple((str(m.get("role", "user")), _text(m.get("content")))
-                 for m in msgs if isinstance(m, dict))
+    return tuple(
+        (str(m.get("role", "user")), _text(m.get("content"))) for m in msgs if isinstance(m, dict)
+    )
 
 
 def prompt_text(request: dict[str, Any]) -> str:
@@ -92,14 +93,27 @@ def pair_records(records: Iterable[TrafficRecord]) -> list[Exchange]:
     out = []
     for pair_id, arms in groups.items():
         first = min(arms.values(), key=lambda r: (r.ts, r.id or 0))
-        out.append(Exchange(pair_id, first.ts, first.mode, first.user_key_hash, first.request,
-                            arms.get("baseline"), arms.get("candidate")))
+        out.append(
+            Exchange(
+                pair_id,
+                first.ts,
+                first.mode,
+                first.user_key_hash,
+                first.request,
+                arms.get("baseline"),
+                arms.get("candidate"),
+            )
+        )
     return sorted(out, key=lambda e: e.ts)
 
 
-def load_exchanges(store: Store, *, since: datetime | None = None,
-                   until: datetime | None = None,
-                   modes: Sequence[str] | None = None) -> list[Exchange]:
+def load_exchanges(
+    store: Store,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    modes: Sequence[str] | None = None,
+) -> list[Exchange]:
     """The logged requests that arrived in ``[since, until)``, oldest first; ``modes`` keeps
     only requests made in those gateway modes (``shadow``, ``canary``, ``off``)."""
     exchanges = pair_records(store.get_traffic(since=since, until=until))

@@ -63,8 +63,9 @@ class Embedder:
         todo = sorted({t for t in texts if t not in self._cache})
         if todo:
             with ENCODE_LOCK:
-                emb = sentence_model().encode(todo, batch_size=64, normalize_embeddings=True,
-                                         show_progress_bar=False)
+                emb = sentence_model().encode(
+                    todo, batch_size=64, normalize_embeddings=True, show_progress_bar=False
+                )
             self._cache.update(zip(todo, np.asarray(emb, dtype=np.float64), strict=True))
         if not texts:
             return np.zeros((0, 1))
@@ -104,8 +105,7 @@ def _tfidf(texts: Sequence[str]) -> Any:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     for stop in ("english", None):
-        vec = TfidfVectorizer(stop_words=stop, sublinear_tf=True,
-                              token_pattern=_TOKENS)
+        vec = TfidfVectorizer(stop_words=stop, sublinear_tf=True, token_pattern=_TOKENS)
         try:
             return vec.fit_transform(list(texts))
         except ValueError:  # empty vocabulary
@@ -129,8 +129,11 @@ def cluster_vectors(x: Floats, *, seed: int, k_max: int = 8) -> npt.NDArray[np.i
             labels = KMeans(n_clusters=k, n_init=2, random_state=seed).fit_predict(x)
             if len(set(labels.tolist())) < 2:
                 continue
-            s = float(silhouette_score(x, labels, metric="cosine",
-                                       sample_size=min(n, 1000), random_state=seed))
+            s = float(
+                silhouette_score(
+                    x, labels, metric="cosine", sample_size=min(n, 1000), random_state=seed
+                )
+            )
             if best is None or s > best[0]:
                 best = (s, labels)
     return best[1] if best is not None else np.zeros(n, dtype=np.int_)

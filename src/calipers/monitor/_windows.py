@@ -38,7 +38,13 @@ from calipers.store import TrafficRecord
 from calipers.types import Estimate
 
 __all__ = [
-    "ARMS", "Prices", "arm_metrics", "arm_record", "is_refusal", "metrics_to_dict", "record_cost",
+    "ARMS",
+    "Prices",
+    "arm_metrics",
+    "arm_record",
+    "is_refusal",
+    "metrics_to_dict",
+    "record_cost",
 ]
 
 ARMS = ("served", "baseline", "candidate")
@@ -84,8 +90,12 @@ def _rate(flags: Sequence[bool], confidence: float) -> Estimate:
     return wilson(sum(flags), len(flags), confidence)
 
 
-def _cost(records: Sequence[TrafficRecord], prices: Mapping[str, Prices],
-          rng: np.random.Generator, confidence: float) -> Estimate:
+def _cost(
+    records: Sequence[TrafficRecord],
+    prices: Mapping[str, Prices],
+    rng: np.random.Generator,
+    confidence: float,
+) -> Estimate:
     """Each call priced by its own arm's prices (``*``: every arm)."""
     priced = [(r, prices.get(r.role) or prices.get("*")) for r in records]
     if not records or any(p is None for _r, p in priced):
@@ -98,8 +108,12 @@ def _cost(records: Sequence[TrafficRecord], prices: Mapping[str, Prices],
     return bootstrap_mean(costs, rng, confidence)
 
 
-def _scores(records: Sequence[tuple[str, TrafficRecord]], scores: ScoreIndex,
-            rng: np.random.Generator, confidence: float) -> dict[str, Estimate]:
+def _scores(
+    records: Sequence[tuple[str, TrafficRecord]],
+    scores: ScoreIndex,
+    rng: np.random.Generator,
+    confidence: float,
+) -> dict[str, Estimate]:
     out: dict[str, Estimate] = {}
     for name in scores.scorers:
         values = [scores.of(pid, r.role).get(name, math.nan) for pid, r in records]
@@ -108,9 +122,15 @@ def _scores(records: Sequence[tuple[str, TrafficRecord]], scores: ScoreIndex,
     return out
 
 
-def arm_metrics(exchanges: Sequence[Exchange], arm: str, *, prices: Mapping[str, Prices],
-                scores: ScoreIndex, rng: np.random.Generator,
-                confidence: float = 0.95) -> dict[str, Estimate]:
+def arm_metrics(
+    exchanges: Sequence[Exchange],
+    arm: str,
+    *,
+    prices: Mapping[str, Prices],
+    scores: ScoreIndex,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+) -> dict[str, Estimate]:
     """The metrics of one arm over the given requests (see the module docstring)."""
     recs = [(ex.pair_id, r) for ex in exchanges if (r := arm_record(ex, arm)) is not None]
     calls = [r for _pid, r in recs]
@@ -130,5 +150,10 @@ def arm_metrics(exchanges: Sequence[Exchange], arm: str, *, prices: Mapping[str,
 
 def metrics_to_dict(metrics: Mapping[str, Estimate]) -> dict[str, Any]:
     """JSON-able: NaN and infinite bounds (the data cannot bound them) become ``null``."""
-    return {k: {f: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for f, v in e.to_dict().items()} for k, e in metrics.items()}
+    return {
+        k: {
+            f: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for f, v in e.to_dict().items()
+        }
+        for k, e in metrics.items()
+    }

@@ -99,9 +99,14 @@ def score_axis(estimates: Sequence[Estimate]) -> Axis:
         pad = 0.1 * span if span > 0 else 0.05 * abs(lo)
         a, b, step = _nice(lo - pad, hi + pad)
         start = "starts" if lo > 0 else "ends"
-        return Axis(a, b, _ticks(a, b, step), "raw",
-                    f"axis {start} at {_clean(a if lo > 0 else b):g}, not 0: every value "
-                    f"is far from 0 (more than {FAR:g}× the data's span)")
+        return Axis(
+            a,
+            b,
+            _ticks(a, b, step),
+            "raw",
+            f"axis {start} at {_clean(a if lo > 0 else b):g}, not 0: every value "
+            f"is far from 0 (more than {FAR:g}× the data's span)",
+        )
     a, b, step = _nice(min(lo, 0.0), max(hi, 0.0))
     if a == b:
         a, b, step = -1.0, 1.0, 0.5
@@ -117,5 +122,10 @@ def diff_axis(estimates: Sequence[Estimate], *, points: bool) -> Axis:
         m = 0.05 if points else 1.0
     step = nice_step(2 * m, 4)
     top = math.ceil(m / step - 1e-9) * step
-    return Axis(-top, top, _ticks(-top, top, step), "points" if points else "raw",
-                "symmetric around 0, covering every interval")
+    return Axis(
+        -top,
+        top,
+        _ticks(-top, top, step),
+        "points" if points else "raw",
+        "symmetric around 0, covering every interval",
+    )

@@ -20,8 +20,16 @@ from calipers.errors import CalipersError
 from calipers.reports._view import methodology_rows, prompt_text, task_views
 from calipers.store import RunRecord, SampleRecord
 
-__all__ = ["MAX_TEXT", "clip", "confidence_label", "environment", "render_html", "score",
-           "template", "when"]
+__all__ = [
+    "MAX_TEXT",
+    "clip",
+    "confidence_label",
+    "environment",
+    "render_html",
+    "score",
+    "template",
+    "when",
+]
 
 MAX_TEXT = 20_000
 """Longest prompt or response shown in full; longer ones are cut, and the cut is stated."""
@@ -37,16 +45,21 @@ def environment() -> jinja2.Environment:
     compiled code kept in the calipers home (compiling the report template took ~60 ms of
     every run; Jinja keys the cache by the template's source, so an edit recompiles)."""
     return jinja2.Environment(
-        loader=jinja2.FunctionLoader(_load), autoescape=True, undefined=jinja2.StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        loader=jinja2.FunctionLoader(_load),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
         bytecode_cache=_bytecode_cache(),
     )
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     try:
-        folder = make_folder(calipers_home() / "cache" / "templates", "the template cache",
-                             private=True)
+        folder = make_folder(
+            calipers_home() / "cache" / "templates", "the template cache", private=True
+        )
     except CalipersError:  # an unwritable home: compile every time
         return None
     return jinja2.FileSystemBytecodeCache(str(folder))
@@ -91,5 +104,8 @@ def render_html(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) ->
         card=methodology_rows(run.methodology, run.summary),
         elapsed=(run.summary or {}).get("elapsed_s"),
         confidence=confidence_label(run.methodology),
-        when=when, clip=clip, score=score, prompt_text=prompt_text,
+        when=when,
+        clip=clip,
+        score=score,
+        prompt_text=prompt_text,
     )

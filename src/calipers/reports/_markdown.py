@@ -87,9 +87,16 @@ def _summary_row(t: TaskView) -> list[object]:
     p = t.primary
     n = f"{p.estimate.n} of {t.n_samples}" if p else str(t.n_samples)
     return [
-        t.name, n, p.name if p else "—", p.text if p else "n/a (n=0)",
-        p.estimate.method if p else "—", _errors_text(t.n_errors), t.retries_cell,
-        t.n_cached, t.latency, f"{t.input_tokens} / {t.output_tokens}",
+        t.name,
+        n,
+        p.name if p else "—",
+        p.text if p else "n/a (n=0)",
+        p.estimate.method if p else "—",
+        _errors_text(t.n_errors),
+        t.retries_cell,
+        t.n_cached,
+        t.latency,
+        f"{t.input_tokens} / {t.output_tokens}",
     ]
 
 
@@ -99,22 +106,31 @@ def _header(run: RunRecord, title: str | None = None) -> list[str]:
     times += f" · finished {when(run.finished_at)}" if run.finished_at else ""
     times += f" · {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
     lines = [
-        f"# {cell(title or run.model_name)}", "",
+        f"# {cell(title or run.model_name)}",
+        "",
         f"run {code(run.id)} · model spec {code(run.model)} · status **{run.status}**  ",
-        times, "",
+        times,
+        "",
     ]
     if run.status != "finished":
         why = f": {cell(run.error)}" if run.error else ""
-        state = "has no summary yet, so no scores are shown" if not run.summary else (
-            "its scores cover the samples stored when it was summarized")
+        state = (
+            "has no summary yet, so no scores are shown"
+            if not run.summary
+            else ("its scores cover the samples stored when it was summarized")
+        )
         lines += [f"> **Note:** this run is {run.status}{why}; {state}.", ""]
     return lines
 
 
 def _metric_rows(ms: Sequence[MetricView], primary: str | None) -> list[list[object]]:
     return [
-        [m.name + (" (primary)" if m.name == primary else ""), m.text, m.estimate.n,
-         m.estimate.method]
+        [
+            m.name + (" (primary)" if m.name == primary else ""),
+            m.text,
+            m.estimate.n,
+            m.estimate.method,
+        ]
         for m in ms
     ]
 
@@ -129,24 +145,40 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
     if t.retries:
         out += [f"Model calls: {cell(t.retries)}.", ""]
     if t.n_tampering:
-        out += [f"> **Tampering:** {_plural(t.n_tampering, 'sample')} tried to pass without their "
-                f"tests running ({', '.join(t.tampering_kinds)}); scored as failures.", ""]
+        out += [
+            f"> **Tampering:** {_plural(t.n_tampering, 'sample')} tried to pass without their "
+            f"tests running ({', '.join(t.tampering_kinds)}); scored as failures.",
+            "",
+        ]
     out += ["### Metrics", ""]
-    out += table(["metric", "value [interval]", "n", "method"],
-                  _metric_rows(t.metrics, primary), "llrl")
+    out += table(
+        ["metric", "value [interval]", "n", "method"], _metric_rows(t.metrics, primary), "llrl"
+    )
     if t.judge:
         out += [f"Judge-based scores: {cell(t.judge)}.", ""]
     if t.categories:
         out += [f"### By category (worst first, {primary or 'primary metric'})", ""]
-        rows = [[c.name, c.metric.text, f"{c.metric.estimate.n} of {c.n}", c.n_errors,
-                 c.metric.estimate.method] for c in t.categories]
-        out += table(["category", "value [interval]", "n scored", "errors", "method"], rows,
-                      "llrrl")
+        rows = [
+            [
+                c.name,
+                c.metric.text,
+                f"{c.metric.estimate.n} of {c.n}",
+                c.n_errors,
+                c.metric.estimate.method,
+            ]
+            for c in t.categories
+        ]
+        out += table(
+            ["category", "value [interval]", "n scored", "errors", "method"], rows, "llrrl"
+        )
     out += extra(t) if extra else []
     out += ["### Failing items", ""]
     if t.n_failing:
-        shown = f"; the first {len(t.failing)} in position order are shown" if (
-            t.n_failing > len(t.failing)) else ""
+        shown = (
+            f"; the first {len(t.failing)} in position order are shown"
+            if (t.n_failing > len(t.failing))
+            else ""
+        )
         of = t.primary.estimate.n if t.primary else t.n_scored
         out += [f"{t.n_failing} of {of} scored items fail ({t.failing_rule}){shown}.", ""]
         for s in t.failing:
@@ -167,7 +199,11 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
 
 
 def render_markdown(
-    run: RunRecord, samples: Sequence[SampleRecord], k: int = 10, *, extra: Extra | None = None,
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    k: int = 10,
+    *,
+    extra: Extra | None = None,
     title: str | None = None,
 ) -> str:
     """The whole report as one Markdown document; ``extra(task)`` adds lines to each task's
@@ -175,18 +211,38 @@ def render_markdown(
     tasks = task_views(run, samples, k=k)
     conf = confidence_label(run.methodology)
     out = _header(run, title)
-    out += ["## Summary", "", f"Every score is value [{conf} interval] with n scored and the "
-            "interval method. Errored samples are excluded from scores and counted separately, "
-            "never as wrong.", ""]
+    out += [
+        "## Summary",
+        "",
+        f"Every score is value [{conf} interval] with n scored and the "
+        "interval method. Errored samples are excluded from scores and counted separately, "
+        "never as wrong.",
+        "",
+    ]
     out += table(
-        ["task", "n", "metric", "score", "method", "errors", "retries", "cached",
-         "mean latency", "tokens in / out"],
-        [_summary_row(t) for t in tasks], "lrlllllrlr",
+        [
+            "task",
+            "n",
+            "metric",
+            "score",
+            "method",
+            "errors",
+            "retries",
+            "cached",
+            "mean latency",
+            "tokens in / out",
+        ],
+        [_summary_row(t) for t in tasks],
+        "lrlllllrlr",
     )
     for t in tasks:
         out += _task(t, extra)
-    out += ["## Methodology", "", "What these numbers were computed with. Runs whose "
-            "methodology differs are not comparable.", ""]
+    out += [
+        "## Methodology",
+        "",
+        "What these numbers were computed with. Runs whose methodology differs are not comparable.",
+        "",
+    ]
     out += table(["field", "value"], methodology_rows(run.methodology, run.summary), "ll")
     out += [f"<sub>calipers {cell(run.calipers_version)} · run {cell(run.id)}</sub>", ""]
     return "\n".join(out)

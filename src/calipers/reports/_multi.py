@@ -54,39 +54,61 @@ def _single_html(run: StoredRun, title: str) -> str:
     record, samples = run.record, run.samples
     panels = {p.name: p for p in task_panels([run])}
     return template("multi_one.html.j2").render(
-        run=record, tasks=task_views(record, samples),
+        run=record,
+        tasks=task_views(record, samples),
         card=methodology_rows(record.methodology, record.summary),
         elapsed=(record.summary or {}).get("elapsed_s"),
-        confidence=confidence_label(record.methodology), title=title, panels=panels,
-        when=when, clip=clip, score=score, prompt_text=prompt_text, dist_text=dist_text,
+        confidence=confidence_label(record.methodology),
+        title=title,
+        panels=panels,
+        when=when,
+        clip=clip,
+        score=score,
+        prompt_text=prompt_text,
+        dist_text=dist_text,
     )
 
 
-def _context(runs: Sequence[StoredRun], comparison: ComparisonSet | None,
-             title: str) -> dict[str, Any]:
+def _context(
+    runs: Sequence[StoredRun], comparison: ComparisonSet | None, title: str
+) -> dict[str, Any]:
     return {
-        "title": title, "runs": runs, "panels": task_panels(runs),
-        "comparison": comparison, "diffs": diff_panels(comparison) if comparison else [],
-        "cards": card_rows(runs), "confidence": confidence_label(runs[0].record.methodology),
-        "version": runs[0].record.calipers_version, "max_failed": MAX_FAILED,
-        "when": when, "score_text": score_text, "diff_text": diff_text, "dist_text": dist_text,
-        "num": num, "est": Estimate.from_dict,
+        "title": title,
+        "runs": runs,
+        "panels": task_panels(runs),
+        "comparison": comparison,
+        "diffs": diff_panels(comparison) if comparison else [],
+        "cards": card_rows(runs),
+        "confidence": confidence_label(runs[0].record.methodology),
+        "version": runs[0].record.calipers_version,
+        "max_failed": MAX_FAILED,
+        "when": when,
+        "score_text": score_text,
+        "diff_text": diff_text,
+        "dist_text": dist_text,
+        "num": num,
+        "est": Estimate.from_dict,
     }
 
 
-def render_multi_html(runs: Sequence[StoredRun], *, comparison: ComparisonSet | None = None,
-                      title: str | None = None) -> str:
+def render_multi_html(
+    runs: Sequence[StoredRun], *, comparison: ComparisonSet | None = None, title: str | None = None
+) -> str:
     """The whole report as one self-contained HTML document."""
     if not runs:
         raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
     if len(runs) == 1 and comparison is None:
         return _single_html(runs[0], title or default_title(runs))
-    return template("multi.html.j2").render(_context(runs, comparison,
-                                                     title or default_title(runs)))
+    return template("multi.html.j2").render(
+        _context(runs, comparison, title or default_title(runs))
+    )
 
 
 def write_multi_report(
-    runs: Sequence[StoredRun], out_dir: Path, *, comparison: ComparisonSet | None = None,
+    runs: Sequence[StoredRun],
+    out_dir: Path,
+    *,
+    comparison: ComparisonSet | None = None,
     title: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``report-<first run id>[-vs-N].html`` and ``.md`` into ``out_dir`` (created if
@@ -100,8 +122,6 @@ def write_multi_report(
     if len(runs) == 1 and comparison is None:
         md = single_markdown(runs[0], title)
     else:
-        md = render_multi_markdown(runs, comparison=comparison,
-                                   title=title or default_title(runs))
+        md = render_multi_markdown(runs, comparison=comparison, title=title or default_title(runs))
     write_private_text(md_path, md)  # 0600, as the store: sandboxed code runs here too
     return html_path, md_path
-

@@ -78,11 +78,14 @@ def score_entries(runs: Sequence[StoredRun], task: str, metric: str) -> list[Sco
         s = _summary(r, task)
         d = (s.get("metrics") or {}).get(metric)
         mine = [x for x in r.samples if x.task == task]
-        out.append(ScoreEntry(
-            r, Estimate.from_dict(d) if d else Estimate.empty(),
-            int(s.get("n_samples", len(mine))),
-            int(s.get("n_errors", sum(x.error is not None for x in mine))),
-        ))
+        out.append(
+            ScoreEntry(
+                r,
+                Estimate.from_dict(d) if d else Estimate.empty(),
+                int(s.get("n_samples", len(mine))),
+                int(s.get("n_errors", sum(x.error is not None for x in mine))),
+            )
+        )
     return out
 
 
@@ -172,11 +175,17 @@ def distributions(runs: Sequence[StoredRun], task: str, metric: str) -> list[Dis
     out = []
     for ss, vs in zip(mine, values, strict=True):
         errors = sum(s.error is not None for s in ss)
-        out.append(Distribution(
-            n=len(ss), errors=errors, unscored=len(ss) - errors - len(vs), binary=binary,
-            right=sum(v == 1.0 for v in vs), wrong=sum(v == 0.0 for v in vs),
-            bins=() if binary else _histogram(vs, edges),
-        ))
+        out.append(
+            Distribution(
+                n=len(ss),
+                errors=errors,
+                unscored=len(ss) - errors - len(vs),
+                binary=binary,
+                right=sum(v == 1.0 for v in vs),
+                wrong=sum(v == 0.0 for v in vs),
+                bins=() if binary else _histogram(vs, edges),
+            )
+        )
     return out
 
 
@@ -214,14 +223,21 @@ def all_failing(runs: Sequence[StoredRun], task: str, metric: str) -> AllFail:
     errored = [{k for k, s in d.items() if s.error is not None} for d in by_run]
     both = set.intersection(*failing)
     elsewhere = {
-        k for k in set.union(*failing)
+        k
+        for k in set.union(*failing)
         if any(k in e for e in errored)
         and all(k in f for f, sc in zip(failing, scored, strict=True) if k in sc)
     }
     first = by_run[0]
     items = tuple(
-        FailedItem(k[0], k[1], first[k].position, first[k].category, first[k].target,
-                   tuple(d[k].answer for d in by_run))
+        FailedItem(
+            k[0],
+            k[1],
+            first[k].position,
+            first[k].category,
+            first[k].target,
+            tuple(d[k].answer for d in by_run),
+        )
         for k in sorted(both, key=lambda k: (first[k].position, k[1], k[0]))
     )
     rule = failing_rule(runs[0].samples, task, metric) if scored[0] else f"{metric} < 1"

@@ -65,10 +65,16 @@ def diff_text(e: Estimate, points: bool) -> str:
 
 def dist_text(d: Distribution) -> str:
     """A distribution's counts in words, errors always stated."""
-    parts = [f"{d.right} right", f"{d.wrong} wrong"] if d.binary else [
-        f"{d.n - d.errors - d.unscored} scored"]
-    parts.append(f"{d.errors} error{'s' if d.errors != 1 else ''} (not counted as wrong)"
-                 if d.errors else "no errors")
+    parts = (
+        [f"{d.right} right", f"{d.wrong} wrong"]
+        if d.binary
+        else [f"{d.n - d.errors - d.unscored} scored"]
+    )
+    parts.append(
+        f"{d.errors} error{'s' if d.errors != 1 else ''} (not counted as wrong)"
+        if d.errors
+        else "no errors"
+    )
     if d.unscored:
         parts.append(f"{d.unscored} unscorable (NaN)")
     return f"{d.n} samples: " + ", ".join(parts)
@@ -90,21 +96,33 @@ class TaskPanel:
 
 
 def _forest(name: str, entries: Sequence[ScoreEntry], axis: Axis, percent: bool) -> Markup:
-    rows = [PlotRow(e.run.record.model_name, e.run.record.id, e.estimate,
-                    score_text(e.estimate, percent)) for e in entries]
+    rows = [
+        PlotRow(
+            e.run.record.model_name, e.run.record.id, e.estimate, score_text(e.estimate, percent)
+        )
+        for e in entries
+    ]
     return interval_svg(rows, axis, title=f"{name}: each run's score with its interval")
 
 
-def dist_svgs(task: str, runs: Sequence[StoredRun], dists: Sequence[Distribution]
-              ) -> tuple[Markup, ...]:
+def dist_svgs(
+    task: str, runs: Sequence[StoredRun], dists: Sequence[Distribution]
+) -> tuple[Markup, ...]:
     """The per-item plots: one stacked right/wrong/error bar per run for binary scores, or
     one histogram per run (errors as their own bar)."""
     if dists and dists[0].binary:
         rows = [
-            (r.record.model_name, r.record.id,
-             [Segment("right", d.right), Segment("wrong", d.wrong), Segment("error", d.errors),
-              Segment("unscored", d.unscored)],
-             f"n={d.n}" + (f", {d.errors} err." if d.errors else ""))
+            (
+                r.record.model_name,
+                r.record.id,
+                [
+                    Segment("right", d.right),
+                    Segment("wrong", d.wrong),
+                    Segment("error", d.errors),
+                    Segment("unscored", d.unscored),
+                ],
+                f"n={d.n}" + (f", {d.errors} err." if d.errors else ""),
+            )
             for r, d in zip(runs, dists, strict=True)
         ]
         return (stacked_svg(rows, title=f"{task}: right, wrong and errored items per run"),)
@@ -123,11 +141,16 @@ def _panel(runs: Sequence[StoredRun], task: str) -> TaskPanel:
     axis, percent = score_axis(ests), unit_scale(ests)
     dists = distributions(mine, task, metric) if metric else []
     return TaskPanel(
-        name=task, version=str(card.get("version", "?")), metric=metric,
-        entries=tuple(entries), axis=axis, percent=percent,
+        name=task,
+        version=str(card.get("version", "?")),
+        metric=metric,
+        entries=tuple(entries),
+        axis=axis,
+        percent=percent,
         forest=_forest(task, entries, axis, percent),
         categories=tuple(category_rows(mine, task, metric)) if metric else (),
-        dists=tuple(dists), dist_plots=dist_svgs(task, mine, dists),
+        dists=tuple(dists),
+        dist_plots=dist_svgs(task, mine, dists),
         all_fail=all_failing(mine, task, metric) if metric else None,
     )
 
@@ -162,11 +185,19 @@ def diff_panels(cs: ComparisonSet) -> list[DiffPanel]:
         diffs = [Estimate.from_dict(r.diff) for r in rows]
         axis = diff_axis(diffs, points=points)
         plot_rows = [
-            PlotRow(f"{r.model_b} − {r.model_a}", f"{r.task} · {r.metric} · n={r.n}", d,
-                    diff_text(d, points), filled=r.significant)
+            PlotRow(
+                f"{r.model_b} − {r.model_a}",
+                f"{r.task} · {r.metric} · n={r.n}",
+                d,
+                diff_text(d, points),
+                filled=r.significant,
+            )
             for r, d in zip(rows, diffs, strict=True)
         ]
         title = "Paired differences, B − A, with intervals; 0 is no difference"
-        out.append(DiffPanel(points, tuple(rows), axis,
-                             interval_svg(plot_rows, axis, title=title, zero=True)))
+        out.append(
+            DiffPanel(
+                points, tuple(rows), axis, interval_svg(plot_rows, axis, title=title, zero=True)
+            )
+        )
     return out

@@ -93,13 +93,13 @@ def _interval(axis: Axis, row: PlotRow, y: float) -> list[str]:
     ]
     point = "pt" if row.filled else "pt hollow"
     return [
-        f'<line class="ci" x1="{_f(lo)}" y1="{_f(y)}" x2="{_f(hi)}" y2="{_f(y)}"/>', *caps,
+        f'<line class="ci" x1="{_f(lo)}" y1="{_f(y)}" x2="{_f(hi)}" y2="{_f(y)}"/>',
+        *caps,
         f'<circle class="{point}" cx="{_f(pt)}" cy="{_f(y)}" r="4.5"/>',
     ]
 
 
-def interval_svg(rows: Sequence[PlotRow], axis: Axis, *, title: str, zero: bool = False
-                 ) -> Markup:
+def interval_svg(rows: Sequence[PlotRow], axis: Axis, *, title: str, zero: bool = False) -> Markup:
     """A forest plot: one row per estimate with its point and interval on ``axis``; with
     ``zero`` a line is drawn at 0 (for differences)."""
     bottom = TOP + ROW * len(rows)
@@ -116,8 +116,12 @@ def interval_svg(rows: Sequence[PlotRow], axis: Axis, *, title: str, zero: bool 
     for i, row in enumerate(rows):
         y = TOP + ROW * i + ROW / 2
         tip = f"{row.label} · {row.sub}: {row.text}"
-        parts += [f"<g class=\"row\"><title>{escape(tip)}</title>", *_labels(row, y),
-                  *_interval(axis, row, y), "</g>"]
+        parts += [
+            f'<g class="row"><title>{escape(tip)}</title>',
+            *_labels(row, y),
+            *_interval(axis, row, y),
+            "</g>",
+        ]
     return Markup("\n".join([*parts, "</svg>"]))
 
 
@@ -127,27 +131,31 @@ def _segments(segs: Sequence[Segment], total: int, y: float) -> list[str]:
         if s.count == 0:
             continue
         w = (R - L) * s.count / total
-        out.append(f'<rect class="seg-{s.kind}" x="{_f(x)}" y="{_f(y - 8)}" width="{_f(w)}" '
-                   f'height="16"><title>{s.kind}: {s.count} of {total}</title></rect>')
+        out.append(
+            f'<rect class="seg-{s.kind}" x="{_f(x)}" y="{_f(y - 8)}" width="{_f(w)}" '
+            f'height="16"><title>{s.kind}: {s.count} of {total}</title></rect>'
+        )
         if w >= 22:
-            out.append(f'<text class="segtext" x="{_f(x + w / 2)}" y="{_f(y + 4)}" '
-                       f'text-anchor="middle">{s.count}</text>')
+            out.append(
+                f'<text class="segtext" x="{_f(x + w / 2)}" y="{_f(y + 4)}" '
+                f'text-anchor="middle">{s.count}</text>'
+            )
         x += w
     return out
 
 
-def stacked_svg(rows: Sequence[tuple[str, str, Sequence[Segment], str]], *, title: str
-                ) -> Markup:
+def stacked_svg(rows: Sequence[tuple[str, str, Sequence[Segment], str]], *, title: str) -> Markup:
     """One bar per row, as long as the row's sample count: right, wrong, error and unscored
     counts side by side. Rows are ``(label, sub, segments, text)``."""
     h = TOP + ROW * len(rows) + 8
-    parts = [f'<svg class="plot stacked" viewBox="0 0 {W} {h}" width="{W}" role="img" '
-             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    parts = [
+        f'<svg class="plot stacked" viewBox="0 0 {W} {h}" width="{W}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+    ]
     for i, (label, sub, segs, text) in enumerate(rows):
         y = TOP + ROW * i + ROW / 2
         total = sum(s.count for s in segs)
-        parts += ["<g class=\"row\">",
-                  *_labels(PlotRow(label, sub, Estimate.empty(), text), y)]
+        parts += ['<g class="row">', *_labels(PlotRow(label, sub, Estimate.empty(), text), y)]
         if total:
             parts += _segments(segs, total, y)
         else:
@@ -168,28 +176,42 @@ def histogram_svg(bins: Sequence[Bin], errors: int, *, title: str) -> Markup:
     to the right, never mixed into the lowest bin."""
     top = max([b.count for b in bins] + [errors, 1])
     bw = (HR - HL) / max(len(bins), 1)
-    parts = [f'<svg class="plot hist" viewBox="0 0 {HW} {HH}" width="{HW}" role="img" '
-             f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
-             f'<line class="axis" x1="{HL}" y1="{HB}" x2="{HW - 6}" y2="{HB}"/>',
-             f'<text class="tick" x="{HL - 4}" y="{HB}" text-anchor="end">0</text>',
-             f'<text class="tick" x="{HL - 4}" y="{HT + 4}" text-anchor="end">{top}</text>']
+    parts = [
+        f'<svg class="plot hist" viewBox="0 0 {HW} {HH}" width="{HW}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<line class="axis" x1="{HL}" y1="{HB}" x2="{HW - 6}" y2="{HB}"/>',
+        f'<text class="tick" x="{HL - 4}" y="{HB}" text-anchor="end">0</text>',
+        f'<text class="tick" x="{HL - 4}" y="{HT + 4}" text-anchor="end">{top}</text>',
+    ]
 
     def bar(cls: str, x: float, w: float, count: int, tip: str) -> None:
         bh = (HB - HT) * count / top
-        parts.append(f'<rect class="{cls}" x="{_f(x)}" y="{_f(HB - bh)}" width="{_f(w)}" '
-                     f'height="{_f(bh)}"><title>{escape(tip)}</title></rect>')
+        parts.append(
+            f'<rect class="{cls}" x="{_f(x)}" y="{_f(HB - bh)}" width="{_f(w)}" '
+            f'height="{_f(bh)}"><title>{escape(tip)}</title></rect>'
+        )
         if count:
-            parts.append(f'<text class="tick" x="{_f(x + w / 2)}" y="{_f(HB - bh - 3)}" '
-                         f'text-anchor="middle">{count}</text>')
+            parts.append(
+                f'<text class="tick" x="{_f(x + w / 2)}" y="{_f(HB - bh - 3)}" '
+                f'text-anchor="middle">{count}</text>'
+            )
 
     for i, b in enumerate(bins):
-        bar("seg-right", HL + i * bw + 1, bw - 2, b.count,
-            f"[{_bin_label(b.lo)}, {_bin_label(b.hi)}]: {b.count}")
+        bar(
+            "seg-right",
+            HL + i * bw + 1,
+            bw - 2,
+            b.count,
+            f"[{_bin_label(b.lo)}, {_bin_label(b.hi)}]: {b.count}",
+        )
     bar("seg-error", HR + 28, 32, errors, f"errors: {errors}")
     lo, hi = (bins[0].lo, bins[-1].hi) if bins else (0.0, 1.0)
     for x, v in ((HL, lo), ((HL + HR) / 2, (lo + hi) / 2), (HR, hi)):
-        parts.append(f'<text class="tick" x="{_f(x)}" y="{HB + 16}" text-anchor="middle">'
-                     f"{escape(_bin_label(v))}</text>")
-    parts.append(f'<text class="tick" x="{HR + 44}" y="{HB + 16}" text-anchor="middle">'
-                 "errors</text>")
+        parts.append(
+            f'<text class="tick" x="{_f(x)}" y="{HB + 16}" text-anchor="middle">'
+            f"{escape(_bin_label(v))}</text>"
+        )
+    parts.append(
+        f'<text class="tick" x="{HR + 44}" y="{HB + 16}" text-anchor="middle">errors</text>'
+    )
     return Markup("\n".join([*parts, "</svg>"]))

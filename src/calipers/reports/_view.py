@@ -214,8 +214,10 @@ def calls_text(calls: dict[str, Any] | None, *, short: bool = False) -> str:
         return f"{calls['retries']} ({', '.join([*parts, f'{waited:.1f}s waited'])})"
     rl = f", {limited} rate-limited (HTTP 429)" if limited else ""
     samples = calls.get("samples_retried") or 0
-    return (f"{calls['retries']} retries on {samples} sample{'s' if samples != 1 else ''}"
-            f"{rl}; {waited:.1f} s waiting between attempts")
+    return (
+        f"{calls['retries']} retries on {samples} sample{'s' if samples != 1 else ''}"
+        f"{rl}; {waited:.1f} s waiting between attempts"
+    )
 
 
 def methodology_rows(
@@ -244,8 +246,14 @@ def methodology_rows(
     ]
     calls = calls_text((summary or {}).get("calls"))
     if calls:
-        rows.append(("model calls", f"{calls} (latencies are of the successful attempt)"
-                     if calls != "no retries" else calls))
+        rows.append(
+            (
+                "model calls",
+                f"{calls} (latencies are of the successful attempt)"
+                if calls != "no retries"
+                else calls,
+            )
+        )
     return rows
 
 
@@ -316,8 +324,12 @@ def _task_view(
 ) -> TaskView:
     mine = [r for r in samples if r.task == name]  # counts for a task not yet summarized
     n_err = sum(r.error is not None for r in mine)
-    s = s or {"n_samples": len(mine), "n_scored": len(mine) - n_err, "n_errors": n_err,
-              "n_cached": sum(r.cached for r in mine)}
+    s = s or {
+        "n_samples": len(mine),
+        "n_scored": len(mine) - n_err,
+        "n_errors": n_err,
+        "n_cached": sum(r.cached for r in mine),
+    }
     primary = s.get("primary") if s.get("primary") in (s.get("metrics") or {}) else None
     metrics = tuple(metric_view(m, _estimate(d)) for m, d in (s.get("metrics") or {}).items())
     cats = s.get("categories") or {}
@@ -327,21 +339,29 @@ def _task_view(
     )
     failing = failing_items(samples, name, primary, k=len(samples)) if primary else []
     return TaskView(
-        name=name, version=version, summarized="metrics" in s,
+        name=name,
+        version=version,
+        summarized="metrics" in s,
         primary=next((m for m in metrics if m.name == primary), None),
-        metrics=metrics, categories=categories,
-        n_samples=int(s.get("n_samples", 0)), n_scored=int(s.get("n_scored", 0)),
-        n_errors=int(s.get("n_errors", 0)), n_cached=int(s.get("n_cached", 0)),
+        metrics=metrics,
+        categories=categories,
+        n_samples=int(s.get("n_samples", 0)),
+        n_scored=int(s.get("n_scored", 0)),
+        n_errors=int(s.get("n_errors", 0)),
+        n_cached=int(s.get("n_cached", 0)),
         latency=_latency(s.get("latency_s")),
         input_tokens=int(s.get("input_tokens") or 0),
         output_tokens=int(s.get("output_tokens") or 0),
         error_kinds=tuple(s.get("errors") or ()),
         top_error=f"{top['count']}× {top['message']}" if (top := s.get("top_error")) else "",
-        retries=calls_text(s.get("calls")), retries_cell=calls_text(s.get("calls"), short=True),
-        failing=tuple(failing[:k]), n_failing=len(failing),
+        retries=calls_text(s.get("calls")),
+        retries_cell=calls_text(s.get("calls"), short=True),
+        failing=tuple(failing[:k]),
+        n_failing=len(failing),
         failing_rule=failing_rule(samples, name, primary) if primary else "",
         errors=tuple(error_items(samples, name, k=k)),
-        n_tampering=int(s.get("n_tampering", 0)), tampering_kinds=tuple(s.get("tampering") or ()),
+        n_tampering=int(s.get("n_tampering", 0)),
+        tampering_kinds=tuple(s.get("tampering") or ()),
     )
 
 
@@ -353,7 +373,11 @@ def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> 
     from calipers.analysis import judge_agreement_line
 
     return [
-        replace(_task_view(t, str((cards.get(t) or {}).get("version", "?")), summary.get(t),
-                           samples, k), judge=judge_agreement_line(run, t))
+        replace(
+            _task_view(
+                t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), samples, k
+            ),
+            judge=judge_agreement_line(run, t),
+        )
         for t in names
     ]

@@ -37,8 +37,11 @@ class RunResult:
     def failed_tasks(self) -> list[str]:
         """Tasks in which every sample failed (a dead or wrong endpoint, not a bad model):
         their scores are empty, and ``calipers run`` exits non-zero."""
-        return [t for t, ts in self.summary.get("tasks", {}).items()
-                if ts.get("n_samples") and ts.get("n_errors") == ts["n_samples"]]
+        return [
+            t
+            for t, ts in self.summary.get("tasks", {}).items()
+            if ts.get("n_samples") and ts.get("n_errors") == ts["n_samples"]
+        ]
 
 
 @dataclass(frozen=True)
@@ -60,11 +63,15 @@ class _Deadline:
 
 def _deadline_hit(run_id: str, plan: Plan, store: Store, deadline: _Deadline) -> DeadlineError:
     pending = plan.total - len(store.done_keys(run_id))
-    message = (f"The run reached its deadline ({deadline.text()}) with {pending} of "
-               f"{plan.total} samples not done; they are left pending, nothing finished is lost.")
+    message = (
+        f"The run reached its deadline ({deadline.text()}) with {pending} of "
+        f"{plan.total} samples not done; they are left pending, nothing finished is lost."
+    )
     store.update_run(run_id, status="interrupted", error=message)
     return DeadlineError(
-        message, run_id=run_id, pending=pending,
+        message,
+        run_id=run_id,
+        pending=pending,
         hint=f"Resume with: calipers run --resume {run_id} (--deadline and --timeout bound it "
         "again).",
     )
@@ -74,8 +81,11 @@ def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResul
     metrics = {pt.task.name: metric_names(pt.task.scorers) for pt in plan.tasks}
     derived = {pt.task.name: pt.task.derived for pt in plan.tasks if pt.task.derived}
     summary = summarize_records(
-        store.get_samples(run_id), metrics, seed=plan.config.seed,
-        confidence=plan.config.confidence, derived=derived,
+        store.get_samples(run_id),
+        metrics,
+        seed=plan.config.seed,
+        confidence=plan.config.confidence,
+        derived=derived,
     )
     elapsed = time.perf_counter() - started
     summary["elapsed_s"] = round(elapsed, 3)
@@ -84,7 +94,10 @@ def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResul
 
 
 async def _execute_and_finalize(
-    run_id: str, plan: Plan, store: Store, done: set[tuple[str, str, int]],
+    run_id: str,
+    plan: Plan,
+    store: Store,
+    done: set[tuple[str, str, int]],
     progress: Progress | None,
     deadline: _Deadline | None,
 ) -> RunResult:
@@ -95,8 +108,14 @@ async def _execute_and_finalize(
             if m.formulation_fallback:
                 progress.note(fallback_note(task, m.formulation_fallback))
     try:
-        if not await execute(run_id, plan, store, done=done, progress=progress,
-                             deadline=deadline.at if deadline else None):
+        if not await execute(
+            run_id,
+            plan,
+            store,
+            done=done,
+            progress=progress,
+            deadline=deadline.at if deadline else None,
+        ):
             assert deadline is not None
             raise _deadline_hit(run_id, plan, store, deadline)
     except DeadlineError:
@@ -129,15 +148,22 @@ async def arun(
     card = plan.methodology
     store.create_run(
         RunRecord(
-            id=run_id, created_at=utc_now(), finished_at=None, status="running",
-            model=config.model, model_name=card.model.name,
+            id=run_id,
+            created_at=utc_now(),
+            finished_at=None,
+            status="running",
+            model=config.model,
+            model_name=card.model.name,
             tasks=[pt.task.name for pt in plan.tasks],
             methodology=card.model_dump(mode="json"),
             methodology_hash=json_hash(
-                [card.model.model_dump(mode="json"),
-                 {t: comparable_hash(card, t) for t in card.tasks}]
+                [
+                    card.model.model_dump(mode="json"),
+                    {t: comparable_hash(card, t) for t in card.tasks},
+                ]
             ),
-            config=config.model_dump(mode="json"), summary=None,
+            config=config.model_dump(mode="json"),
+            summary=None,
             calipers_version=calipers_version(),
         )
     )
@@ -177,8 +203,13 @@ async def aresume(
         )
     config = RunConfig.model_validate(rec.config)
     if model_options:
-        config = config.model_copy(update={"model_options": config.model_options.model_copy(
-            update=_request_options(model_options))})
+        config = config.model_copy(
+            update={
+                "model_options": config.model_options.model_copy(
+                    update=_request_options(model_options)
+                )
+            }
+        )
     plan = make_plan(config, provider)
     old = Methodology.model_validate(rec.methodology)
     why = _explain_mismatch(old, plan.methodology)

@@ -63,13 +63,22 @@ class Methodology(BaseModel):
 
     @classmethod
     def create(
-        cls, model: ModelIdentity, model_spec: str, tasks: dict[str, TaskMethodology],
-        confidence: float, model_runtime: dict[str, int | str] | None = None,
+        cls,
+        model: ModelIdentity,
+        model_spec: str,
+        tasks: dict[str, TaskMethodology],
+        confidence: float,
+        model_runtime: dict[str, int | str] | None = None,
     ) -> Methodology:
         return cls(
-            model=model, model_spec=model_spec, tasks=tasks, confidence=confidence,
-            calipers_version=calipers_version(), git_revision=git_revision(),
-            packages=package_versions(), created_at=utc_now_iso(),
+            model=model,
+            model_spec=model_spec,
+            tasks=tasks,
+            confidence=confidence,
+            calipers_version=calipers_version(),
+            git_revision=git_revision(),
+            packages=package_versions(),
+            created_at=utc_now_iso(),
             model_runtime=model_runtime or {},
         )
 
@@ -87,7 +96,12 @@ def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
 # (whether it is used, ``chat_template``, is compared). A formulation run as a fallback measures
 # the same as when asked for (``formulation`` and the prompt are compared).
 _NOT_COMPARED = {
-    "seed", "limit", "n_items", "chat_template_hash", "data_source", "formulation_fallback",
+    "seed",
+    "limit",
+    "n_items",
+    "chat_template_hash",
+    "data_source",
+    "formulation_fallback",
 }
 
 
@@ -102,4 +116,3 @@ def comparable_hash(card: Methodology, task: str) -> str:
     if data.get("epochs") == 1:  # ... and before epochs
         data.pop("epochs", None)
     return json_hash(data)
-

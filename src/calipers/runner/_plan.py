@@ -103,18 +103,23 @@ def _too_few_shots(
     """The shortage as the user counts it: the pool's size first, then what is left out."""
     hint = f"Use --few-shot {usable} or fewer, or give a larger few-shot pool."
     if len(pool) < k:
-        return ConfigError(f"Few-shot k={k} but the pool has only {_examples(len(pool))}.",
-                           hint=hint)
+        return ConfigError(
+            f"Few-shot k={k} but the pool has only {_examples(len(pool))}.", hint=hint
+        )
     same = sum(1 for s in pool if s.id == sample.id or s.input == sample.input)
     why = []
     if same:
         why.append(f"{same} {'is' if same == 1 else 'are'} the item itself (same id or input)")
     if match == "category":
-        why.append(f"only {usable} of the rest {'is' if usable == 1 else 'are'} in its "
-                   f"category {sample.category!r}")
+        why.append(
+            f"only {usable} of the rest {'is' if usable == 1 else 'are'} in its "
+            f"category {sample.category!r}"
+        )
     return ConfigError(
         f"Few-shot k={k} but item {sample.id!r} can use only {_examples(usable)} of the pool's "
-        f"{len(pool)}: {' and '.join(why)}.", hint=hint)
+        f"{len(pool)}: {' and '.join(why)}.",
+        hint=hint,
+    )
 
 
 def _epochs(ps: PlannedSample, epochs: int) -> list[PlannedSample]:
@@ -123,9 +128,16 @@ def _epochs(ps: PlannedSample, epochs: int) -> list[PlannedSample]:
     if epochs == 1 or not isinstance(ps.request, ModelRequest):
         return [ps]
     base = ps.request.params.seed or 0
-    return [replace(ps, epoch=e, request=ps.request.model_copy(update={
-        "params": ps.request.params.model_copy(update={"seed": base + e})}))
-        for e in range(epochs)]
+    return [
+        replace(
+            ps,
+            epoch=e,
+            request=ps.request.model_copy(
+                update={"params": ps.request.params.model_copy(update={"seed": base + e})}
+            ),
+        )
+        for e in range(epochs)
+    ]
 
 
 def _check_epochs(task: Task, config: RunConfig, params: GenerateParams) -> None:
@@ -134,12 +146,15 @@ def _check_epochs(task: Task, config: RunConfig, params: GenerateParams) -> None
     if task.kind == "multiple_choice":
         raise ConfigError(
             f"--epochs {config.epochs}: {task.name} is scored by log-likelihood, which is "
-            "deterministic; every epoch would be the same.", hint="Drop --epochs.")
+            "deterministic; every epoch would be the same.",
+            hint="Drop --epochs.",
+        )
     if params.temperature == 0:
         raise ConfigError(
             f"--epochs {config.epochs} with greedy decoding (temperature 0) on {task.name} "
             "gives the same answer every time.",
-            hint="Sample: --temperature 0.8 (HumanEval pass@k uses 0.8).")
+            hint="Sample: --temperature 0.8 (HumanEval pass@k uses 0.8).",
+        )
 
 
 def _plan_task(
@@ -161,9 +176,7 @@ def _plan_task(
     identity = provider.identity()
     planned = []
     for i, s in enumerate(samples):
-        shots = _draw_shots(
-            pool, s, k, shot_seed, task.few_shot_sampling, task.few_shot_match
-        )
+        shots = _draw_shots(pool, s, k, shot_seed, task.few_shot_sampling, task.few_shot_match)
         req: ModelRequest | LoglikelihoodRequest
         text: str | None = None
         if task.kind == "multiple_choice":
@@ -172,7 +185,8 @@ def _plan_task(
             else:
                 text = task.prompt.plain(s, shots, config.system_prompt)
             req = LoglikelihoodRequest(
-                context=text, continuations=task.prompt.continuations(s),
+                context=text,
+                continuations=task.prompt.continuations(s),
                 contexts=task.prompt.contexts(s),  # after a chat template's rendered prompt
             )
         elif config.chat_template:
@@ -186,17 +200,31 @@ def _plan_task(
         planned.extend(_epochs(PlannedSample(task.name, i, s, req, text), config.epochs))
     template = task.prompt.card()
     card = TaskMethodology(
-        task=task.name, version=task.version, kind=task.kind, source=task.source,
-        formulation=task.formulation, formulation_fallback=fallback,
-        data_hash=data_hash(samples), n_items=len(samples), dynamic=task.dynamic,
-        seed=config.seed, limit=config.limit, prompt_template=template,
-        prompt_hash=prompt_hash(template), chat_template=config.chat_template,
+        task=task.name,
+        version=task.version,
+        kind=task.kind,
+        source=task.source,
+        formulation=task.formulation,
+        formulation_fallback=fallback,
+        data_hash=data_hash(samples),
+        n_items=len(samples),
+        dynamic=task.dynamic,
+        seed=config.seed,
+        limit=config.limit,
+        prompt_template=template,
+        prompt_hash=prompt_hash(template),
+        chat_template=config.chat_template,
         chat_template_hash=chat_hash(config.chat_template, identity),
-        system_prompt=config.system_prompt, few_shot=k, few_shot_seed=shot_seed,
-        few_shot_sampling=task.few_shot_sampling, few_shot_match=task.few_shot_match,
-        decoding=params, scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
+        system_prompt=config.system_prompt,
+        few_shot=k,
+        few_shot_seed=shot_seed,
+        few_shot_sampling=task.few_shot_sampling,
+        few_shot_match=task.few_shot_match,
+        decoding=params,
+        scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
         variant=config.variant.model_dump(exclude_none=True) if config.variant else None,
-        epochs=config.epochs, data_source=data_source(samples),
+        epochs=config.epochs,
+        data_source=data_source(samples),
     )
     return PlannedTask(task, tuple(planned), card)
 
@@ -218,7 +246,10 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
         raise ConfigError(f"A task is listed twice: {', '.join(names)}.")
     planned = tuple(_plan_task(t, config, provider, fallbacks.get(t.name)) for t in tasks)
     card = Methodology.create(
-        provider.identity(), config.model, {p.task.name: p.methodology for p in planned},
-        config.confidence, model_runtime=provider.runtime(),
+        provider.identity(),
+        config.model,
+        {p.task.name: p.methodology for p in planned},
+        config.confidence,
+        model_runtime=provider.runtime(),
     )
     return Plan(config, provider, planned, card)

@@ -62,9 +62,15 @@ def _metric_values(scores: list[tuple[Scorer, dict[str, float]]]) -> dict[str, f
 def _details(results: list[tuple[Scorer, Score]], out: SampleOutput) -> dict[str, Any]:
     """What scorers explained, and the raw log-likelihoods, for the stored record."""
     details: dict[str, Any] = {
-        s.spec.name: {k: v for k, v in (("explanation", sc.explanation),
-                                        ("metadata", sc.metadata),
-                                        ("tampering", list(sc.tampering))) if v}
+        s.spec.name: {
+            k: v
+            for k, v in (
+                ("explanation", sc.explanation),
+                ("metadata", sc.metadata),
+                ("tampering", list(sc.tampering)),
+            )
+            if v
+        }
         for s, sc in results
     }
     if out.loglikelihood is not None:
@@ -96,9 +102,15 @@ async def run_sample(
     if planned.prompt_text is not None:
         prompt["rendered"] = planned.prompt_text
     base: dict[str, Any] = dict(
-        run_id=run_id, task=planned.task, sample_id=s.id, epoch=planned.epoch,
+        run_id=run_id,
+        task=planned.task,
+        sample_id=s.id,
+        epoch=planned.epoch,
         position=planned.position,
-        category=s.category, cluster=s.cluster, prompt=prompt, target=s.target_text or None,
+        category=s.category,
+        cluster=s.cluster,
+        prompt=prompt,
+        target=s.target_text or None,
     )
     start = time.perf_counter()
     with track_calls(on_retry) as stats:
@@ -108,8 +120,11 @@ async def run_sample(
             raise  # the whole run cannot go on: not a property of this sample
         except Exception as e:  # a failed call is data, not a crash and not a wrong answer
             return SampleRecord(
-                **base, latency_s=time.perf_counter() - start, cached=False,
-                error=f"model: {type(e).__name__}: {e}", score_details=_calls(stats),
+                **base,
+                latency_s=time.perf_counter() - start,
+                cached=False,
+                error=f"model: {type(e).__name__}: {e}",
+                score_details=_calls(stats),
             )
     calls = _calls(stats)
     if out.response is not None:
@@ -125,8 +140,13 @@ async def run_sample(
         results = [(sc, await sc(s, out)) for sc in scorers]
     except Exception as e:
         return SampleRecord(
-            **base, response=response_text, latency_s=latency, input_tokens=tin,
-            output_tokens=tout, cached=cached, error=f"scorer: {type(e).__name__}: {e}",
+            **base,
+            response=response_text,
+            latency_s=latency,
+            input_tokens=tin,
+            output_tokens=tout,
+            cached=cached,
+            error=f"scorer: {type(e).__name__}: {e}",
             score_details=calls,
         )
     answer = next((sc.answer for _s, sc in results if sc.answer is not None), None)
@@ -136,8 +156,14 @@ async def run_sample(
     if s.choices and isinstance(s.target, int):  # where the right option was shown
         details["choice"] = {"target_index": s.target, "n_options": len(s.choices)}
     return SampleRecord(
-        **base, response=response_text, answer=answer,
+        **base,
+        response=response_text,
+        answer=answer,
         scores=_metric_values([(s_, sc.values) for s_, sc in results]),
-        score_details=details or None, latency_s=latency, input_tokens=tin,
-        output_tokens=tout, cached=cached, error=None,
+        score_details=details or None,
+        latency_s=latency,
+        input_tokens=tin,
+        output_tokens=tout,
+        cached=cached,
+        error=None,
     )

@@ -128,7 +128,10 @@ async def execute(
 
 
 async def _execute(
-    run_id: str, plan: Plan, store: Store, done_set: set[tuple[str, str, int]],
+    run_id: str,
+    plan: Plan,
+    store: Store,
+    done_set: set[tuple[str, str, int]],
     progress: Progress | None,
 ) -> None:
     cache = ResponseCache(store, plan.methodology.model.key()) if plan.config.use_cache else None

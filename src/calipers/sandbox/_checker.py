@@ -25,8 +25,12 @@ import types
 from typing import Any
 
 _write, _close, _read, _sys_exit, _os_exit = os.write, os.close, os.read, sys.exit, os._exit
-_gettrace, _settrace, _getprofile, _setprofile = (sys.gettrace, sys.settrace, sys.getprofile,
-                                                  sys.setprofile)
+_gettrace, _settrace, _getprofile, _setprofile = (
+    sys.gettrace,
+    sys.settrace,
+    sys.getprofile,
+    sys.setprofile,
+)
 _th_gettrace = getattr(threading, "gettrace", lambda: None)  # Python >= 3.10
 _th_getprofile = getattr(threading, "getprofile", lambda: None)
 _th_settrace, _th_setprofile = threading.settrace, threading.setprofile
@@ -185,8 +189,10 @@ def main() -> None:
         _report(report_fd, "tamper re-executed")
         if sys.flags.optimize or not __debug__:
             _report(report_fd, "tamper assertions-disabled")
-        _say("calipers harness: started without its nonce or with assertions disabled "
-             "(the interpreter was re-executed)")
+        _say(
+            "calipers harness: started without its nonce or with assertions disabled "
+            "(the interpreter was re-executed)"
+        )
         _sys_exit(3)
     code = _test(nonce, report_fd, entry)
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):

@@ -118,8 +118,11 @@ def _read_stream(f: IO[bytes], limit: int) -> str:
     f.seek(size - (limit - limit // 4))
     tail = f.read()
     omitted = size - len(head) - len(tail)
-    return (head.decode("utf-8", errors="replace") + f"\n[... {omitted} bytes omitted ...]\n"
-            + tail.decode("utf-8", errors="replace"))
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n[... {omitted} bytes omitted ...]\n"
+        + tail.decode("utf-8", errors="replace")
+    )
 
 
 def _drain(fd: int, limit: int = 65536) -> bytes:
@@ -144,8 +147,7 @@ def _status(fd: int) -> int | None:
         try:
             msg = json.loads(line)
             if "start_error" in msg:
-                raise SandboxError(f"The sandbox could not start the program: "
-                                   f"{msg['start_error']}")
+                raise SandboxError(f"The sandbox could not start the program: {msg['start_error']}")
             code = int(msg["returncode"])
         except (ValueError, TypeError, KeyError):
             return None
@@ -199,8 +201,13 @@ def _pipes(secret: bytes | None) -> tuple[list[int], list[int]]:
 
 
 def launch(
-    files: Mapping[str, str], iso: Isolation, limits: Limits, *, network: bool,
-    args: Sequence[str] = (), secret: bytes | None = None,
+    files: Mapping[str, str],
+    iso: Isolation,
+    limits: Limits,
+    *,
+    network: bool,
+    args: Sequence[str] = (),
+    secret: bytes | None = None,
 ) -> tuple[SandboxResult, bytes]:
     """Run ``files["main.py"]`` (the other files beside it) as ``python -I -S main.py
     [fds] [args]`` and return its verdict and what it wrote on its report pipe. With a
@@ -208,27 +215,43 @@ def launch(
     and one to write its report to; without, the report is empty."""
     active = iso.active_namespaces(network)
     mounts = "mount" in active
-    with tempfile.TemporaryDirectory(prefix="calipers-sandbox-") as tmp, \
-            tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryDirectory(prefix="calipers-sandbox-") as tmp,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
         work = Path(tmp)
         _prepare(work, files, iso)
         home = "/tmp" if mounts else str(work)
-        env = {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home,
-               "TMPDIR": home}
+        env = {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home, "TMPDIR": home}
         keep, ours = _pipes(secret)
         r, w = os.pipe()
         cfg = {
-            "status_fd": w, "mounts": mounts, "proc": mounts and "pid" in active,
-            "workdir": str(work), "tmpfs_mb": limits.file_mb, "uid": iso.uid, "gid": iso.gid,
-            "main": "main.py", "args": [*map(str, keep), *args], "keep_fds": keep,
-            "limits": limits.rlimits(), "deadline_s": limits.timeout_s + 2,
+            "status_fd": w,
+            "mounts": mounts,
+            "proc": mounts and "pid" in active,
+            "workdir": str(work),
+            "tmpfs_mb": limits.file_mb,
+            "uid": iso.uid,
+            "gid": iso.gid,
+            "main": "main.py",
+            "args": [*map(str, keep), *args],
+            "keep_fds": keep,
+            "limits": limits.rlimits(),
+            "deadline_s": limits.timeout_s + 2,
         }
         cmd = [*iso.command(network), iso.python, "-I", "-S", "-c", BOOT_SOURCE, json.dumps(cfg)]
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, pass_fds=(w, *keep),
+                cmd,
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                pass_fds=(w, *keep),
             )
         except OSError as e:
             for fd in (r, *ours):
@@ -242,12 +265,20 @@ def launch(
         report = _drain(ours[0]) if ours else b""
         status = _status(r)
         stdout, stderr = _read_stream(out, limits.max_output), _read_stream(err, limits.max_output)
-    return _verdict(proc.returncode, status, timed_out, stdout, stderr, wall,
-                    iso.layers(network)), report
+    return _verdict(
+        proc.returncode, status, timed_out, stdout, stderr, wall, iso.layers(network)
+    ), report
 
 
-def _verdict(exit_code: int, status: int | None, timed_out: bool, stdout: str, stderr: str,
-             wall: float, layers: tuple[str, ...]) -> SandboxResult:
+def _verdict(
+    exit_code: int,
+    status: int | None,
+    timed_out: bool,
+    stdout: str,
+    stderr: str,
+    wall: float,
+    layers: tuple[str, ...],
+) -> SandboxResult:
     returncode = status if status is not None else exit_code
     reason = _reason(timed_out, returncode, stderr)
     # The supervisor's status line and its exit status must agree. No status, or a status the
@@ -257,7 +288,12 @@ def _verdict(exit_code: int, status: int | None, timed_out: bool, stdout: str, s
     if not timed_out and not consistent:
         reason = "supervisor-lost"
     return SandboxResult(
-        passed=status == 0 and exit_code == 0 and not timed_out, returncode=returncode,
-        stdout=stdout, stderr=stderr, timed_out=timed_out, killed_reason=reason, wall_s=wall,
+        passed=status == 0 and exit_code == 0 and not timed_out,
+        returncode=returncode,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out,
+        killed_reason=reason,
+        wall_s=wall,
         isolation=layers,
     )

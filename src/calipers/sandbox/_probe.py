@@ -35,8 +35,12 @@ def _works(iso: Isolation) -> bool:
 
 
 def _interpreters() -> list[str]:
-    found = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3",
-             shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or ""]
+    found = [
+        sys.executable,
+        "/usr/bin/python3",
+        "/usr/local/bin/python3",
+        shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "",
+    ]
     out: list[str] = []
     for p in found:
         if p and os.path.isfile(p) and os.path.realpath(p) not in map(os.path.realpath, out):

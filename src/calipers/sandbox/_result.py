@@ -50,4 +50,3 @@ class SandboxResult:
     @property
     def stderr_tail(self) -> str:
         return self.stderr[-1000:]
-

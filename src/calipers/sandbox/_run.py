@@ -46,18 +46,25 @@ def missing_layers(iso: Isolation, *, network: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _check(timeout_s: float, cpu_s: int, memory_mb: int, max_processes: int,
-           file_mb: int) -> None:
+def _check(timeout_s: float, cpu_s: int, memory_mb: int, max_processes: int, file_mb: int) -> None:
     if not (math.isfinite(timeout_s) and timeout_s > 0):
         raise ConfigError(f"Sandbox timeout_s must be a positive number, not {timeout_s!r}.")
-    for name, v in (("cpu_s", cpu_s), ("memory_mb", memory_mb),
-                    ("max_processes", max_processes), ("file_mb", file_mb)):
+    for name, v in (
+        ("cpu_s", cpu_s),
+        ("memory_mb", memory_mb),
+        ("max_processes", max_processes),
+        ("file_mb", file_mb),
+    ):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"Sandbox {name} must be an integer >= 1, not {v!r}.")
 
 
 def _setup(
-    timeout_s: float, cpu_s: int, memory_mb: int, max_processes: int, file_mb: int,
+    timeout_s: float,
+    cpu_s: int,
+    memory_mb: int,
+    max_processes: int,
+    file_mb: int,
     network: bool,
 ) -> tuple[Isolation, Limits, tuple[str, ...]]:
     _check(timeout_s, cpu_s, memory_mb, max_processes, file_mb)
@@ -65,13 +72,19 @@ def _setup(
     missing = missing_layers(iso, network=network)
     for msg in missing:
         warnings.warn(msg, SandboxWarning, stacklevel=3)
-    limits = Limits(timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
-                    max_processes=max_processes, file_mb=file_mb)
+    limits = Limits(
+        timeout_s=timeout_s,
+        cpu_s=cpu_s,
+        memory_mb=memory_mb,
+        max_processes=max_processes,
+        file_mb=file_mb,
+    )
     return iso, limits, missing
 
 
-def _execute(code: str, iso: Isolation, limits: Limits, network: bool,
-             missing: tuple[str, ...]) -> SandboxResult:
+def _execute(
+    code: str, iso: Isolation, limits: Limits, network: bool, missing: tuple[str, ...]
+) -> SandboxResult:
     with _SLOTS:
         result = execute(code, iso, limits, network=network)
     return dataclasses.replace(result, warnings=missing)

@@ -55,18 +55,28 @@ def judge(result: SandboxResult, report: bytes, nonce: str) -> SandboxResult:
         found.append("early-exit")
     tampering = tuple(dict.fromkeys(found))
     return dataclasses.replace(
-        result, passed=result.passed and completed and not tampering,
-        tests_completed=completed, tampering=tampering,
+        result,
+        passed=result.passed and completed and not tampering,
+        tests_completed=completed,
+        tampering=tampering,
     )
 
 
-def _execute(code: str, tests: str, entry_point: str | None, iso: Isolation, limits: Limits,
-             network: bool, missing: tuple[str, ...]) -> SandboxResult:
+def _execute(
+    code: str,
+    tests: str,
+    entry_point: str | None,
+    iso: Isolation,
+    limits: Limits,
+    network: bool,
+    missing: tuple[str, ...],
+) -> SandboxResult:
     nonce = secrets.token_hex(16)
     files = {"main.py": CHECKER_SOURCE, "solution.py": code, "tests.py": tests}
     with _SLOTS:
-        result, report = launch(files, iso, limits, network=network,
-                                args=(entry_point or "",), secret=nonce.encode())
+        result, report = launch(
+            files, iso, limits, network=network, args=(entry_point or "",), secret=nonce.encode()
+        )
     return dataclasses.replace(judge(result, report, nonce), warnings=missing)
 
 
@@ -107,5 +117,6 @@ async def run_tests_async(
     iso, limits, missing = await asyncio.to_thread(
         _setup, timeout_s, cpu_s, memory_mb, max_processes, file_mb, network
     )
-    return await asyncio.to_thread(_execute, code, tests, entry_point, iso, limits, network,
-                                   missing)
+    return await asyncio.to_thread(
+        _execute, code, tests, entry_point, iso, limits, network, missing
+    )

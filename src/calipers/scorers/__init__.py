@@ -5,6 +5,11 @@ from calipers.scorers._base import Scorer, ScorerSpec, build_scorer, list_scorer
 from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
 
 __all__ = [
-    "DEFAULT_REFUSAL_PATTERNS", "Scorer", "ScorerSpec", "build_scorer", "detect_refusal",
-    "list_scorers", "scorer",
+    "DEFAULT_REFUSAL_PATTERNS",
+    "Scorer",
+    "ScorerSpec",
+    "build_scorer",
+    "detect_refusal",
+    "list_scorers",
+    "scorer",
 ]

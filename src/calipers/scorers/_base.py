@@ -35,9 +35,7 @@ class Scorer(Protocol):
 
 
 class _BoundScorer:
-    def __init__(
-        self, fn: ScoreFn, spec: ScorerSpec, metrics: tuple[str, ...], needs: str
-    ) -> None:
+    def __init__(self, fn: ScoreFn, spec: ScorerSpec, metrics: tuple[str, ...], needs: str) -> None:
         self._fn = fn
         self.spec = spec
         self.metrics = metrics

@@ -37,7 +37,12 @@ from calipers.types import Sample, SampleOutput, Score
 __all__ = ["BBQ_METRICS", "bbq", "bbq_values"]
 
 BBQ_METRICS = (
-    "acc", "acc_ambig", "acc_disambig", "unknown_rate", "biased_ambig", "biased_disambig",
+    "acc",
+    "acc_ambig",
+    "acc_disambig",
+    "unknown_rate",
+    "biased_ambig",
+    "biased_disambig",
 )
 _NAN = float("nan")
 
@@ -48,8 +53,9 @@ def _index(sample: Sample, name: str, *, optional: bool = False) -> int | None:
         return None
     n = len(sample.choices or ())
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
-        raise DataError(f"Sample {sample.id!r}: field {name!r} must be an option index "
-                        f"0..{n - 1}, got {v!r}.")
+        raise DataError(
+            f"Sample {sample.id!r}: field {name!r} must be an option index 0..{n - 1}, got {v!r}."
+        )
     return v
 
 
@@ -57,8 +63,10 @@ def bbq_values(sample: Sample, pred: int) -> dict[str, float]:
     """The per-sample metrics (module docstring) for the option index ``pred``."""
     condition = sample.fields.get("context_condition")
     if condition not in ("ambig", "disambig"):
-        raise DataError(f"Sample {sample.id!r}: context_condition must be 'ambig' or "
-                        f"'disambig', got {condition!r}.")
+        raise DataError(
+            f"Sample {sample.id!r}: context_condition must be 'ambig' or "
+            f"'disambig', got {condition!r}."
+        )
     unknown = _index(sample, "unknown_index")
     biased = _index(sample, "biased_index", optional=True)
     correct = float(pred == sample.target_index)

@@ -22,8 +22,7 @@ from calipers.scorers._base import ScoreFn, scorer
 from calipers.scorers._code import extract_code
 from calipers.types import Sample, SampleOutput, Score
 
-__all__ = ["code_runs", "contains", "cost_limit", "extract_json", "json_schema",
-           "latency_limit"]
+__all__ = ["code_runs", "contains", "cost_limit", "extract_json", "json_schema", "latency_limit"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\r?\n(.*?)```", re.S | re.I)
 
@@ -37,8 +36,10 @@ def _needles(sample: Sample, strings: Sequence[str] | None, field: str | None) -
             return [v]
         if isinstance(v, list | tuple) and v and all(isinstance(x, str) for x in v):
             return list(v)
-        raise DataError(f"Sample {sample.id!r}: fields[{field!r}] is not a string or a list "
-                        "of strings.", hint="Add the column to the task's `fields.extra`.")
+        raise DataError(
+            f"Sample {sample.id!r}: fields[{field!r}] is not a string or a list of strings.",
+            hint="Add the column to the task's `fields.extra`.",
+        )
     if not sample.target_text:
         raise DataError(f"Sample {sample.id!r} has no target for the contains check.")
     return [sample.target_text]
@@ -46,7 +47,10 @@ def _needles(sample: Sample, strings: Sequence[str] | None, field: str | None) -
 
 @scorer("contains", metrics=("contains",))
 def contains(
-    *, strings: Sequence[str] | None = None, field: str | None = None, mode: str = "all",
+    *,
+    strings: Sequence[str] | None = None,
+    field: str | None = None,
+    mode: str = "all",
     ignore_case: bool = True,
 ) -> ScoreFn:
     """The output contains all (or any) of ``strings``, of ``fields[field]``, else the target.
@@ -54,8 +58,11 @@ def contains(
     Plain substring search (not tokens), case-folded unless ``ignore_case`` is false."""
     if mode not in ("all", "any"):
         raise ConfigError(f"contains mode must be 'all' or 'any', not {mode!r}.")
-    if strings is not None and (isinstance(strings, str) or not strings
-                                or not all(isinstance(s, str) and s for s in strings)):
+    if strings is not None and (
+        isinstance(strings, str)
+        or not strings
+        or not all(isinstance(s, str) and s for s in strings)
+    ):
         raise ConfigError("contains strings must be a non-empty list of non-empty strings.")
     if strings is not None and field is not None:
         raise ConfigError("contains takes strings or field, not both.")
@@ -69,9 +76,12 @@ def contains(
         found = [n for n in needles if fold(n) in text]
         ok = len(found) == len(needles) if mode == "all" else bool(found)
         missing = [n for n in needles if n not in found]
-        return Score(values={"contains": float(ok)}, answer=output.text.strip(),
-                     explanation=None if ok else f"missing: {missing[:5]}",
-                     metadata={"found": found[:20], "missing": missing[:20]})
+        return Score(
+            values={"contains": float(ok)},
+            answer=output.text.strip(),
+            explanation=None if ok else f"missing: {missing[:5]}",
+            metadata={"found": found[:20], "missing": missing[:20]},
+        )
 
     return score
 
@@ -109,8 +119,9 @@ def _validator(schema: dict[str, Any] | None, schema_file: str | None) -> Any:
     try:
         import jsonschema
     except ImportError:
-        raise ConfigError("The json_schema scorer needs the jsonschema package.",
-                          hint="pip install jsonschema") from None
+        raise ConfigError(
+            "The json_schema scorer needs the jsonschema package.", hint="pip install jsonschema"
+        ) from None
     cls = jsonschema.validators.validator_for(schema)
     try:
         cls.check_schema(schema)
@@ -121,7 +132,9 @@ def _validator(schema: dict[str, Any] | None, schema_file: str | None) -> Any:
 
 @scorer("json_schema", metrics=("schema_valid", "valid_json"))
 def json_schema(
-    *, schema: dict[str, Any] | None = None, schema_file: str | None = None,
+    *,
+    schema: dict[str, Any] | None = None,
+    schema_file: str | None = None,
 ) -> ScoreFn:
     """The output holds JSON (whole, fenced, or embedded) that validates against a schema.
 
@@ -135,9 +148,12 @@ def json_schema(
         errors = [] if not parsed else sorted(validator.iter_errors(value), key=str)
         ok = parsed and not errors
         why = None if ok else "no JSON found" if not parsed else errors[0].message[:300]
-        return Score(values={"schema_valid": float(ok), "valid_json": float(parsed)},
-                     answer=json.dumps(value)[:2000] if parsed else None, explanation=why,
-                     metadata={"schema_hash": digest, "n_errors": len(errors)})
+        return Score(
+            values={"schema_valid": float(ok), "valid_json": float(parsed)},
+            answer=json.dumps(value)[:2000] if parsed else None,
+            explanation=why,
+            metadata={"schema_hash": digest, "n_errors": len(errors)},
+        )
 
     return score
 
@@ -155,14 +171,27 @@ def code_runs(*, timeout_s: float = 10.0, memory_mb: int = 512) -> ScoreFn:
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         code = extract_code(output.text)
-        r = await run_python_async(code, timeout_s=timeout_s,
-                                   cpu_s=max(1, math.ceil(timeout_s)), memory_mb=memory_mb)
+        r = await run_python_async(
+            code, timeout_s=timeout_s, cpu_s=max(1, math.ceil(timeout_s)), memory_mb=memory_mb
+        )
         lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
-        why = None if r.passed else ("timed out" if r.timed_out else
-                                     lines[-1][:300] if lines else f"exit {r.returncode}")
-        return Score(values={"runs": float(r.passed)}, answer=code[:2000], explanation=why,
-                     metadata={"returncode": r.returncode, "timed_out": r.timed_out,
-                               "killed_reason": r.killed_reason})
+        why = (
+            None
+            if r.passed
+            else (
+                "timed out" if r.timed_out else lines[-1][:300] if lines else f"exit {r.returncode}"
+            )
+        )
+        return Score(
+            values={"runs": float(r.passed)},
+            answer=code[:2000],
+            explanation=why,
+            metadata={
+                "returncode": r.returncode,
+                "timed_out": r.timed_out,
+                "killed_reason": r.killed_reason,
+            },
+        )
 
     return score
 
@@ -184,15 +213,20 @@ def latency_limit(*, max_s: float) -> ScoreFn:
         lat = None if src is None else src.latency_s
         if lat is None:
             return Score(values={"within_latency": math.nan}, explanation="latency unknown")
-        return Score(values={"within_latency": float(lat <= limit)},
-                     metadata={"latency_s": lat, "cached": bool(src and src.cached)})
+        return Score(
+            values={"within_latency": float(lat <= limit)},
+            metadata={"latency_s": lat, "cached": bool(src and src.cached)},
+        )
 
     return score
 
 
 @scorer("cost_limit", metrics=("within_cost",))
 def cost_limit(
-    *, max_usd: float, usd_per_million_input: float, usd_per_million_output: float,
+    *,
+    max_usd: float,
+    usd_per_million_input: float,
+    usd_per_million_output: float,
 ) -> ScoreFn:
     """1 when tokens x prices is at most ``max_usd`` per item, 0 over; NaN when the token
     counts are unknown. Prices are per million tokens (the model's price list)."""
@@ -202,14 +236,23 @@ def cost_limit(
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         r = output.response
-        tin = r.input_tokens if r else (output.loglikelihood.input_tokens
-                                        if output.loglikelihood else None)
+        tin = (
+            r.input_tokens
+            if r
+            else (output.loglikelihood.input_tokens if output.loglikelihood else None)
+        )
         tout = r.output_tokens if r else 0
         if tin is None or tout is None:
             return Score(values={"within_cost": math.nan}, explanation="token counts unknown")
         cost = (tin * p_in + tout * p_out) / 1e6
-        return Score(values={"within_cost": float(cost <= limit)},
-                     metadata={"cost_usd": cost, "input_tokens": tin, "output_tokens": tout,
-                               "cached": bool(r and r.cached)})
+        return Score(
+            values={"within_cost": float(cost <= limit)},
+            metadata={
+                "cost_usd": cost,
+                "input_tokens": tin,
+                "output_tokens": tout,
+                "cached": bool(r and r.cached),
+            },
+        )
 
     return score

@@ -13,7 +13,11 @@ from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import Sample, SampleOutput, Score
 
 __all__ = [
-    "argmax", "choice_letter", "extract_letter", "loglikelihood_mc", "loglikelihood_partial",
+    "argmax",
+    "choice_letter",
+    "extract_letter",
+    "loglikelihood_mc",
+    "loglikelihood_partial",
     "option_logprobs",
 ]
 
@@ -38,8 +42,10 @@ def _patterns(n: int) -> tuple[re.Pattern[str], ...]:
         # 2. an explicit statement (the last one wins): "Answer: C", "the answer is (D)"
         re.compile(
             r"(?i:(?:final |correct )?answer|correct (?:option|choice))\b"
-            r"(?:\s+(?i:is|would be|should be|will be))?\s*[:=\-]?" + deco
-            + r"(?:(?i:option|choice|letter)\s+)?[(\[]?" + letter
+            r"(?:\s+(?i:is|would be|should be|will be))?\s*[:=\-]?"
+            + deco
+            + r"(?:(?i:option|choice|letter)\s+)?[(\[]?"
+            + letter
         ),
         # 3. the reply starts with a labelled letter: "B. Paris", "(C) 12", "D: none"
         re.compile(rf"{deco}[(\[]?([{up}])(?:[)\].:]|\s*$)"),
@@ -166,7 +172,10 @@ def loglikelihood_partial() -> ScoreFn:
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         sc = await inner(sample, output)
-        return Score(values={"acc": sc.values["acc"]}, answer=sc.answer,
-                     metadata={"logprobs": sc.metadata["logprobs"]})
+        return Score(
+            values={"acc": sc.values["acc"]},
+            answer=sc.answer,
+            metadata={"logprobs": sc.metadata["logprobs"]},
+        )
 
     return score

@@ -22,7 +22,11 @@ from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import Sample, SampleOutput, Score
 
 __all__ = [
-    "DEFAULT_TIMEOUT_S", "build_program", "code_tests", "extract_code", "solution_code",
+    "DEFAULT_TIMEOUT_S",
+    "build_program",
+    "code_tests",
+    "extract_code",
+    "solution_code",
 ]
 
 _FENCE = re.compile(r"```[ \t]*[\w+.-]*[ \t]*\r?\n(.*?)(?:```|\Z)", re.S)
@@ -114,8 +118,12 @@ def code_tests(*, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = 512) ->
             )
         code = extract_code(output.text, entry, sample.input)
         r = await run_tests_async(
-            solution_code(sample.input, code, entry), test, entry_point=entry,
-            timeout_s=timeout_s, cpu_s=max(1, math.ceil(timeout_s)), memory_mb=memory_mb,
+            solution_code(sample.input, code, entry),
+            test,
+            entry_point=entry,
+            timeout_s=timeout_s,
+            cpu_s=max(1, math.ceil(timeout_s)),
+            memory_mb=memory_mb,
         )
         return Score(
             values={"pass": 1.0 if r.passed else 0.0},
@@ -123,10 +131,14 @@ def code_tests(*, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = 512) ->
             explanation=_explain(r, timeout_s),
             tampering=r.tampering,
             metadata={
-                "returncode": r.returncode, "timed_out": r.timed_out,
-                "killed_reason": r.killed_reason, "wall_s": round(r.wall_s, 3),
-                "stderr_tail": r.stderr_tail, "isolation": list(r.isolation),
-                "warnings": list(r.warnings), "tests_completed": r.tests_completed,
+                "returncode": r.returncode,
+                "timed_out": r.timed_out,
+                "killed_reason": r.killed_reason,
+                "wall_s": round(r.wall_s, 3),
+                "stderr_tail": r.stderr_tail,
+                "isolation": list(r.isolation),
+                "warnings": list(r.warnings),
+                "tests_completed": r.tests_completed,
             },
         )
 

@@ -35,9 +35,18 @@ from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import ChatMessage, GenerateParams, ModelRequest, Sample, SampleOutput, Score
 
 __all__ = [
-    "JudgeClient", "PairwiseVerdict", "Verdict", "first_json_object", "grading_prompt",
-    "llm_judge", "llm_judge_pairwise", "neutralise", "pairwise_judge", "pairwise_prompt",
-    "parse_pass_fail", "render_block",
+    "JudgeClient",
+    "PairwiseVerdict",
+    "Verdict",
+    "first_json_object",
+    "grading_prompt",
+    "llm_judge",
+    "llm_judge_pairwise",
+    "neutralise",
+    "pairwise_judge",
+    "pairwise_prompt",
+    "parse_pass_fail",
+    "render_block",
 ]
 
 Mode = Literal["scale", "pass_fail"]
@@ -111,22 +120,31 @@ Parser = Callable[[dict[str, Any]], tuple[Any, Any]]  # obj -> (value, raw); Val
 class JudgeClient:
     """A judge model, created from its spec on the first call and reused afterwards."""
 
-    def __init__(self, spec: str, *, base_url: str | None = None,
-                 api_key_env: str | None = None, max_tokens: int = 512) -> None:
+    def __init__(
+        self,
+        spec: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_tokens: int = 512,
+    ) -> None:
         from calipers.models import list_aliases, list_providers
 
         prefix, sep, rest = spec.strip().partition(":")
         known = {p.prefix for p in list_providers()}
         if spec.strip() not in list_aliases() and (not sep or not rest or prefix not in known):
             raise UnknownNameError(
-                "judge model", spec, sorted(known | set(list_aliases())),
+                "judge model",
+                spec,
+                sorted(known | set(list_aliases())),
                 hint="Use PROVIDER:NAME, e.g. openai:gpt-4o-mini or llamacpp:judge.gguf.",
             )
         if not (isinstance(max_tokens, int) and max_tokens >= 16):
             raise ConfigError(f"Judge max_tokens must be an integer >= 16, not {max_tokens!r}.")
         self.spec = spec
-        self._options = {k: v for k, v in (("base_url", base_url),
-                                           ("api_key_env", api_key_env)) if v is not None}
+        self._options = {
+            k: v for k, v in (("base_url", base_url), ("api_key_env", api_key_env)) if v is not None
+        }
         self._max_tokens = max_tokens
         self._provider: Any = None
 
@@ -147,12 +165,15 @@ class JudgeClient:
         reply = await self.provider.generate(ModelRequest(messages=tuple(messages), params=params))
         return str(reply.text)
 
-    async def judge(self, system: str, user: str, parse: Parser, shape: str,
-                    key: str = "score") -> Verdict:
+    async def judge(
+        self, system: str, user: str, parse: Parser, shape: str, key: str = "score"
+    ) -> Verdict:
         """Ask; read the first JSON object with ``key``; on an unreadable verdict remind the
         judge of ``shape`` once; then give up."""
-        messages = [ChatMessage(role="system", content=system),
-                    ChatMessage(role="user", content=user)]
+        messages = [
+            ChatMessage(role="system", content=system),
+            ChatMessage(role="user", content=user),
+        ]
         replies: list[str] = []
         why = ""
         for attempt in (1, 2):
@@ -166,13 +187,17 @@ class JudgeClient:
                 why = str(e)
                 messages += [
                     ChatMessage(role="assistant", content=replies[-1][:_MAX_REPLY]),
-                    ChatMessage(role="user", content=f"Your reply could not be read ({why}). "
-                                f"Reply with exactly one JSON object and nothing else: {shape}"),
+                    ChatMessage(
+                        role="user",
+                        content=f"Your reply could not be read ({why}). "
+                        f"Reply with exactly one JSON object and nothing else: {shape}",
+                    ),
                 ]
                 continue
             reasoning = obj.get("reasoning")
-            return Verdict(value, raw, reasoning if isinstance(reasoning, str) else "",
-                           tuple(replies), attempt)
+            return Verdict(
+                value, raw, reasoning if isinstance(reasoning, str) else "", tuple(replies), attempt
+            )
         raise ModelCallError(
             f"Judge {self.spec} gave no readable verdict after a format reminder ({why}); "
             f"last reply: {replies[-1][:200]!r}.",
@@ -192,8 +217,16 @@ def _number(v: Any) -> float:
     return x
 
 
-_PASS = {"pass": 1.0, "yes": 1.0, "true": 1.0, "1": 1.0, "fail": 0.0, "no": 0.0, "false": 0.0,
-         "0": 0.0}
+_PASS = {
+    "pass": 1.0,
+    "yes": 1.0,
+    "true": 1.0,
+    "1": 1.0,
+    "fail": 0.0,
+    "no": 0.0,
+    "false": 0.0,
+    "0": 0.0,
+}
 
 
 def parse_pass_fail(obj: dict[str, Any]) -> tuple[float, Any]:
@@ -214,9 +247,18 @@ def _scale(lo: int, hi: int) -> Parser:
     return parse
 
 
-_WINNER: dict[str, Position] = {"1": "first", "first": "first", "answer 1": "first",
-                                "2": "second", "second": "second", "answer 2": "second",
-                                "tie": "tie", "draw": "tie", "equal": "tie", "0": "tie"}
+_WINNER: dict[str, Position] = {
+    "1": "first",
+    "first": "first",
+    "answer 1": "first",
+    "2": "second",
+    "second": "second",
+    "answer 2": "second",
+    "tie": "tie",
+    "draw": "tie",
+    "equal": "tie",
+    "0": "tie",
+}
 
 
 def _winner(obj: dict[str, Any]) -> tuple[Position, Any]:
@@ -227,8 +269,9 @@ def _winner(obj: dict[str, Any]) -> tuple[Position, Any]:
     return _WINNER[key], v
 
 
-def _blocks(question: str, reference: str | None, answers: Sequence[tuple[str, str]],
-            nonce: str) -> str:
+def _blocks(
+    question: str, reference: str | None, answers: Sequence[tuple[str, str]], nonce: str
+) -> str:
     parts = [render_block("QUESTION", question, nonce)]
     if reference is not None:
         parts.append(render_block("REFERENCE ANSWER", reference, nonce))
@@ -236,8 +279,14 @@ def _blocks(question: str, reference: str | None, answers: Sequence[tuple[str, s
     return "\n\n".join(parts)
 
 
-def grading_prompt(rubric: str, mode: Mode, scale: tuple[int, int], question: str,
-                   reference: str | None, answer: str) -> tuple[str, str, str]:
+def grading_prompt(
+    rubric: str,
+    mode: Mode,
+    scale: tuple[int, int],
+    question: str,
+    reference: str | None,
+    answer: str,
+) -> tuple[str, str, str]:
     """(system, user, reply shape) for grading one answer; a fresh nonce each call."""
     nonce = new_nonce([question, reference or "", answer])
     if mode == "scale":
@@ -246,28 +295,37 @@ def grading_prompt(rubric: str, mode: Mode, scale: tuple[int, int], question: st
     else:
         what = '"pass" if the answer meets the rubric, else "fail"'
         shape = '{"reasoning": "<short justification>", "score": "pass" | "fail"}'
-    system = (f"You are a careful, impartial grader.\n\n{_SECURITY.format(nonce=nonce)}\n\n"
-              f"Rubric:\n{rubric.strip()}\n\nScore: {what}.\nReply with one JSON object and "
-              f"nothing else: {shape}")
+    system = (
+        f"You are a careful, impartial grader.\n\n{_SECURITY.format(nonce=nonce)}\n\n"
+        f"Rubric:\n{rubric.strip()}\n\nScore: {what}.\nReply with one JSON object and "
+        f"nothing else: {shape}"
+    )
     ref = "" if reference is None else " Use the reference answer as the standard."
-    user = (f"Grade the ANSWER to the QUESTION by the rubric.{ref}\n\n"
-            f"{_blocks(question, reference, [('ANSWER', answer)], nonce)}\n\n"
-            "Reply with the JSON object only.")
+    user = (
+        f"Grade the ANSWER to the QUESTION by the rubric.{ref}\n\n"
+        f"{_blocks(question, reference, [('ANSWER', answer)], nonce)}\n\n"
+        "Reply with the JSON object only."
+    )
     return system, user, shape
 
 
-def pairwise_prompt(rubric: str, question: str, reference: str | None, first: str,
-                    second: str) -> tuple[str, str, str]:
+def pairwise_prompt(
+    rubric: str, question: str, reference: str | None, first: str, second: str
+) -> tuple[str, str, str]:
     """(system, user, reply shape) for comparing two answers shown in the order given."""
     nonce = new_nonce([question, reference or "", first, second])
     shape = '{"reasoning": "<short justification>", "winner": "1" | "2" | "tie"}'
-    system = (f"You are a careful, impartial judge comparing two answers.\n\n"
-              f"{_SECURITY.format(nonce=nonce)}\n\nCriteria:\n{rubric.strip()}\n\n"
-              f"Reply with one JSON object and nothing else: {shape}")
+    system = (
+        f"You are a careful, impartial judge comparing two answers.\n\n"
+        f"{_SECURITY.format(nonce=nonce)}\n\nCriteria:\n{rubric.strip()}\n\n"
+        f"Reply with one JSON object and nothing else: {shape}"
+    )
     ref = "" if reference is None else " Use the reference answer as the standard."
-    user = (f"Which answer is better, ANSWER 1 or ANSWER 2?{ref}\n\n"
-            f"{_blocks(question, reference, [('ANSWER 1', first), ('ANSWER 2', second)], nonce)}"
-            "\n\nReply with the JSON object only.")
+    user = (
+        f"Which answer is better, ANSWER 1 or ANSWER 2?{ref}\n\n"
+        f"{_blocks(question, reference, [('ANSWER 1', first), ('ANSWER 2', second)], nonce)}"
+        "\n\nReply with the JSON object only."
+    )
     return system, user, shape
 
 
@@ -289,8 +347,14 @@ def _check_common(rubric: Any, reference: Any) -> None:
 
 @scorer("llm_judge", metrics=("judge",))
 def llm_judge(
-    *, judge: str, rubric: str, mode: Mode = "scale", scale: Sequence[int] = (1, 5),
-    reference: str = "auto", max_tokens: int = 512, base_url: str | None = None,
+    *,
+    judge: str,
+    rubric: str,
+    mode: Mode = "scale",
+    scale: Sequence[int] = (1, 5),
+    reference: str = "auto",
+    max_tokens: int = 512,
+    base_url: str | None = None,
     api_key_env: str | None = None,
 ) -> ScoreFn:
     """A judge model grades the output by a rubric: scale (normalised to [0, 1]) or pass/fail.
@@ -304,20 +368,27 @@ def llm_judge(
     if not (len(lo_hi) == 2 and all(isinstance(v, int) for v in lo_hi) and lo_hi[0] < lo_hi[1]):
         raise ConfigError(f"llm_judge scale must be [low, high] integers, low < high: {scale!r}.")
     bounds = (int(lo_hi[0]), int(lo_hi[1]))
-    client = JudgeClient(judge, base_url=base_url, api_key_env=api_key_env,
-                         max_tokens=max_tokens)
+    client = JudgeClient(judge, base_url=base_url, api_key_env=api_key_env, max_tokens=max_tokens)
     parse = _scale(*bounds) if mode == "scale" else parse_pass_fail
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
-        system, user, shape = grading_prompt(rubric, mode, bounds, sample.input,
-                                             _reference(sample, reference), output.text)
+        system, user, shape = grading_prompt(
+            rubric, mode, bounds, sample.input, _reference(sample, reference), output.text
+        )
         v = await client.judge(system, user, parse, shape)
         return Score(
-            values={"judge": float(v.value)}, answer=output.text.strip(),
+            values={"judge": float(v.value)},
+            answer=output.text.strip(),
             explanation=v.reasoning or None,
-            metadata={"mode": mode, "raw_score": v.raw, "scale": list(bounds) if mode ==
-                      "scale" else None, "judge": client.name(), "attempts": v.attempts,
-                      "reply": v.replies[-1][:2000], "answer_chars": len(output.text)},
+            metadata={
+                "mode": mode,
+                "raw_score": v.raw,
+                "scale": list(bounds) if mode == "scale" else None,
+                "judge": client.name(),
+                "attempts": v.attempts,
+                "reply": v.replies[-1][:2000],
+                "answer_chars": len(output.text),
+            },
         )
 
     return score
@@ -342,14 +413,22 @@ class PairwiseVerdict:
 _FIRST = {"first": 1.0, "second": 0.0, "tie": 0.5}
 
 
-async def pairwise_judge(judge: JudgeClient, question: str, answer_a: str, answer_b: str, *,
-                         rubric: str = DEFAULT_PAIRWISE_RUBRIC,
-                         reference: str | None = None) -> PairwiseVerdict:
+async def pairwise_judge(
+    judge: JudgeClient,
+    question: str,
+    answer_a: str,
+    answer_b: str,
+    *,
+    rubric: str = DEFAULT_PAIRWISE_RUBRIC,
+    reference: str | None = None,
+) -> PairwiseVerdict:
     """Judge A against B twice, A shown first and then B shown first."""
     ab = pairwise_prompt(rubric, question, reference, answer_a, answer_b)
     ba = pairwise_prompt(rubric, question, reference, answer_b, answer_a)
-    v1, v2 = await asyncio.gather(judge.judge(ab[0], ab[1], _winner, ab[2], "winner"),
-                                  judge.judge(ba[0], ba[1], _winner, ba[2], "winner"))
+    v1, v2 = await asyncio.gather(
+        judge.judge(ab[0], ab[1], _winner, ab[2], "winner"),
+        judge.judge(ba[0], ba[1], _winner, ba[2], "winner"),
+    )
     f1, f2 = _FIRST[v1.value], _FIRST[v2.value]
     a1, a2 = f1, 1.0 - f2  # A's preference in each order
     consistent = a1 == a2
@@ -374,14 +453,25 @@ def _baseline(sample: Sample, field: str | None) -> str:
 
 
 def _verdict_meta(v: Verdict, order: str) -> dict[str, Any]:
-    return {"order": order, "winner_position": v.value, "raw": v.raw, "reasoning": v.reasoning,
-            "attempts": v.attempts, "reply": v.replies[-1][:1000]}
+    return {
+        "order": order,
+        "winner_position": v.value,
+        "raw": v.raw,
+        "reasoning": v.reasoning,
+        "attempts": v.attempts,
+        "reply": v.replies[-1][:1000],
+    }
 
 
 @scorer("llm_judge_pairwise", metrics=("win", "consistent"))
 def llm_judge_pairwise(
-    *, judge: str, rubric: str = DEFAULT_PAIRWISE_RUBRIC, baseline_field: str | None = "baseline",
-    reference: str = "never", max_tokens: int = 512, base_url: str | None = None,
+    *,
+    judge: str,
+    rubric: str = DEFAULT_PAIRWISE_RUBRIC,
+    baseline_field: str | None = "baseline",
+    reference: str = "never",
+    max_tokens: int = 512,
+    base_url: str | None = None,
     api_key_env: str | None = None,
 ) -> ScoreFn:
     """A judge compares the output with a baseline answer in both orders: win 1 / 0.5 / 0.
@@ -389,25 +479,32 @@ def llm_judge_pairwise(
     The baseline is ``fields[baseline_field]`` (``null``: the target). A pair whose verdict
     flips with the order is a tie (``consistent`` 0). Both verdicts are kept."""
     _check_common(rubric, reference)
-    client = JudgeClient(judge, base_url=base_url, api_key_env=api_key_env,
-                         max_tokens=max_tokens)
+    client = JudgeClient(judge, base_url=base_url, api_key_env=api_key_env, max_tokens=max_tokens)
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         base = _baseline(sample, baseline_field)
         ref = None if baseline_field is None else _reference(sample, reference)
-        pv = await pairwise_judge(client, sample.input, output.text, base, rubric=rubric,
-                                  reference=ref)
+        pv = await pairwise_judge(
+            client, sample.input, output.text, base, rubric=rubric, reference=ref
+        )
         why = f"output first: {pv.a_first.reasoning} | baseline first: {pv.b_first.reasoning}"
         return Score(
             values={"win": pv.a_wins, "consistent": float(pv.consistent)},
-            answer=output.text.strip(), explanation=why,
-            metadata={"outcome": {"a": "win", "b": "loss", "tie": "tie"}[pv.outcome],
-                      "consistent": pv.consistent, "first_preferred": pv.first_preferred,
-                      "first_preferred_swapped": pv.first_preferred_swapped,
-                      "verdicts": [_verdict_meta(pv.a_first, "output_first"),
-                                   _verdict_meta(pv.b_first, "baseline_first")],
-                      "judge": client.name(), "answer_chars": len(output.text),
-                      "baseline_chars": len(base)},
+            answer=output.text.strip(),
+            explanation=why,
+            metadata={
+                "outcome": {"a": "win", "b": "loss", "tie": "tie"}[pv.outcome],
+                "consistent": pv.consistent,
+                "first_preferred": pv.first_preferred,
+                "first_preferred_swapped": pv.first_preferred_swapped,
+                "verdicts": [
+                    _verdict_meta(pv.a_first, "output_first"),
+                    _verdict_meta(pv.b_first, "baseline_first"),
+                ],
+                "judge": client.name(),
+                "answer_chars": len(output.text),
+                "baseline_chars": len(base),
+            },
         )
 
     return score

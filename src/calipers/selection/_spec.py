@@ -95,5 +95,7 @@ def load_selection(path: str | Path) -> Selection:
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise ConfigError(f"{p}: field {where!r}: {first['msg']}.",
-                          hint="See docs/selection.md for the selection file format.") from None
+        raise ConfigError(
+            f"{p}: field {where!r}: {first['msg']}.",
+            hint="See docs/selection.md for the selection file format.",
+        ) from None

@@ -21,7 +21,11 @@ from calipers.stats._proportion import check_confidence, wilson
 from calipers.types import Estimate
 
 __all__ = [
-    "CorrelationTest", "PositionBias", "cohens_kappa", "krippendorff_alpha", "length_bias",
+    "CorrelationTest",
+    "PositionBias",
+    "cohens_kappa",
+    "krippendorff_alpha",
+    "length_bias",
     "position_bias",
 ]
 
@@ -42,8 +46,9 @@ def _flat(labels: Labels) -> list[object]:
     return list(np.asarray(labels, dtype=object).reshape(-1))
 
 
-def _scale(labels: list[object], categories: Sequence[Hashable] | None, ordered: bool,
-           what: str) -> list[Hashable]:
+def _scale(
+    labels: list[object], categories: Sequence[Hashable] | None, ordered: bool, what: str
+) -> list[Hashable]:
     """The ordered categories: ``categories`` as given, else the labels seen, sorted.
 
     ``ordered``: the order matters (weights, ordinal), so non-numeric labels need
@@ -184,8 +189,11 @@ class _Units:
     values: Floats  # (K,) numeric value of each category (its index for nominal/ordinal)
 
 
-def _units(data: Sequence[Sequence[object]] | npt.ArrayLike, level: Level,
-           categories: Sequence[Hashable] | None) -> _Units:
+def _units(
+    data: Sequence[Sequence[object]] | npt.ArrayLike,
+    level: Level,
+    categories: Sequence[Hashable] | None,
+) -> _Units:
     table: list[Any] = list(data)  # type: ignore[arg-type]
     if any(np.ndim(r) != 1 for r in table) or len({len(r) for r in table}) > 1:
         raise ValueError("reliability data must be a coders x units table of equal-length rows")
@@ -223,8 +231,11 @@ def _alpha_weighted(u: _Units, level: Level, w: Floats) -> Floats:
     if level in ("interval", "ordinal"):
         # delta_ck = r_k - r_c with r the values or, for ordinal, the mid-ranks
         # r_c = sum_{g < c} n_g + n_c / 2: Krippendorff's ordinal metric, rewritten.
-        r = (np.cumsum(nc, axis=1) - nc / 2) if level == "ordinal" else np.broadcast_to(
-            u.values, nc.shape)
+        r = (
+            (np.cumsum(nc, axis=1) - nc / 2)
+            if level == "ordinal"
+            else np.broadcast_to(u.values, nc.shape)
+        )
         s, q = u.counts @ r.T, u.counts @ (r.T**2)  # (units, B)
         within = 2 * q - 2 * (s**2 - q) / (m[:, None] - 1)
         observed = np.einsum("bu,ub->b", w, within)
@@ -232,8 +243,11 @@ def _alpha_weighted(u: _Units, level: Level, w: Floats) -> Floats:
     else:
         v = u.values
         with np.errstate(divide="ignore", invalid="ignore"):
-            delta = 1.0 - np.eye(v.size) if level == "nominal" else np.nan_to_num(
-                ((v[:, None] - v) / (v[:, None] + v)) ** 2)
+            delta = (
+                1.0 - np.eye(v.size)
+                if level == "nominal"
+                else np.nan_to_num(((v[:, None] - v) / (v[:, None] + v)) ** 2)
+            )
         observed = w @ (((u.counts @ delta) * u.counts).sum(axis=1) / (m - 1))
         expected = ((nc @ delta) * nc).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -277,9 +291,12 @@ def krippendorff_alpha(
     if math.isnan(alpha):
         return Estimate(math.nan, math.nan, math.nan, n, method, c)
     rows = max(1, CHUNK // (n * max(1, u.values.size)))
-    draws = np.concatenate([
-        _alpha_weighted(u, level, rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float))
-        for m in [min(rows, n_resamples - s) for s in range(0, n_resamples, rows)]])
+    draws = np.concatenate(
+        [
+            _alpha_weighted(u, level, rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float))
+            for m in [min(rows, n_resamples - s) for s in range(0, n_resamples, rows)]
+        ]
+    )
     low, high = _quantiles(draws, c)
     return Estimate(alpha, min(low, alpha), min(1.0, max(high, alpha)), n, method, c)
 
@@ -335,8 +352,9 @@ def position_bias(
         judged = ab[~np.isnan(ab)]
         decided = judged[judged != 0.5]
         k, n = int(decided.sum()), int(decided.size)
-        return PositionBias(n, int(judged.size - n), Estimate.empty("wilson", c),
-                            wilson(k, n, c), _binom_p(k, n))
+        return PositionBias(
+            n, int(judged.size - n), Estimate.empty("wilson", c), wilson(k, n, c), _binom_p(k, n)
+        )
     ba = _preferences(first_preferred_swapped, "first_preferred_swapped")
     if ab.size != ba.size:
         raise ValueError(f"got {ab.size} judgments and {ba.size} swapped ones; pair them")
@@ -345,8 +363,13 @@ def position_bias(
     ab, ba = ab[both & ~tie], ba[both & ~tie]
     n, consistent = int(ab.size), int(np.sum(ab != ba))
     first, flipped = int(np.sum((ab == 1) & (ba == 1))), n - consistent
-    return PositionBias(n, int(tie.sum()), wilson(consistent, n, c), wilson(first, flipped, c),
-                        _binom_p(first, flipped))
+    return PositionBias(
+        n,
+        int(tie.sum()),
+        wilson(consistent, n, c),
+        wilson(first, flipped, c),
+        _binom_p(first, flipped),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +421,8 @@ def length_bias(
     if method not in ("spearman", "kendall"):
         raise ValueError(f"method must be 'spearman' or 'kendall', got {method!r}")
     given = (length_a, length_b, b_preferred) + (
-        () if human_b_preferred is None else (human_b_preferred,))
+        () if human_b_preferred is None else (human_b_preferred,)
+    )
     cols = [np.asarray(v, dtype=np.float64).reshape(-1) for v in given]
     if len({v.size for v in cols}) > 1:
         raise ValueError(f"inputs must have one value per pair; got sizes {[v.size for v in cols]}")
@@ -412,7 +436,10 @@ def length_bias(
     rows, draws = max(1, CHUNK // n), []
     for start in range(0, n_resamples, rows):
         idx = rng.integers(0, n, size=(min(rows, n_resamples - start), n))
-        draws.append(_spearman_rows(x[idx], y[idx]) if method == "spearman" else
-                     np.array([_rank_corr(x[i], y[i], method)[0] for i in idx]))
+        draws.append(
+            _spearman_rows(x[idx], y[idx])
+            if method == "spearman"
+            else np.array([_rank_corr(x[i], y[i], method)[0] for i in idx])
+        )
     low, high = _quantiles(np.concatenate(draws), c)
     return CorrelationTest(Estimate(value, min(low, value), max(high, value), n, name, c), p)

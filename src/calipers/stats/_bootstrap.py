@@ -13,6 +13,7 @@ from calipers.types import Estimate
 
 __all__ = ["as_values", "bootstrap_mean"]
 
+
 def as_values(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``values`` as a 1-D float array with NaN (unscored) entries removed.
 

@@ -23,8 +23,15 @@ from scipy import special, stats
 from calipers.stats._multiple import adjust
 
 __all__ = [
-    "DriftTest", "adjust_drift", "chi2_drift", "classifier_drift", "ks_drift", "mmd2_unbiased",
-    "mmd_drift", "psi", "psi_drift",
+    "DriftTest",
+    "adjust_drift",
+    "chi2_drift",
+    "classifier_drift",
+    "ks_drift",
+    "mmd2_unbiased",
+    "mmd_drift",
+    "psi",
+    "psi_drift",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -96,8 +103,9 @@ def _psi_rows(ref: Floats, cur: Floats, bins: int, eps: float) -> Floats:
 
     def shares(x: Floats) -> Floats:
         below = (x[:, :, None] <= edges[:, None, :]).sum(axis=1)  # values <= each edge
-        cum = np.concatenate([np.zeros((x.shape[0], 1)), below, np.full((x.shape[0], 1),
-                              x.shape[1])], axis=1)
+        cum = np.concatenate(
+            [np.zeros((x.shape[0], 1)), below, np.full((x.shape[0], 1), x.shape[1])], axis=1
+        )
         share: Floats = np.maximum(np.diff(cum, axis=1) / x.shape[1], eps)
         return share
 
@@ -106,8 +114,9 @@ def _psi_rows(ref: Floats, cur: Floats, bins: int, eps: float) -> Floats:
     return out
 
 
-def psi(reference: npt.ArrayLike, current: npt.ArrayLike, *, bins: int = 10,
-        eps: float = 1e-4) -> float:
+def psi(
+    reference: npt.ArrayLike, current: npt.ArrayLike, *, bins: int = 10, eps: float = 1e-4
+) -> float:
     """Population stability index ``sum_i (q_i - p_i) ln(q_i / p_i)``.
 
     ``p_i``, ``q_i``: shares of the reference and current values in bin i; the bins are
@@ -124,8 +133,14 @@ def psi(reference: npt.ArrayLike, current: npt.ArrayLike, *, bins: int = 10,
 
 
 def psi_drift(
-    reference: npt.ArrayLike, current: npt.ArrayLike, *, rng: np.random.Generator,
-    bins: int = 10, eps: float = 1e-4, alpha: float = 0.05, n_permutations: int = 1000,
+    reference: npt.ArrayLike,
+    current: npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    bins: int = 10,
+    eps: float = 1e-4,
+    alpha: float = 0.05,
+    n_permutations: int = 1000,
 ) -> DriftTest:
     """PSI with a permutation p-value and the threshold that alarms at ``alpha``.
 
@@ -144,16 +159,23 @@ def psi_drift(
     pooled, m = np.concatenate([ref, cur]), ref.size
     rows, null = max(1, CELLS // (pooled.size * bins)), []
     for start in range(0, n_permutations, rows):
-        z = rng.permuted(np.broadcast_to(pooled, (min(rows, n_permutations - start),
-                                                  pooled.size)), axis=1)
+        z = rng.permuted(
+            np.broadcast_to(pooled, (min(rows, n_permutations - start), pooled.size)), axis=1
+        )
         null.append(_psi_rows(z[:, :m], z[:, m:], bins, eps))
     draws = np.concatenate(null)
-    return DriftTest("psi-permutation", observed, _perm_p(observed, draws),
-                     float(np.quantile(draws, 1 - a)), ref.size, cur.size, a)
+    return DriftTest(
+        "psi-permutation",
+        observed,
+        _perm_p(observed, draws),
+        float(np.quantile(draws, 1 - a)),
+        ref.size,
+        cur.size,
+        a,
+    )
 
 
-def ks_drift(reference: npt.ArrayLike, current: npt.ArrayLike, *,
-             alpha: float = 0.05) -> DriftTest:
+def ks_drift(reference: npt.ArrayLike, current: npt.ArrayLike, *, alpha: float = 0.05) -> DriftTest:
     """Two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``, exact for small windows)
     for a continuous feature (length, latency, a score). ``threshold`` is the asymptotic
     critical distance ``sqrt(-ln(alpha/2)/2) sqrt((n + m)/(n m))``. With many ties
@@ -177,8 +199,12 @@ def _chi2_rows(cur: Floats, pooled: Floats, n_ref: int, n_cur: int) -> Floats:
 
 
 def chi2_drift(
-    reference: Sequence[Hashable], current: Sequence[Hashable], *, rng: np.random.Generator,
-    alpha: float = 0.05, n_permutations: int = 2000,
+    reference: Sequence[Hashable],
+    current: Sequence[Hashable],
+    *,
+    rng: np.random.Generator,
+    alpha: float = 0.05,
+    n_permutations: int = 2000,
 ) -> DriftTest:
     """Did the shares of categories (language, topic cluster, route) change?
 
@@ -195,20 +221,35 @@ def chi2_drift(
     index: dict[Hashable, int] = {}
     codes = np.array([index.setdefault(v, len(index)) for v in ref + cur])
     pooled = np.bincount(codes, minlength=len(index)).astype(np.float64)
-    counts = np.bincount(codes[len(ref):], minlength=len(index)).astype(np.float64)
+    counts = np.bincount(codes[len(ref) :], minlength=len(index)).astype(np.float64)
     observed = float(_chi2_rows(counts, pooled, len(ref), len(cur)))
     if len(index) == 1:
         return DriftTest("chi2", 0.0, 1.0, NAN, len(ref), len(cur), a)
     expected = np.outer([len(ref), len(cur)], pooled) / (len(ref) + len(cur))
     if expected.min() >= 5:
         df = len(index) - 1
-        return DriftTest("chi2", observed, float(stats.chi2.sf(observed, df)),
-                         float(stats.chi2.ppf(1 - a, df)), len(ref), len(cur), a)
-    draws = rng.multivariate_hypergeometric(pooled.astype(np.int64), len(cur),
-                                            size=n_permutations).astype(np.float64)
+        return DriftTest(
+            "chi2",
+            observed,
+            float(stats.chi2.sf(observed, df)),
+            float(stats.chi2.ppf(1 - a, df)),
+            len(ref),
+            len(cur),
+            a,
+        )
+    draws = rng.multivariate_hypergeometric(
+        pooled.astype(np.int64), len(cur), size=n_permutations
+    ).astype(np.float64)
     null = _chi2_rows(draws, pooled, len(ref), len(cur))
-    return DriftTest("chi2-permutation", observed, _perm_p(observed, null),
-                     float(np.quantile(null, 1 - a)), len(ref), len(cur), a)
+    return DriftTest(
+        "chi2-permutation",
+        observed,
+        _perm_p(observed, null),
+        float(np.quantile(null, 1 - a)),
+        len(ref),
+        len(cur),
+        a,
+    )
 
 
 def _rows(x: npt.ArrayLike, name: str) -> Floats:
@@ -269,8 +310,13 @@ def mmd2_unbiased(x: npt.ArrayLike, y: npt.ArrayLike, *, bandwidth: float | None
 
 
 def mmd_drift(
-    reference: npt.ArrayLike, current: npt.ArrayLike, *, rng: np.random.Generator,
-    alpha: float = 0.05, n_permutations: int = 500, max_n: int = 1000,
+    reference: npt.ArrayLike,
+    current: npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    alpha: float = 0.05,
+    n_permutations: int = 500,
+    max_n: int = 1000,
     bandwidth: float | None = None,
 ) -> DriftTest:
     """Embedding drift: unbiased MMD^2 with an RBF kernel and a permutation p-value.
@@ -297,8 +343,15 @@ def mmd_drift(
         np.put_along_axis(assign, order[:, :m], 1.0, axis=1)
         null.append(_mmd_rows(k0, assign, m))
     draws = np.concatenate(null)
-    return DriftTest("mmd-permutation", observed, _perm_p(observed, draws),
-                     float(np.quantile(draws, 1 - a)), m, n, a)
+    return DriftTest(
+        "mmd-permutation",
+        observed,
+        _perm_p(observed, draws),
+        float(np.quantile(draws, 1 - a)),
+        m,
+        n,
+        a,
+    )
 
 
 def _logistic_fit(x: Floats, y: Floats, l2: float) -> Floats:
@@ -320,8 +373,13 @@ def _logistic_fit(x: Floats, y: Floats, l2: float) -> Floats:
 
 
 def classifier_drift(
-    reference: npt.ArrayLike, current: npt.ArrayLike, *, rng: np.random.Generator,
-    alpha: float = 0.05, max_n: int = 2000, l2: float = 1.0,
+    reference: npt.ArrayLike,
+    current: npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    alpha: float = 0.05,
+    max_n: int = 2000,
+    l2: float = 1.0,
 ) -> DriftTest:
     """Embedding drift by a domain classifier: can a model tell the windows apart?
 
@@ -352,12 +410,14 @@ def classifier_drift(
     return DriftTest("classifier-auc", auc, float(r.pvalue), NAN, ref.shape[0], cur.shape[0], a)
 
 
-def adjust_drift(tests: Mapping[str, DriftTest],
-                 method: Literal["holm", "bh"] = "holm") -> dict[str, DriftTest]:
+def adjust_drift(
+    tests: Mapping[str, DriftTest], method: Literal["holm", "bh"] = "holm"
+) -> dict[str, DriftTest]:
     """The same tests with ``p_adjusted`` set, correcting for testing several features at
     once (Holm by default: the chance of any false alarm among them stays at alpha).
     Skipped tests (NaN p-value) are not counted."""
     names = list(tests)
     adjusted = adjust([tests[k].p_value for k in names], method)
-    return {k: dataclasses.replace(tests[k], p_adjusted=p)
-            for k, p in zip(names, adjusted, strict=True)}
+    return {
+        k: dataclasses.replace(tests[k], p_adjusted=p) for k, p in zip(names, adjusted, strict=True)
+    }

@@ -24,7 +24,11 @@ from calipers.stats._resample import CELLS, FEW, bootstrap_estimate, is_flat, re
 from calipers.types import Estimate
 
 __all__ = [
-    "PairedResult", "newcombe_interval", "paired_bootstrap", "paired_compare", "sign_flip_pvalue",
+    "PairedResult",
+    "newcombe_interval",
+    "paired_bootstrap",
+    "paired_compare",
+    "sign_flip_pvalue",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -69,7 +73,10 @@ def _phi(n11: Floats, n10: Floats, n01: Floats, n00: Floats) -> Floats:
 
 
 def newcombe_interval(
-    n11: npt.ArrayLike, n10: npt.ArrayLike, n01: npt.ArrayLike, n00: npt.ArrayLike,
+    n11: npt.ArrayLike,
+    n10: npt.ArrayLike,
+    n01: npt.ArrayLike,
+    n00: npt.ArrayLike,
     confidence: float = 0.95,
 ) -> tuple[Floats, Floats]:
     """Interval for ``p_b - p_a = (n01 - n10) / n`` from a paired 2x2 table (vectorised).
@@ -115,8 +122,12 @@ def bootstrap_estimates(
 
 
 def paired_bootstrap(
-    a: npt.ArrayLike, b: npt.ArrayLike, *, rng: np.random.Generator,
-    confidence: float = 0.95, n_resamples: int = 10_000,
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
 ) -> tuple[Estimate, Estimate, Estimate]:
     """``(mean_a, mean_b, mean(b - a))`` with intervals from one paired bootstrap.
 
@@ -131,7 +142,8 @@ def paired_bootstrap(
     x, y, _ = _pairs(a, b, None)
     if x.size == 0:
         return (Estimate.empty("bootstrap-bca", c),) * 2 + (
-            Estimate.empty("paired-bootstrap-bca", c),)
+            Estimate.empty("paired-bootstrap-bca", c),
+        )
     return bootstrap_estimates(x, y, rng, c, n_resamples)
 
 
@@ -200,8 +212,13 @@ def _test_name(test: str, binary: bool, clustered: bool, empty: bool) -> str:
     if test == "cluster-t" and not clustered:
         raise ValueError("test='cluster-t' needs clusters")
     if test == "auto":
-        return "none" if empty else "cluster-t" if clustered else (
-            "mcnemar-exact" if binary else "permutation")
+        return (
+            "none"
+            if empty
+            else "cluster-t"
+            if clustered
+            else ("mcnemar-exact" if binary else "permutation")
+        )
     if test.startswith("mcnemar") and not binary and not empty:
         raise ValueError(f"{test} needs 0/1 scores; use 'permutation' or 'wilcoxon'")
     return test
@@ -229,8 +246,9 @@ def _cluster_t(diff: Estimate, groups: list[Hashable], c: float) -> tuple[float,
     return float(2 * stats.t.sf(abs(diff.value) / se, g - 1)), se
 
 
-def _p_value(name: str, d: Floats, table: list[int] | None, rng: np.random.Generator,
-             n_resamples: int) -> float:
+def _p_value(
+    name: str, d: Floats, table: list[int] | None, rng: np.random.Generator, n_resamples: int
+) -> float:
     if name.startswith("mcnemar"):
         assert table is not None
         if table[1] + table[2] == 0:
@@ -324,5 +342,15 @@ def paired_compare(
         p_value = _p_value(name, d, table, rng, n_resamples)
     effect, effect_name = _effect(x, y, binary)
     discordant = (int(np.sum(d > 0)), int(np.sum(d < 0))) if binary else None
-    return PairedResult(n, mean_a, mean_b, diff, name, p_value, effect, effect_name, discordant,
-                        _mde(d, binary, se, alpha, power))
+    return PairedResult(
+        n,
+        mean_a,
+        mean_b,
+        diff,
+        name,
+        p_value,
+        effect,
+        effect_name,
+        discordant,
+        _mde(d, binary, se, alpha, power),
+    )

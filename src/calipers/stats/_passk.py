@@ -23,8 +23,11 @@ __all__ = ["pass_at_k", "pass_at_k_estimate"]
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k of one problem from ``n`` samples with ``c`` correct (``1 <= k <= n``)."""
-    if not (isinstance(n, int | np.integer) and isinstance(c, int | np.integer)
-            and isinstance(k, int | np.integer)):
+    if not (
+        isinstance(n, int | np.integer)
+        and isinstance(c, int | np.integer)
+        and isinstance(k, int | np.integer)
+    ):
         raise TypeError(f"pass_at_k takes integers, got n={n!r}, c={c!r}, k={k!r}")
     if n < 1 or not 0 <= c <= n:
         raise ValueError(f"pass_at_k needs n >= 1 and 0 <= c <= n, got n={n}, c={c}")

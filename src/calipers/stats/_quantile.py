@@ -54,9 +54,7 @@ def order_statistic_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[i
     return low_rank, high_rank, f_high - f_low
 
 
-def quantile_interval(
-    values: npt.ArrayLike, q: float, confidence: float = 0.95
-) -> Estimate:
+def quantile_interval(values: npt.ArrayLike, q: float, confidence: float = 0.95) -> Estimate:
     """The sample q-quantile (numpy's default, linear interpolation) with the distribution-free
     order-statistic interval (method ``"order-statistic"``).
 

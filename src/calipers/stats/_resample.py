@@ -86,8 +86,9 @@ def _binned_means(cols: Floats, rng: np.random.Generator, n_resamples: int) -> F
     bins = np.array_split(cols[np.argsort(key, kind="stable")], BINS)
     sizes = np.array([b.shape[0] for b in bins], dtype=np.float64)
     means = np.stack([b.mean(axis=0) for b in bins])  # (BINS, k)
-    roots = np.stack([_psd_sqrt(np.cov(b, rowvar=False, bias=True).reshape(k, k))
-                      for b in bins])  # (BINS, k, k)
+    roots = np.stack(
+        [_psd_sqrt(np.cov(b, rowvar=False, bias=True).reshape(k, k)) for b in bins]
+    )  # (BINS, k, k)
     out = np.empty((n_resamples, k))
     rows = max(1, CELLS // (BINS * k))
     for start in range(0, n_resamples, rows):
@@ -141,5 +142,3 @@ def bootstrap_estimate(v: Floats, draws: Floats, name: str, c: float) -> Estimat
         return Estimate(m, -math.inf, math.inf, v.size, f"{name}-undefined", c)
     low, high, kind = _bca(draws, v, c)
     return Estimate(m, min(low, m), max(high, m), v.size, f"{name}-{kind}", c)
-
-

@@ -24,9 +24,17 @@ from scipy import optimize
 from calipers.types import Estimate
 
 __all__ = [
-    "Decision", "Guardrail", "GuardrailStatus", "SequentialPath", "SequentialTest", "decide",
-    "guardrail_verdict", "msprt_paired",
-    "msprt_paired_path", "msprt_two_sample", "msprt_two_sample_path",
+    "Decision",
+    "Guardrail",
+    "GuardrailStatus",
+    "SequentialPath",
+    "SequentialTest",
+    "decide",
+    "guardrail_verdict",
+    "msprt_paired",
+    "msprt_paired_path",
+    "msprt_two_sample",
+    "msprt_two_sample_path",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -71,6 +79,7 @@ def _x_star(alpha: float) -> float:
     """``n tau^2 / sigma^2`` at which the confidence sequence is narrowest: it minimises
     ``(1 + 1/x)(log(1/alpha) + log(1 + x)/2)`` (about 8.2 at alpha = 0.05; Waudby-Smith et
     al. 2021 give the closed-form approximation ``-2 log a + log(1 - 2 log a)``)."""
+
     def width(x: float) -> float:
         return (1 + 1 / x) * (math.log(1 / alpha) + 0.5 * math.log1p(x))
 
@@ -90,8 +99,9 @@ def _check(alpha: float, min_n: int, tau: float | None, n_target: int) -> float:
     return a
 
 
-def _mixture(estimate: Floats, variance: Floats, tau2: Floats, alpha: float,
-             theta0: float = 0.0) -> tuple[Floats, Floats]:
+def _mixture(
+    estimate: Floats, variance: Floats, tau2: Floats, alpha: float, theta0: float = 0.0
+) -> tuple[Floats, Floats]:
     """Per-step ``(1 / Lambda_n, half-width)`` of the normal-mixture SPRT.
 
     With the estimate ``theta_n ~ N(theta, V_n)`` and mixing ``theta ~ N(theta0, tau^2)``::
@@ -105,14 +115,23 @@ def _mixture(estimate: Floats, variance: Floats, tau2: Floats, alpha: float,
     """
     ratio = variance / (variance + tau2)
     log_lr = 0.5 * np.log(ratio) + tau2 * (estimate - theta0) ** 2 / (
-        2 * variance * (variance + tau2))
-    half = np.sqrt(2 * variance * (variance + tau2) / tau2 * (
-        math.log(1 / alpha) - 0.5 * np.log(ratio)))
+        2 * variance * (variance + tau2)
+    )
+    half = np.sqrt(
+        2 * variance * (variance + tau2) / tau2 * (math.log(1 / alpha) - 0.5 * np.log(ratio))
+    )
     return np.minimum(1.0, np.exp(-log_lr)), half
 
 
-def _path(n: npt.NDArray[np.int64], estimate: Floats, variance: Floats, ok: npt.NDArray[np.bool_],
-          alpha: float, tau: float | None, n_target: int) -> SequentialPath:
+def _path(
+    n: npt.NDArray[np.int64],
+    estimate: Floats,
+    variance: Floats,
+    ok: npt.NDArray[np.bool_],
+    alpha: float,
+    tau: float | None,
+    n_target: int,
+) -> SequentialPath:
     v = np.where(ok & (variance > 0), variance, np.nan)
     tau2 = tau**2 if tau is not None else _x_star(alpha) * v * n / n_target
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -123,8 +142,9 @@ def _path(n: npt.NDArray[np.int64], estimate: Floats, variance: Floats, ok: npt.
     return SequentialPath(np.broadcast_to(n, estimate.shape), estimate, v, p, low, high)
 
 
-def _running(x: Floats, mask: npt.NDArray[np.bool_], count: Floats,
-             binary: bool) -> tuple[Floats, Floats]:
+def _running(
+    x: Floats, mask: npt.NDArray[np.bool_], count: Floats, binary: bool
+) -> tuple[Floats, Floats]:
     """Running mean and variance of the values ``x[mask]`` seen so far (``count`` of them).
     0/1 data use ``p(1 - p)`` with ``p = (k + 1/2) / (n + 1)``, which is never 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -144,7 +164,11 @@ def _as_binary(x: Floats, binary: bool) -> None:
 
 
 def msprt_paired_path(
-    d: npt.ArrayLike, *, alpha: float = 0.05, tau: float | None = None, n_target: int = 1000,
+    d: npt.ArrayLike,
+    *,
+    alpha: float = 0.05,
+    tau: float | None = None,
+    n_target: int = 1000,
     min_n: int = 100,
 ) -> SequentialPath:
     """The test of ``mean(d) = 0`` after each of the paired differences ``d`` (in arrival
@@ -173,8 +197,14 @@ def msprt_paired_path(
 
 
 def msprt_two_sample_path(
-    values: npt.ArrayLike, treated: npt.ArrayLike, *, alpha: float = 0.05,
-    tau: float | None = None, n_target: int = 1000, min_n: int = 100, binary: bool = False,
+    values: npt.ArrayLike,
+    treated: npt.ArrayLike,
+    *,
+    alpha: float = 0.05,
+    tau: float | None = None,
+    n_target: int = 1000,
+    min_n: int = 100,
+    binary: bool = False,
 ) -> SequentialPath:
     """The test of ``mean_B - mean_A = 0`` after each observation, for two independent
     groups (canary), in arrival order: ``values[i]`` was observed on arm B if
@@ -206,24 +236,38 @@ def msprt_two_sample_path(
     return _path(n, mb - ma, variance, np.minimum(na, nb) >= min_n, a, tau, n_target)
 
 
-def _summary(path: SequentialPath, alpha: float, tau: float | None, n_target: int,
-             n_a: int, n_b: int) -> SequentialTest:
+def _summary(
+    path: SequentialPath, alpha: float, tau: float | None, n_target: int, n_a: int, n_b: int
+) -> SequentialTest:
     if path.n.size == 0:
-        return SequentialTest(Estimate.empty(METHOD, 1 - alpha), 1.0, alpha, 0, 0, math.nan,
-                              None)
+        return SequentialTest(Estimate.empty(METHOD, 1 - alpha), 1.0, alpha, 0, 0, math.nan, None)
     n, est = int(path.n[-1]), float(path.estimate[-1])
     low, high = float(path.low[-1]), float(path.high[-1])
-    effect = (Estimate(est, low, high, n, METHOD, 1 - alpha) if low <= high else
-              Estimate(est, math.nan, math.nan, n, f"{METHOD}-empty", 1 - alpha))
+    effect = (
+        Estimate(est, low, high, n, METHOD, 1 - alpha)
+        if low <= high
+        else Estimate(est, math.nan, math.nan, n, f"{METHOD}-empty", 1 - alpha)
+    )
     hit = np.flatnonzero(path.p_value <= alpha)
     v = float(path.variance[-1])
     t = tau if tau is not None else math.sqrt(_x_star(alpha) * v * n / n_target)
-    return SequentialTest(effect, float(path.p_value[-1]), alpha, n_a, n_b, t,
-                          int(path.n[hit[0]]) if hit.size else None)
+    return SequentialTest(
+        effect,
+        float(path.p_value[-1]),
+        alpha,
+        n_a,
+        n_b,
+        t,
+        int(path.n[hit[0]]) if hit.size else None,
+    )
 
 
 def msprt_paired(
-    d: npt.ArrayLike, *, alpha: float = 0.05, tau: float | None = None, n_target: int = 1000,
+    d: npt.ArrayLike,
+    *,
+    alpha: float = 0.05,
+    tau: float | None = None,
+    n_target: int = 1000,
     min_n: int = 100,
 ) -> SequentialTest:
     """Always-valid test and confidence sequence for paired differences ``d`` (1-D, arrival
@@ -235,8 +279,14 @@ def msprt_paired(
 
 
 def msprt_two_sample(
-    values: npt.ArrayLike, treated: npt.ArrayLike, *, alpha: float = 0.05,
-    tau: float | None = None, n_target: int = 1000, min_n: int = 100, binary: bool = False,
+    values: npt.ArrayLike,
+    treated: npt.ArrayLike,
+    *,
+    alpha: float = 0.05,
+    tau: float | None = None,
+    n_target: int = 1000,
+    min_n: int = 100,
+    binary: bool = False,
 ) -> SequentialTest:
     """Always-valid test and confidence sequence for ``mean_B - mean_A`` of two independent
     groups (1-D, arrival order; NaN values dropped). See :func:`msprt_two_sample_path`."""
@@ -246,8 +296,9 @@ def msprt_two_sample(
         raise ValueError(f"got {x.size} values and {t.size} arm labels; give one per value")
     keep = ~np.isnan(x)
     x, t = x[keep], t[keep]
-    path = msprt_two_sample_path(x, t, alpha=alpha, tau=tau, n_target=n_target, min_n=min_n,
-                                 binary=binary)
+    path = msprt_two_sample_path(
+        x, t, alpha=alpha, tau=tau, n_target=n_target, min_n=min_n, binary=binary
+    )
     return _summary(path, alpha, tau, n_target, int((~t).sum()), int(t.sum()))
 
 
@@ -289,8 +340,9 @@ def _gain_of(bounds: tuple[float, float], higher_is_better: bool) -> tuple[float
     return (low, high) if higher_is_better else (-high, -low)
 
 
-def _moved(name: str, crossed: tuple[float, float], higher: bool, limit: float,
-           what: str) -> tuple[bool, str]:
+def _moved(
+    name: str, crossed: tuple[float, float], higher: bool, limit: float, what: str
+) -> tuple[bool, str]:
     """Whether an empty sequence still shows the effect beyond ``limit`` (on the bad side,
     gain units), and the words: the effect moved; where it was shown to be at some look."""
     low, high = crossed
@@ -300,8 +352,11 @@ def _moved(name: str, crossed: tuple[float, float], higher: bool, limit: float,
     if g_high < -limit:
         worse = f"below {high:+.3g}" if higher else f"above {low:+.3g}"
         return True, f"{head}; it was shown {worse}, {what}"
-    return False, f"{head}; not shown {what}: start a new experiment after the change " \
-                  "(--since) to tell where it stands now"
+    return (
+        False,
+        f"{head}; not shown {what}: start a new experiment after the change "
+        "(--since) to tell where it stands now",
+    )
 
 
 def guardrail_verdict(g: Guardrail) -> tuple[GuardrailStatus, str]:
@@ -316,24 +371,34 @@ def guardrail_verdict(g: Guardrail) -> tuple[GuardrailStatus, str]:
     if g.tolerance < 0:
         raise ValueError(f"guardrail {g.name!r}: tolerance must be >= 0, got {g.tolerance}")
     if g.crossed is not None:
-        harmful, why = _moved(g.name, g.crossed, g.higher_is_better, g.tolerance,
-                              f"worse than the tolerance {g.tolerance:g}")
+        harmful, why = _moved(
+            g.name,
+            g.crossed,
+            g.higher_is_better,
+            g.tolerance,
+            f"worse than the tolerance {g.tolerance:g}",
+        )
         return ("failing", why) if harmful else ("moved", why)
     low, high = _gain(g.effect, g.higher_is_better)
     if math.isnan(low) or math.isnan(high):
         return "open", f"{g.name}: no usable confidence sequence yet ({g.effect.method})"
     if high < -g.tolerance:
-        return "failing", f"{g.name}: worse by more than {g.tolerance:g} " \
-                          f"({g.effect.format()})"
+        return "failing", f"{g.name}: worse by more than {g.tolerance:g} ({g.effect.format()})"
     if low >= -g.tolerance:
         return "safe", f"{g.name}: not worse than {g.tolerance:g} ({g.effect.format()})"
-    return "open", f"{g.name}: cannot yet rule out harm beyond {g.tolerance:g} " \
-                   f"({g.effect.format()})"
+    return (
+        "open",
+        f"{g.name}: cannot yet rule out harm beyond {g.tolerance:g} ({g.effect.format()})",
+    )
 
 
 def decide(
-    primary: Estimate, *, higher_is_better: bool = True, min_improvement: float = 0.0,
-    guardrails: Sequence[Guardrail] = (), max_n: int | None = None,
+    primary: Estimate,
+    *,
+    higher_is_better: bool = True,
+    min_improvement: float = 0.0,
+    guardrails: Sequence[Guardrail] = (),
+    max_n: int | None = None,
     primary_crossed: tuple[float, float] | None = None,
 ) -> Decision:
     """Promote, keep watching or roll back, from confidence sequences (valid at any look).
@@ -354,8 +419,7 @@ def decide(
     reasons = [r for _, r in rows]
     moved: tuple[bool, str] | None = None
     if primary_crossed is not None:
-        moved = _moved("primary", primary_crossed, higher_is_better, 0.0,
-                       "worse than the baseline")
+        moved = _moved("primary", primary_crossed, higher_is_better, 0.0, "worse than the baseline")
     if any(s == "failing" for s, _ in rows) or high < 0 or (moved and moved[0]):
         if high < 0:
             reasons.insert(0, f"primary: the candidate is worse ({primary.format()})")
@@ -367,8 +431,10 @@ def decide(
         if moved is not None:
             head = f"{moved[1]}; investigate (novelty, drift, a changed mix of traffic)"
         elif primary.method.endswith("-empty"):
-            head = "primary: no effect is consistent with every look; the effect changed " \
-                   "over time (novelty, drift, a changed mix of traffic): investigate"
+            head = (
+                "primary: no effect is consistent with every look; the effect changed "
+                "over time (novelty, drift, a changed mix of traffic): investigate"
+            )
     elif low > min_improvement:
         head = f"primary: better by more than {min_improvement:g} ({primary.format()})"
         if all(s == "safe" for s, _ in rows):

@@ -45,8 +45,12 @@ def newcombe_unpaired(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.
 
 
 def unpaired_difference(
-    x: npt.ArrayLike, y: npt.ArrayLike, *, rng: np.random.Generator,
-    confidence: float = 0.95, n_resamples: int = 10_000,
+    x: npt.ArrayLike,
+    y: npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
 ) -> Estimate:
     """``mean(x) - mean(y)`` for two independent groups; NaN values are dropped.
 
@@ -68,8 +72,11 @@ def unpaired_difference(
         return Estimate(d, -math.inf, math.inf, n, "bootstrap-unpaired-undefined", c)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be positive, got {n_resamples}")
-    draws = (resample_means(a[:, None], rng, n_resamples)[:, 0]
-             - resample_means(b[:, None], rng, n_resamples)[:, 0])
+    draws = (
+        resample_means(a[:, None], rng, n_resamples)[:, 0]
+        - resample_means(b[:, None], rng, n_resamples)[:, 0]
+    )
     low, high = np.quantile(draws, [(1 - c) / 2, (1 + c) / 2])
-    return Estimate(d, min(float(low), d), max(float(high), d), n,
-                    "bootstrap-unpaired-percentile", c)
+    return Estimate(
+        d, min(float(low), d), max(float(high), d), n, "bootstrap-unpaired-percentile", c
+    )

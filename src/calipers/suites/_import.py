@@ -24,7 +24,10 @@ DEFAULT_MAX_CHARS = 32_000
 OnLong = Literal["truncate", "skip"]
 
 _PARSERS: dict[str, Callable[[Path, ImportReport, FieldMapping], Iterator[Raw | Skip]]] = {
-    "jsonl": parse_jsonl, "csv": parse_csv, "openai": parse_openai, "otel": parse_otel,
+    "jsonl": parse_jsonl,
+    "csv": parse_csv,
+    "openai": parse_openai,
+    "otel": parse_otel,
 }
 
 
@@ -51,8 +54,11 @@ def detect_format(path: Path) -> LogFormat:
             obj = obj[0]
         if isinstance(obj, dict):
             inner = obj.get("request", obj.get("body", obj))
-            if isinstance(inner, dict) and isinstance(inner.get("messages"), list) and (
-                    "response" in obj or "request" in obj or "body" in obj):
+            if (
+                isinstance(inner, dict)
+                and isinstance(inner.get("messages"), list)
+                and ("response" in obj or "request" in obj or "body" in obj)
+            ):
                 return "openai"
             return "jsonl"
     return "jsonl"
@@ -67,11 +73,11 @@ def _turns(raw: Raw) -> tuple[list[Turn], str | None, bool]:
         raise BadRecord("no user message")
     if not msgs[last_user][1].strip():
         raise BadRecord("empty user message")
-    answer, after = raw.answer, msgs[last_user + 1:]
+    answer, after = raw.answer, msgs[last_user + 1 :]
     if after and answer is None:
         answer = next((c for r, c in reversed(after) if r == "assistant"), None)
     dropped = len(after) > 1 or any(r != "assistant" for r, _c in after)
-    turns = [Turn.model_validate({"role": r, "content": c}) for r, c in msgs[:last_user + 1]]
+    turns = [Turn.model_validate({"role": r, "content": c}) for r, c in msgs[: last_user + 1]]
     return turns, answer, dropped
 
 
@@ -81,8 +87,15 @@ def _cap(text: str | None, limit: int) -> tuple[str | None, bool]:
     return text[:limit], True
 
 
-def _record(raw: Raw, sha: str, file: str, report: ImportReport, redactor: Redactor,
-            max_chars: int, on_long: OnLong) -> tuple[LogRecord, bool]:
+def _record(
+    raw: Raw,
+    sha: str,
+    file: str,
+    report: ImportReport,
+    redactor: Redactor,
+    max_chars: int,
+    on_long: OnLong,
+) -> tuple[LogRecord, bool]:
     turns, answer, dropped = _turns(raw)
     texts: list[str | None] = [*(t.content for t in turns), answer]
     if on_long == "skip" and any(t is not None and len(t) > max_chars for t in texts):
@@ -98,24 +111,32 @@ def _record(raw: Raw, sha: str, file: str, report: ImportReport, redactor: Redac
             counts[k] = counts.get(k, 0) + v
         return out
 
-    new_turns = tuple(Turn(role=t.role, content=clean(c) or "")
-                      for t, (c, _x) in zip(turns, capped[:-1], strict=True))
+    new_turns = tuple(
+        Turn(role=t.role, content=clean(c) or "")
+        for t, (c, _x) in zip(turns, capped[:-1], strict=True)
+    )
     record_id = clean(raw.record_id)
     truncated = any(x for _c, x in capped)
     if truncated:
         report.truncated(raw.where)
     report.redacted(counts, raw.where)
     return LogRecord(
-        id="r" + text_hash(f"{sha}\x00{raw.where}", length=12), turns=new_turns,
-        answer=clean(capped[-1][0]), accepted=raw.accepted, truncated=truncated,
-        source=Source(file=file, sha256=sha, line=raw.line, where=raw.where,
-                      record_id=record_id),
+        id="r" + text_hash(f"{sha}\x00{raw.where}", length=12),
+        turns=new_turns,
+        answer=clean(capped[-1][0]),
+        accepted=raw.accepted,
+        truncated=truncated,
+        source=Source(file=file, sha256=sha, line=raw.line, where=raw.where, record_id=record_id),
     ), dropped
 
 
 def import_file(
-    path: str | Path, *, fmt: LogFormat | None = None, mapping: FieldMapping | None = None,
-    redactor: Redactor | None = None, max_chars: int = DEFAULT_MAX_CHARS,
+    path: str | Path,
+    *,
+    fmt: LogFormat | None = None,
+    mapping: FieldMapping | None = None,
+    redactor: Redactor | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
     on_long: OnLong = "truncate",
 ) -> tuple[list[LogRecord], ImportReport]:
     """Parse and redact one log file. Every record read is either returned or counted in the
@@ -148,10 +169,14 @@ def import_file(
         n_dropped += dropped
     report.n_imported = len(records)
     if n_dropped:
-        report.notes.append(f"{n_dropped} record(s) had turns after the last user message "
-                            "(tool calls, several replies): the last assistant reply was kept "
-                            "as the logged answer, the other turns were left out.")
+        report.notes.append(
+            f"{n_dropped} record(s) had turns after the last user message "
+            "(tool calls, several replies): the last assistant reply was kept "
+            "as the logged answer, the other turns were left out."
+        )
     if report.n_fallback_decoded:
-        report.notes.append(f"{report.n_fallback_decoded} line(s) were not UTF-8 and were "
-                            "decoded as cp1252 (or latin-1).")
+        report.notes.append(
+            f"{report.n_fallback_decoded} line(s) were not UTF-8 and were "
+            "decoded as cp1252 (or latin-1)."
+        )
     return records, report

@@ -25,8 +25,10 @@ from calipers.suites._records import ImportReport, Skip
 __all__ = ["otel_attrs", "parse_otel"]
 
 _EVENT_ROLES = {
-    "gen_ai.system.message": "system", "gen_ai.user.message": "user",
-    "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool",
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
 }
 
 
@@ -111,8 +113,12 @@ def _flattened(attrs: dict[str, Any], prefix: str) -> list[tuple[str, str]]:
     out = []
     i = 0
     while f"{prefix}.{i}.content" in attrs or f"{prefix}.{i}.role" in attrs:
-        out.append((role_of(attrs.get(f"{prefix}.{i}.role", "user")),
-                    as_text(attrs.get(f"{prefix}.{i}.content"))))
+        out.append(
+            (
+                role_of(attrs.get(f"{prefix}.{i}.role", "user")),
+                as_text(attrs.get(f"{prefix}.{i}.content")),
+            )
+        )
         i += 1
     return out
 
@@ -132,8 +138,9 @@ def _span_messages(span: dict[str, Any]) -> tuple[list[tuple[str, str]], str | N
         comp = _flattened(attrs, "gen_ai.completion")
         return _flattened(attrs, "gen_ai.prompt"), (comp[0][1] if comp else None)
     if "gen_ai.prompt" in attrs:
-        comp = _msgs(attrs["gen_ai.completion"], "assistant") if "gen_ai.completion" in attrs \
-            else []
+        comp = (
+            _msgs(attrs["gen_ai.completion"], "assistant") if "gen_ai.completion" in attrs else []
+        )
         return _msgs(attrs["gen_ai.prompt"], "user"), (comp[-1][1] if comp else None)
     return [], answer
 
@@ -142,7 +149,8 @@ def _is_genai(span: dict[str, Any]) -> bool:
     attrs = otel_attrs(span.get("attributes"))
     return any(k.startswith("gen_ai.") for k in attrs) or any(
         isinstance(e, dict) and str(e.get("name", "")).startswith("gen_ai.")
-        for e in span.get("events") or [])
+        for e in span.get("events") or []
+    )
 
 
 def _documents(path: Path, report: ImportReport) -> Iterator[tuple[int | None, Any]]:
@@ -174,17 +182,27 @@ def _spans(doc: Any) -> Iterator[dict[str, Any]]:
 def _raw(span: dict[str, Any], where: str, line: int | None, mapping: FieldMapping) -> Raw:
     msgs, answer = _span_messages(span)
     attrs = otel_attrs(span.get("attributes"))
-    rid = attrs.get(mapping.id) if mapping.id else span.get("spanId",
-                                                             attrs.get("gen_ai.response.id"))
+    rid = (
+        attrs.get(mapping.id) if mapping.id else span.get("spanId", attrs.get("gen_ai.response.id"))
+    )
     acc = as_bool(attrs.get(mapping.accepted or "gen_ai.feedback.accepted"))
-    return Raw(where, line, messages=msgs, answer=answer, accepted=acc,
-               record_id=None if rid is None else str(rid))
+    return Raw(
+        where,
+        line,
+        messages=msgs,
+        answer=answer,
+        accepted=acc,
+        record_id=None if rid is None else str(rid),
+    )
 
 
 def _merge(raws: list[Raw]) -> list[Raw]:
     """Spans of one conversation that each carry one user message are its turns."""
-    single = all(sum(r == "user" for r, _c in x.messages) == 1 and
-                 not any(r == "assistant" for r, _c in x.messages) for x in raws)
+    single = all(
+        sum(r == "user" for r, _c in x.messages) == 1
+        and not any(r == "assistant" for r, _c in x.messages)
+        for x in raws
+    )
     if len(raws) < 2 or not single:
         return raws
     msgs: list[tuple[str, str]] = [m for m in raws[0].messages if m[0] == "system"]
@@ -197,8 +215,7 @@ def _merge(raws: list[Raw]) -> list[Raw]:
     return [Raw(where, raws[0].line, msgs, last.answer, last.accepted, last.record_id)]
 
 
-def parse_otel(path: Path, report: ImportReport, mapping: FieldMapping
-               ) -> Iterator[Raw | Skip]:
+def parse_otel(path: Path, report: ImportReport, mapping: FieldMapping) -> Iterator[Raw | Skip]:
     groups: dict[str, list[tuple[int, Raw]]] = defaultdict(list)
     k = 0
     for line, doc in _documents(path, report):
@@ -228,6 +245,8 @@ def parse_otel(path: Path, report: ImportReport, mapping: FieldMapping
             n_spans, n_convs = n_spans + len(items), n_convs + 1
         yield from merged
     if n_convs:
-        report.notes.append(f"{n_spans} spans were the turns of {n_convs} conversation(s) "
-                            "(one user message each, same trace or conversation id): each "
-                            "conversation is one record.")
+        report.notes.append(
+            f"{n_spans} spans were the turns of {n_convs} conversation(s) "
+            "(one user message each, same trace or conversation id): each "
+            "conversation is one record."
+        )

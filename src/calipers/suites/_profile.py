@@ -37,11 +37,12 @@ def _words(text: str) -> list[str]:
 
 
 def _variants(w: str) -> set[str]:
-    return {w} | {w[:i] + w[i + 1:] for i in range(len(w))}
+    return {w} | {w[:i] + w[i + 1 :] for i in range(len(w))}
 
 
-def likely_typos(texts: Iterable[str], *, min_len: int = 4, ratio: int = 10,
-                 min_count: int = 3) -> set[str]:
+def likely_typos(
+    texts: Iterable[str], *, min_len: int = 4, ratio: int = 10, min_count: int = 3
+) -> set[str]:
     """Words that look like misspellings of a much more frequent word (module docstring)."""
     counts = Counter(w for t in texts for w in _words(t))
     index: dict[str, list[str]] = {}
@@ -86,13 +87,17 @@ def share_difference(a: Estimate, b: Estimate) -> Estimate:
     d = a.value - b.value
     low = d - math.sqrt((a.value - a.low) ** 2 + (b.high - b.value) ** 2)
     high = d + math.sqrt((a.high - a.value) ** 2 + (b.value - b.low) ** 2)
-    return Estimate(d, max(-1.0, low), min(1.0, high), min(a.n, b.n), "newcombe-unpaired",
-                    a.confidence)
+    return Estimate(
+        d, max(-1.0, low), min(1.0, high), min(a.n, b.n), "newcombe-unpaired", a.confidence
+    )
 
 
-def compare_profiles(traffic: Sequence[LogRecord], suite: Sequence[LogRecord],
-                     traffic_clusters: Sequence[int], suite_clusters: Iterable[int]
-                     ) -> dict[str, Any]:
+def compare_profiles(
+    traffic: Sequence[LogRecord],
+    suite: Sequence[LogRecord],
+    traffic_clusters: Sequence[int],
+    suite_clusters: Iterable[int],
+) -> dict[str, Any]:
     """The suite's profile next to the traffic's, with the differences and cluster coverage.
     ``traffic_clusters[i]`` is the cluster of traffic record i (duplicates included)."""
     typos = likely_typos(r.user_text for r in traffic)
@@ -104,8 +109,12 @@ def compare_profiles(traffic: Sequence[LogRecord], suite: Sequence[LogRecord],
     return {
         "traffic": t,
         "suite": s,
-        "length_ks": {"statistic": ks.statistic, "p_value": ks.p_value,
-                      "n_traffic": ks.n_reference, "n_suite": ks.n_current},
+        "length_ks": {
+            "statistic": ks.statistic,
+            "p_value": ks.p_value,
+            "n_traffic": ks.n_reference,
+            "n_suite": ks.n_current,
+        },
         "difference": {
             k: _est(share_difference(Estimate.from_dict(s[k]), Estimate.from_dict(t[k])))
             for k in ("multi_turn", "likely_typo")
@@ -116,5 +125,5 @@ def compare_profiles(traffic: Sequence[LogRecord], suite: Sequence[LogRecord],
             "traffic_share": _est(wilson(in_covered, len(traffic_clusters))),
         },
         "typo_rule": "word of 4+ letters one edit away from a word 10x as frequent in the "
-                     "traffic (seen 3+ times)",
+        "traffic (seen 3+ times)",
     }

@@ -51,10 +51,19 @@ class Raw:
 
 
 _ROLES = {
-    "user": "user", "human": "user", "customer": "user",
-    "assistant": "assistant", "ai": "assistant", "bot": "assistant", "model": "assistant",
-    "gpt": "assistant", "system": "system", "developer": "system",
-    "tool": "tool", "function": "tool", "ipython": "tool",
+    "user": "user",
+    "human": "user",
+    "customer": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "gpt": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
 }
 
 

@@ -26,8 +26,7 @@ def _quotas(active: list[int], weight: Sequence[float], n: int) -> dict[int, flo
     return {i: n * weight[i] / total for i in active}
 
 
-def allocate(capacity: Sequence[int], weight: Sequence[float], size: int, floor: int
-             ) -> list[int]:
+def allocate(capacity: Sequence[int], weight: Sequence[float], size: int, floor: int) -> list[int]:
     """Items per cluster: proportional to ``weight``, at least ``min(floor, capacity)`` and
     at most ``capacity`` each. The total is ``size`` (capped by the items available), or the
     sum of the floors when that is larger."""
@@ -58,14 +57,19 @@ def allocate(capacity: Sequence[int], weight: Sequence[float], size: int, floor:
     return alloc
 
 
-def stratified_sample(labels: Sequence[int], weight: Sequence[float], size: int, floor: int,
-                      rng: np.random.Generator) -> list[int]:
+def stratified_sample(
+    labels: Sequence[int], weight: Sequence[float], size: int, floor: int, rng: np.random.Generator
+) -> list[int]:
     """Indices into ``labels`` (sorted), drawn per cluster as :func:`allocate` says;
     ``weight[i]`` is how much traffic item i stands for."""
     clusters = sorted(set(labels))
     members = {c: [i for i, lab in enumerate(labels) if lab == c] for c in clusters}
-    alloc = allocate([len(members[c]) for c in clusters],
-                     [sum(weight[i] for i in members[c]) for c in clusters], size, floor)
+    alloc = allocate(
+        [len(members[c]) for c in clusters],
+        [sum(weight[i] for i in members[c]) for c in clusters],
+        size,
+        floor,
+    )
     chosen: list[int] = []
     for c, n in zip(clusters, alloc, strict=True):
         chosen.extend(int(i) for i in rng.choice(members[c], size=n, replace=False))

@@ -134,8 +134,10 @@ def suites_home() -> Path:
 
 def check_name(name: str) -> str:
     if not _NAME.match(name):
-        raise ConfigError(f"Bad suite name {name!r}.",
-                          hint="Use letters, digits, '_', '-' and '.', up to 64 characters.")
+        raise ConfigError(
+            f"Bad suite name {name!r}.",
+            hint="Use letters, digits, '_', '-' and '.', up to 64 characters.",
+        )
     return name
 
 
@@ -153,8 +155,9 @@ def _jsonl(rows: list[BaseModel]) -> str:
     return "".join(r.model_dump_json() + "\n" for r in rows)
 
 
-def add_to_pool(name: str, records: list[LogRecord], report: ImportReport, *,
-                replace: bool = False) -> Path:
+def add_to_pool(
+    name: str, records: list[LogRecord], report: ImportReport, *, replace: bool = False
+) -> Path:
     """Store an import's redacted records and its report; the same file (by sha256) is
     imported once unless ``replace``."""
     pool = suite_dir(name) / "pool"
@@ -164,7 +167,8 @@ def add_to_pool(name: str, records: list[LogRecord], report: ImportReport, *,
     if target.exists() and not replace:
         raise ConfigError(
             f"{report.file} (sha256 {stem}...) is already in suite {name!r}.",
-            hint="Use --replace to import it again with the options given now.")
+            hint="Use --replace to import it again with the options given now.",
+        )
     _atomic_write(target, _jsonl(list(records)))
     _atomic_write(pool / f"{stem}.report.json", report.model_dump_json(indent=2))
     return target
@@ -173,14 +177,23 @@ def add_to_pool(name: str, records: list[LogRecord], report: ImportReport, *,
 def read_pool(name: str) -> tuple[list[LogRecord], list[ImportReport]]:
     """Every imported record, in import order, with the import reports."""
     pool = suite_dir(name) / "pool"
-    reports = [ImportReport.model_validate_json(p.read_text(encoding="utf-8"))
-               for p in sorted(pool.glob("*.report.json"))] if pool.is_dir() else []
+    reports = (
+        [
+            ImportReport.model_validate_json(p.read_text(encoding="utf-8"))
+            for p in sorted(pool.glob("*.report.json"))
+        ]
+        if pool.is_dir()
+        else []
+    )
     reports.sort(key=lambda r: (r.imported_at or "", r.sha256))
     records: list[LogRecord] = []
     for r in reports:
         path = pool / f"{r.sha256[:16]}.jsonl"
-        records.extend(LogRecord.model_validate_json(line)
-                       for line in path.read_text(encoding="utf-8").splitlines() if line)
+        records.extend(
+            LogRecord.model_validate_json(line)
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line
+        )
     return records, reports
 
 
@@ -188,15 +201,18 @@ def versions(name: str) -> list[int]:
     d = suite_dir(name)
     if not d.is_dir():
         return []
-    return sorted(int(p.name[1:]) for p in d.iterdir()
-                  if p.is_dir() and re.fullmatch(r"v\d+", p.name))
+    return sorted(
+        int(p.name[1:]) for p in d.iterdir() if p.is_dir() and re.fullmatch(r"v\d+", p.name)
+    )
 
 
 def content_hash(items: list[SuiteItem]) -> str:
     """sha256 of the canonical JSON of the items, in id order. The path a log was imported
     from is left out (its sha256 identifies it), so moving a file changes nothing."""
-    rows = [i.model_dump(mode="json", exclude={"source": {"file"}})
-            for i in sorted(items, key=lambda i: i.id)]
+    rows = [
+        i.model_dump(mode="json", exclude={"source": {"file"}})
+        for i in sorted(items, key=lambda i: i.id)
+    ]
     return text_hash(canonical_json(rows), length=64)
 
 
@@ -204,21 +220,29 @@ def load_suite(name: str, version: int | None = None) -> tuple[Manifest, list[Su
     have = versions(name)
     if not have:
         known = ", ".join(s for s, _v, _p in list_suites()) or "(none)"
-        raise DataError(f"No built suite {name!r} in {suites_home()}.",
-                        hint=f"Build it with `calipers suite build {name}`. Suites: {known}.")
+        raise DataError(
+            f"No built suite {name!r} in {suites_home()}.",
+            hint=f"Build it with `calipers suite build {name}`. Suites: {known}.",
+        )
     v = have[-1] if version is None else version
     if v not in have:
-        raise DataError(f"Suite {name!r} has no version v{v}.",
-                        hint=f"Versions: {', '.join(f'v{x}' for x in have)}.")
+        raise DataError(
+            f"Suite {name!r} has no version v{v}.",
+            hint=f"Versions: {', '.join(f'v{x}' for x in have)}.",
+        )
     folder = suite_dir(name) / f"v{v}"
     manifest = Manifest.model_validate_json((folder / "manifest.json").read_text("utf-8"))
-    items = [SuiteItem.model_validate_json(line) for line in
-             (folder / "items.jsonl").read_text("utf-8").splitlines() if line]
+    items = [
+        SuiteItem.model_validate_json(line)
+        for line in (folder / "items.jsonl").read_text("utf-8").splitlines()
+        if line
+    ]
     if content_hash(items) != manifest.content_hash:
-        raise DataError(f"Suite {name} v{v} was changed after it was built: its items no "
-                        "longer match the manifest's content hash.",
-                        hint="Versions are immutable; build a new one with `calipers suite "
-                        "build`.")
+        raise DataError(
+            f"Suite {name} v{v} was changed after it was built: its items no "
+            "longer match the manifest's content hash.",
+            hint="Versions are immutable; build a new one with `calipers suite build`.",
+        )
     return manifest, items
 
 
@@ -233,8 +257,9 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def save_version(name: str, items: list[SuiteItem], fields: dict[str, Any]
-                 ) -> tuple[Manifest, bool]:
+def save_version(
+    name: str, items: list[SuiteItem], fields: dict[str, Any]
+) -> tuple[Manifest, bool]:
     """Write a new version, or return the latest one unchanged if its items hash the same."""
     digest = content_hash(items)
     have = versions(name)
@@ -243,16 +268,16 @@ def save_version(name: str, items: list[SuiteItem], fields: dict[str, Any]
         if latest.content_hash == digest:
             return latest, True
     v = (have[-1] if have else 0) + 1
-    manifest = Manifest(name=name, version=v, content_hash=digest, n_items=len(items),
-                        **fields)
+    manifest = Manifest(name=name, version=v, content_hash=digest, n_items=len(items), **fields)
     d = suite_dir(name)
     tmp = make_folder(d, f"the folder of suite {name!r}", private=True) / f".v{v}.tmp-{os.getpid()}"
     tmp.mkdir()
     try:
         (tmp / "items.jsonl").write_text(_jsonl(list(items)), encoding="utf-8")
         doc = json_safe(manifest.model_dump(mode="json"))
-        (tmp / "manifest.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n",
-                                           encoding="utf-8")
+        (tmp / "manifest.json").write_text(
+            json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
         os.rename(tmp, d / f"v{v}")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -267,8 +292,15 @@ def list_suites() -> list[tuple[str, list[int], int]]:
         return []
     out = []
     for d in sorted(p for p in home.iterdir() if p.is_dir() and _NAME.match(p.name)):
-        n_pool = sum(1 for f in (d / "pool").glob("*.jsonl")
-                     for line in f.read_text("utf-8").splitlines() if line) \
-            if (d / "pool").is_dir() else 0
+        n_pool = (
+            sum(
+                1
+                for f in (d / "pool").glob("*.jsonl")
+                for line in f.read_text("utf-8").splitlines()
+                if line
+            )
+            if (d / "pool").is_dir()
+            else 0
+        )
         out.append((d.name, versions(d.name), n_pool))
     return out

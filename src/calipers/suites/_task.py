@@ -36,8 +36,9 @@ class ConversationPrompt(PromptTemplate):
 
     turns: Literal["conversation"] = "conversation"
 
-    def chat(self, sample: Sample, shots: Sequence[Sample], system_prompt: str | None
-             ) -> tuple[ChatMessage, ...]:
+    def chat(
+        self, sample: Sample, shots: Sequence[Sample], system_prompt: str | None
+    ) -> tuple[ChatMessage, ...]:
         msgs: list[ChatMessage] = []
         if system_prompt:
             msgs.append(ChatMessage(role="system", content=system_prompt))
@@ -62,8 +63,11 @@ def reference_match() -> ScoreFn:
 
     async def score(sample: Sample, output: SampleOutput) -> Score:
         if sample.target is None:
-            return Score(values={"match": math.nan}, answer=output.text.strip(),
-                         explanation="no reference yet")
+            return Score(
+                values={"match": math.nan},
+                answer=output.text.strip(),
+                explanation="no reference yet",
+            )
         return await inner(sample, output)
 
     return score
@@ -74,29 +78,43 @@ def parse_suite_ref(spec: str) -> tuple[str, int | None]:
     body = spec.removeprefix(PREFIX)
     m = _REF.match(body)
     if not m:
-        raise ConfigError(f"Bad suite reference {spec!r}.",
-                          hint="Write suite:NAME or suite:NAME@v2.")
+        raise ConfigError(
+            f"Bad suite reference {spec!r}.", hint="Write suite:NAME or suite:NAME@v2."
+        )
     return m["name"], int(m["v"]) if m["v"] else None
 
 
 def _sample(item: SuiteItem) -> Sample:
     return Sample(
-        id=item.id, input=item.query, target=item.reference, category=item.cluster.name,
+        id=item.id,
+        input=item.query,
+        target=item.reference,
+        category=item.cluster.name,
         fields={"turns": [t.model_dump() for t in item.turns]},
-        metadata={"cluster_id": item.cluster.id, "source": item.source.model_dump(),
-                  "duplicates": item.duplicates, "reference_source": item.reference_source},
+        metadata={
+            "cluster_id": item.cluster.id,
+            "source": item.source.model_dump(),
+            "duplicates": item.duplicates,
+            "reference_source": item.reference_source,
+        },
     )
 
 
 def _describe(m: Manifest, n_ref: int) -> str:
-    parts = [f"Suite {m.name} v{m.version} ({m.n_items} items from production logs, "
-             f"{len(m.clusters)} clusters, content {m.content_hash[:12]})."]
+    parts = [
+        f"Suite {m.name} v{m.version} ({m.n_items} items from production logs, "
+        f"{len(m.clusters)} clusters, content {m.content_hash[:12]})."
+    ]
     if n_ref == 0:
-        parts.append("No references yet: responses are stored, scores cannot be computed "
-                     "until references are added.")
+        parts.append(
+            "No references yet: responses are stored, scores cannot be computed "
+            "until references are added."
+        )
     elif n_ref < m.n_items:
-        parts.append(f"{n_ref} of {m.n_items} items have a reference; the others score NaN "
-                     "(excluded, not wrong).")
+        parts.append(
+            f"{n_ref} of {m.n_items} items have a reference; the others score NaN "
+            "(excluded, not wrong)."
+        )
     if m.size.too_small:
         parts.append("Flagged: " + "; ".join(m.size.notes) + ".")
     return " ".join(parts)
@@ -114,8 +132,14 @@ def suite_task(spec: str) -> Task:
         return samples
 
     return Task(
-        name=f"{PREFIX}{name}", version=f"v{manifest.version}",
-        description=_describe(manifest, n_ref), kind="generate", load=load, scorers=scorers,
-        prompt=ConversationPrompt(), source=f"suite {name} v{manifest.version}",
-        license="private (production logs)", tags=("suite", "production"),
+        name=f"{PREFIX}{name}",
+        version=f"v{manifest.version}",
+        description=_describe(manifest, n_ref),
+        kind="generate",
+        load=load,
+        scorers=scorers,
+        prompt=ConversationPrompt(),
+        source=f"suite {name} v{manifest.version}",
+        license="private (production logs)",
+        tags=("suite", "production"),
     )

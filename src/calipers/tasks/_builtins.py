@@ -15,8 +15,17 @@ __all__ = ["register"]
 
 # Standard benchmarks: each module registers its tasks (data from --data-dir, else the hub).
 _BENCHMARKS = (
-    "commonsense", "winogrande", "knowledge", "gsm8k", "truthfulqa", "humaneval", "bbq", "ifeval",
-    "mmlu_pro", "gpqa", "bbh",
+    "commonsense",
+    "winogrande",
+    "knowledge",
+    "gsm8k",
+    "truthfulqa",
+    "humaneval",
+    "bbq",
+    "ifeval",
+    "mmlu_pro",
+    "gpqa",
+    "bbh",
 )
 
 

@@ -26,7 +26,9 @@ __all__ = ["renumber"]
 _CALC = re.compile(r"<<([^=<>]+)=([^<>]+)>>")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)")
 _OPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
     ast.Div: operator.truediv,
 }
 
@@ -77,8 +79,12 @@ def _fresh(value: str, rng: random.Random) -> str:
     return value
 
 
-def renumber(question: str, solution: str, answer: str, rng: random.Random,
-             ) -> tuple[str, str] | None:
+def renumber(
+    question: str,
+    solution: str,
+    answer: str,
+    rng: random.Random,
+) -> tuple[str, str] | None:
     """``(new question, new answer)``, or None when the problem cannot be re-numbered
     safely (see the module docstring)."""
     question = re.sub(r"(?<=\d),(?=\d{3}\b)", "", question)  # 80,000 -> 80000
@@ -109,8 +115,10 @@ def renumber(question: str, solution: str, answer: str, rng: random.Random,
         old_vals[_key(target)] = target
         new_vals[_key(target)] = after
         result = after
-    if result is None or abs(float(answer.replace(",", "")) - old_vals[_key(float(
-            calcs[-1][1]))]) > 1e-6:
+    if (
+        result is None
+        or abs(float(answer.replace(",", "")) - old_vals[_key(float(calcs[-1][1]))]) > 1e-6
+    ):
         return None  # the last calculation is not the answer
     text = _NUMBER.sub(lambda m: new.get(m.group(0), m.group(0)), question)  # one pass
     fresh = _key(round(result, 6))

@@ -17,17 +17,28 @@ from calipers._util.hashing import json_hash
 
 __all__ = ["PERTURBATIONS", "Perturbation", "perturb_text"]
 
-Perturbation = Literal["typos", "case", "whitespace", "missing_context", "two_questions",
-                       "distractor"]
+Perturbation = Literal[
+    "typos", "case", "whitespace", "missing_context", "two_questions", "distractor"
+]
 PERTURBATIONS: tuple[Perturbation, ...] = (
-    "typos", "case", "whitespace", "missing_context", "two_questions", "distractor")
+    "typos",
+    "case",
+    "whitespace",
+    "missing_context",
+    "two_questions",
+    "distractor",
+)
 
 _KEYBOARD = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
 _NEIGHBOURS = {
     c: "".join(
-        row2[j] for row2 in _KEYBOARD[max(0, r - 1): r + 2] for j in (i - 1, i, i + 1)
-        if 0 <= j < len(row2) and row2[j] != c)
-    for r, row in enumerate(_KEYBOARD) for i, c in enumerate(row)
+        row2[j]
+        for row2 in _KEYBOARD[max(0, r - 1) : r + 2]
+        for j in (i - 1, i, i + 1)
+        if 0 <= j < len(row2) and row2[j] != c
+    )
+    for r, row in enumerate(_KEYBOARD)
+    for i, c in enumerate(row)
 }
 _DISTRACTORS = (
     "My cousin just adopted a cat and named it after a river.",
@@ -44,13 +55,13 @@ def _typo(word: str, rng: random.Random) -> str:
     i = rng.randrange(1, len(word) - 1)  # keep the first and last letters
     kind = rng.choice(("swap", "drop", "double", "neighbour"))
     if kind == "swap":
-        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     if kind == "drop":
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     if kind == "double":
         return word[:i] + word[i] + word[i:]
     near = _NEIGHBOURS.get(word[i].lower(), "")
-    return word[:i] + (rng.choice(near) if near else word[i]) + word[i + 1:]
+    return word[:i] + (rng.choice(near) if near else word[i]) + word[i + 1 :]
 
 
 def _typos(text: str, rng: random.Random, _others: Sequence[str]) -> str:
@@ -59,8 +70,7 @@ def _typos(text: str, rng: random.Random, _others: Sequence[str]) -> str:
     if not words:
         return text
     picked = {m.start() for m in words if rng.random() < 1 / 8} or {rng.choice(words).start()}
-    return _WORD.sub(lambda m: _typo(m.group(0), rng) if m.start() in picked else m.group(0),
-                     text)
+    return _WORD.sub(lambda m: _typo(m.group(0), rng) if m.start() in picked else m.group(0), text)
 
 
 def _case(text: str, rng: random.Random, _others: Sequence[str]) -> str:
@@ -70,8 +80,9 @@ def _case(text: str, rng: random.Random, _others: Sequence[str]) -> str:
 def _whitespace(text: str, rng: random.Random, _others: Sequence[str]) -> str:
     """Double spaces between some words, a space before some punctuation, stray newlines."""
     out = re.sub(r" ", lambda _m: "  " if rng.random() < 0.2 else " ", text)
-    out = re.sub(r"(?<=\w)([?,.])", lambda m: " " + m.group(1) if rng.random() < 0.3
-                 else m.group(1), out)
+    out = re.sub(
+        r"(?<=\w)([?,.])", lambda m: " " + m.group(1) if rng.random() < 0.3 else m.group(1), out
+    )
     return "\n " + out + "  \n"
 
 
@@ -93,14 +104,18 @@ def _distractor(text: str, rng: random.Random, _others: Sequence[str]) -> str:
 
 
 _FUNCS: dict[str, Callable[[str, random.Random, Sequence[str]], str]] = {
-    "typos": _typos, "case": _case, "whitespace": _whitespace,
-    "missing_context": _missing_context, "two_questions": _two_questions,
+    "typos": _typos,
+    "case": _case,
+    "whitespace": _whitespace,
+    "missing_context": _missing_context,
+    "two_questions": _two_questions,
     "distractor": _distractor,
 }
 
 
-def perturb_text(kind: Perturbation, text: str, *, seed: int, item_id: str,
-                 others: Sequence[str] = ()) -> str:
+def perturb_text(
+    kind: Perturbation, text: str, *, seed: int, item_id: str, others: Sequence[str] = ()
+) -> str:
     """``text`` perturbed by ``kind``, reproducibly for ``(seed, item_id)``. ``others`` are
     the other items' texts (for ``two_questions``)."""
     rng = random.Random(json_hash([kind, seed, item_id]))

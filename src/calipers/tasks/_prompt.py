@@ -92,8 +92,9 @@ def sample_fields(
     # a variant moved or replaced options: the pre-rendered block is stale
     reordered = "option_order" in sample.metadata or "replaced_option" in sample.metadata
     if (styled or reordered) and "options" in fields:
-        fields["options"] = _block(texts if isinstance(texts, list) else sample.choices or (),
-                                   labels, option_separator)
+        fields["options"] = _block(
+            texts if isinstance(texts, list) else sample.choices or (), labels, option_separator
+        )
     return fields
 
 
@@ -127,8 +128,11 @@ class PromptTemplate(BaseModel):
         """The template as recorded in the methodology card. The option style and the
         per-option context appear only when they are not the default, so cards of runs made
         before they existed still match."""
-        exclude = {k for k in ("labels", "option_separator", "option_context")
-                   if getattr(self, k) == type(self).model_fields[k].default}
+        exclude = {
+            k
+            for k in ("labels", "option_separator", "option_context")
+            if getattr(self, k) == type(self).model_fields[k].default
+        }
         return self.model_dump(mode="json", exclude=exclude)
 
     def _fields(self, sample: Sample) -> dict[str, Any]:

@@ -76,7 +76,9 @@ def get_task(name: str, formulation: str | None = None) -> Task:
     _load()
     if name not in _TASKS:
         raise UnknownNameError(
-            "task", name, [*_TASKS, *_SUITES],
+            "task",
+            name,
+            [*_TASKS, *_SUITES],
             hint="`calipers tasks` lists them; a path to a .yaml/.json task file also works.",
         )
     offered = _FORMULATIONS.get(name, ())
@@ -105,11 +107,8 @@ def resolve_task(name_or_path: str, formulation: str | None = None) -> list[Task
     if name_or_path in _SUITES:
         names = _SUITES[name_or_path]
         if formulation is not None and not any(formulation in formulations(t) for t in names):
-            raise ConfigError(f"No task in suite {name_or_path!r} has formulation "
-                              f"{formulation!r}.")
-        return [
-            get_task(t, formulation if formulation in formulations(t) else None) for t in names
-        ]
+            raise ConfigError(f"No task in suite {name_or_path!r} has formulation {formulation!r}.")
+        return [get_task(t, formulation if formulation in formulations(t) else None) for t in names]
     p = Path(name_or_path)
     if p.suffix.lower() in {".yaml", ".yml", ".json"} or (p.exists() and p.is_file()):
         from calipers.tasks._spec import load_task_spec

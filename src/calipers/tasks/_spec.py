@@ -166,8 +166,11 @@ def _value(value: Any, col: str, where: str) -> Any:
             f"{where}: field {col!r} is present but null (no value).",
             hint="Give the item a value, or remove the row.",
         )
-    bad = [v for v in (value if isinstance(value, list) else [value])
-           if isinstance(v, float) and not math.isfinite(v)]
+    bad = [
+        v
+        for v in (value if isinstance(value, list) else [value])
+        if isinstance(v, float) and not math.isfinite(v)
+    ]
     if bad:
         raise TaskSpecError(
             f"{where}: field {col!r} holds {bad[0]!r}, not a finite number.",
@@ -177,9 +180,7 @@ def _value(value: Any, col: str, where: str) -> Any:
     return value
 
 
-def _target(
-    spec: TaskSpec, value: Any, choices: tuple[str, ...] | None, where: str
-) -> str | int:
+def _target(spec: TaskSpec, value: Any, choices: tuple[str, ...] | None, where: str) -> str | int:
     if spec.kind == "generate" and spec.target_type == "text":
         return str(value)
     if not choices:
@@ -201,8 +202,10 @@ def _target(
 
 
 def _read(spec: TaskSpec, data: Path) -> list[Sample]:
-    samples = [_to_sample(spec, row, f"{data}:{line}", i) for i, (line, row) in
-               enumerate(read_records(data))]
+    samples = [
+        _to_sample(spec, row, f"{data}:{line}", i)
+        for i, (line, row) in enumerate(read_records(data))
+    ]
     if not samples:
         raise TaskSpecError(f"{data}: no items.")
     ids = [s.id for s in samples]

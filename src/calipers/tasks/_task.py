@@ -76,6 +76,4 @@ class Task:
 
 def data_hash(samples: Sequence[Sample]) -> str:
     """Content hash of the evaluation items (ids, inputs, targets, choices, fields)."""
-    return json_hash(
-        [s.model_dump(mode="json", exclude={"metadata"}) for s in samples], length=32
-    )
+    return json_hash([s.model_dump(mode="json", exclude={"metadata"}) for s in samples], length=32)

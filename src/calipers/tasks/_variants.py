@@ -65,13 +65,14 @@ class Variant(BaseModel):
     @property
     def changes_content(self) -> bool:
         """Not a format change: the question or an option reads differently."""
-        return (self.perturb is not None or bool(self.none_of_the_other)
-                or bool(self.fresh_numbers))
+        return self.perturb is not None or bool(self.none_of_the_other) or bool(self.fresh_numbers)
 
     def describe(self) -> str:
         """A short label: ``labels=(A)``, ``rotate=2``; ``original`` for no change."""
-        parts = [f"{k}={v!r}" if isinstance(v, str) and not v.strip() else f"{k}={v}"
-                 for k, v in self.model_dump(exclude_none=True).items()]
+        parts = [
+            f"{k}={v!r}" if isinstance(v, str) and not v.strip() else f"{k}={v}"
+            for k, v in self.model_dump(exclude_none=True).items()
+        ]
         return ", ".join(parts) or "original"
 
 
@@ -131,24 +132,35 @@ def _renumbered(samples: Sequence[Sample], variant: Variant) -> list[Sample]:
         got = renumber(s.input, solution.split("####")[0], str(s.target), rng)
         if got is not None:
             meta = {**s.metadata, "original_target": s.target}
-            out.append(s.model_copy(update={"input": got[0], "target": got[1],
-                                            "metadata": meta}))
+            out.append(s.model_copy(update={"input": got[0], "target": got[1], "metadata": meta}))
     return out
 
 
 def _perturbed(samples: Sequence[Sample], variant: Variant) -> list[Sample]:
     assert variant.perturb is not None
     others = [s.input for s in samples]
-    return [s.model_copy(update={"input": perturb_text(
-        variant.perturb, s.input, seed=variant.perturb_seed or 0, item_id=s.id,
-        others=others)}) for s in samples]
+    return [
+        s.model_copy(
+            update={
+                "input": perturb_text(
+                    variant.perturb,
+                    s.input,
+                    seed=variant.perturb_seed or 0,
+                    item_id=s.id,
+                    others=others,
+                )
+            }
+        )
+        for s in samples
+    ]
 
 
 def _numbered(sample: Sample) -> Sample:
     """Letter answers (``A``..) become number answers (``1``..) for ``1.``-style labels."""
     if sample.choices and sample.choices == _LETTER_CHOICES[: len(sample.choices)]:
         return sample.model_copy(
-            update={"choices": tuple(str(i + 1) for i in range(len(sample.choices)))})
+            update={"choices": tuple(str(i + 1) for i in range(len(sample.choices)))}
+        )
     return sample
 
 
@@ -158,16 +170,28 @@ def apply_variant(task: Task, variant: Variant | None) -> Task:
     if variant is None or variant == Variant():
         return task
     numbers = variant.labels in ("1.", "(1)")
-    if numbers and task.kind == "generate" and any(
-            s.spec.name == "choice_letter" for s in task.scorers):
+    if (
+        numbers
+        and task.kind == "generate"
+        and any(s.spec.name == "choice_letter" for s in task.scorers)
+    ):
         raise ConfigError(
             f"{task.name}: number labels do not apply: its scorer reads a letter from the "
-            "generated reply.", hint="Use letter labels: A., (A), [A], A) or A:.")
-    prompt = task.prompt.model_copy(update={k: v for k, v in {
-        "labels": variant.labels, "option_separator": variant.option_separator,
-        "fewshot_separator": variant.fewshot_separator,
-        "instruction": "" if variant.instruction is False else None,
-    }.items() if v is not None})
+            "generated reply.",
+            hint="Use letter labels: A., (A), [A], A) or A:.",
+        )
+    prompt = task.prompt.model_copy(
+        update={
+            k: v
+            for k, v in {
+                "labels": variant.labels,
+                "option_separator": variant.option_separator,
+                "fewshot_separator": variant.fewshot_separator,
+                "instruction": "" if variant.instruction is False else None,
+            }.items()
+            if v is not None
+        }
+    )
 
     def transform(samples: Sequence[Sample]) -> list[Sample]:
         out = _perturbed(samples, variant) if variant.perturb else list(samples)
@@ -191,5 +215,8 @@ def apply_variant(task: Task, variant: Variant | None) -> Task:
         return [_numbered(s) for s in shots] if numbers else shots
 
     return dataclasses.replace(
-        task, prompt=prompt, load=load_variant,
-        fewshot=fewshot_variant if pool is not None else None)
+        task,
+        prompt=prompt,
+        load=load_variant,
+        fewshot=fewshot_variant if pool is not None else None,
+    )

@@ -49,7 +49,11 @@ class Estimate:
             return float("nan") if x is None else float(x)
 
         return cls(
-            f(d["value"]), f(d["low"]), f(d["high"]), int(d["n"]), str(d["method"]),
+            f(d["value"]),
+            f(d["low"]),
+            f(d["high"]),
+            int(d["n"]),
+            str(d["method"]),
             float(d.get("confidence", 0.95)),
         )
 

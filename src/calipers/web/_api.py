@@ -20,8 +20,9 @@ router = APIRouter(prefix="/api")
 
 
 @router.get("/runs")
-def api_runs(request: Request, task: Text = None, model: Text = None,
-             limit: Annotated[int, Query()] = 50) -> Response:
+def api_runs(
+    request: Request, task: Text = None, model: Text = None, limit: Annotated[int, Query()] = 50
+) -> Response:
     """As ``calipers runs --json``."""
     runs = list_runs(store_of(request), task=task, model=model, limit=limit)
     return json_response([run_row_json(r) for r in runs])
@@ -34,28 +35,51 @@ def api_run(request: Request, run_id: str) -> Response:
 
 
 @router.get("/runs/{run_id}/samples")
-def api_samples(request: Request, run_id: str, task: Text = None,
-                show: Annotated[Show, Query()] = "all",
-                page_no: Annotated[int, Query(alias="page")] = 1,
-                per_page: Annotated[int, Query(ge=1, le=500)] = 20) -> Response:
+def api_samples(
+    request: Request,
+    run_id: str,
+    task: Text = None,
+    show: Annotated[Show, Query()] = "all",
+    page_no: Annotated[int, Query(alias="page")] = 1,
+    per_page: Annotated[int, Query(ge=1, le=500)] = 20,
+) -> Response:
     """One page of a task's samples (all, failures or errors), as the run page shows."""
     store = store_of(request)
     run = store.get_run(run_id)
     samples = store.get_samples(run.id)
     chosen = task or (run.tasks[0] if run.tasks else "")
     p = sample_page(run, samples, chosen, show, page_no, per_page)
-    return json_response({"run": run.id, "task": p.task, "show": p.show, "page": p.page,
-                          "pages": p.pages, "total": p.total, "primary": p.primary,
-                          "samples": [sample_json(s) for s in p.items]})
+    return json_response(
+        {
+            "run": run.id,
+            "task": p.task,
+            "show": p.show,
+            "page": p.page,
+            "pages": p.pages,
+            "total": p.total,
+            "primary": p.primary,
+            "samples": [sample_json(s) for s in p.items],
+        }
+    )
 
 
 @router.get("/compare")
-def api_compare(request: Request, run: Many = None, baseline: Text = None,
-                force: bool = False, correction: Literal["holm", "bh"] = "holm",
-                all_metrics: bool = False) -> Response:
+def api_compare(
+    request: Request,
+    run: Many = None,
+    baseline: Text = None,
+    force: bool = False,
+    correction: Literal["holm", "bh"] = "holm",
+    all_metrics: bool = False,
+) -> Response:
     """As ``calipers compare --json``; a refusal is an error answer with the reason."""
-    result = compare_runs(store_of(request), order_runs(run or [], baseline), force=force,
-                          correction=correction, all_metrics=all_metrics)
+    result = compare_runs(
+        store_of(request),
+        order_runs(run or [], baseline),
+        force=force,
+        correction=correction,
+        all_metrics=all_metrics,
+    )
     return json_response(result.model_dump(mode="json"))
 
 

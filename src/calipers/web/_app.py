@@ -33,12 +33,17 @@ __all__ = ["CSP", "MIN_TOKEN", "create_app"]
 
 MIN_TOKEN = 16
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 """No scripts, no remote anything: styles are inline, images only data: URIs."""
 
-_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
-            "referrer-policy": "no-referrer"}
+_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
 
 
 class _StoreRef:
@@ -85,8 +90,9 @@ async def _calipers_error(request: Request, e: Exception) -> Response:
     return page(request, "error.html.j2", _status(e), message=e.message, hint=e.hint)
 
 
-async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]
-                   ) -> Response:
+async def _headers(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
     response = await call_next(request)
     for k, v in _HEADERS.items():
         response.headers.setdefault(k, v)
@@ -109,9 +115,13 @@ def _add_section(app: FastAPI, section: Section) -> None:
     app.add_api_route(f"/api/{section.key}", api, methods=["GET"])
 
 
-def create_app(store: Store | str | None = None, *,
-               sections: Mapping[str, SectionBuilder] | None = None,
-               token: str | None = None, allowed_hosts: Iterable[str] = ()) -> FastAPI:
+def create_app(
+    store: Store | str | None = None,
+    *,
+    sections: Mapping[str, SectionBuilder] | None = None,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+) -> FastAPI:
     """The dashboard over ``store``: a :class:`Store` (left open), or a URL (``None``: the
     default SQLite file) opened on first use and closed on shutdown. ``sections`` replaces the
     page builders of the A/B and Monitor sections (see :mod:`calipers.web._sections`).
@@ -121,10 +131,11 @@ def create_app(store: Store | str | None = None, *,
     it (``?token=`` once, then a cookie; or ``Authorization: Bearer``). ``calipers ui`` makes
     a token unless told otherwise."""
     if token is not None and (len(token) < MIN_TOKEN or token != token.strip()):
-        raise ConfigError(f"The dashboard token is too short ({len(token)} characters) or "
-                          "has spaces at its ends: a short token can be guessed.",
-                          hint=f"Use at least {MIN_TOKEN} characters (calipers ui makes one "
-                          "when none is given).")
+        raise ConfigError(
+            f"The dashboard token is too short ({len(token)} characters) or "
+            "has spaces at its ends: a short token can be guessed.",
+            hint=f"Use at least {MIN_TOKEN} characters (calipers ui makes one when none is given).",
+        )
     ref = _StoreRef(store)
     resolved = resolve_sections(sections)
 
@@ -135,8 +146,9 @@ def create_app(store: Store | str | None = None, *,
         finally:
             ref.close()
 
-    app = FastAPI(title="calipers ui", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(
+        title="calipers ui", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.store = ref
     app.state.sections = resolved
     app.add_exception_handler(CalipersError, _calipers_error)

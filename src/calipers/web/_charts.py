@@ -50,8 +50,30 @@ LABEL_Y, CHAR_W, BOLD_W = 30, 7.0, 7.6  # alert labels: one row above the plot
 average advance of an 11px character (DejaVu Sans, the widest common fallback, averages
 about 0.62em), so an estimated box is never narrower than the drawn one."""
 MAX_LABEL = 30  # characters of a marker's label; its full text is the marker's tooltip
-_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
-               43200, 86400, 172800, 604800, 1209600, 2592000)
+_TIME_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+    172800,
+    604800,
+    1209600,
+    2592000,
+)
 
 
 # -- forest plot ---------------------------------------------------------------------------------
@@ -64,8 +86,9 @@ def plot_row(label: str, sub: str, est: Estimate, *, percent: bool = True) -> Pl
     return PlotRow(label, sub if est.is_empty else f"{sub} · n={est.n}".lstrip(" ·"), est, text)
 
 
-def forest_svg(rows: Sequence[PlotRow], *, title: str, differences: bool = False,
-               points: bool = False) -> Markup:
+def forest_svg(
+    rows: Sequence[PlotRow], *, title: str, differences: bool = False, points: bool = False
+) -> Markup:
     """One row per estimate with its interval. Scores get the full 0–100% axis when every
     interval lies in [0, 1]; ``differences`` get an axis symmetric around 0 with a zero line,
     labelled in percentage points with ``points`` (differences of proportions)."""
@@ -125,8 +148,9 @@ class _XScale:
         return PLOT_LEFT + (_seconds(t) - self.lo) / (self.hi - self.lo) * (PLOT_RIGHT - PLOT_LEFT)
 
 
-def _x_scale(series: Sequence[Series], markers: Sequence[Marker],
-             x_range: tuple[When, When] | None) -> _XScale:
+def _x_scale(
+    series: Sequence[Series], markers: Sequence[Marker], x_range: tuple[When, When] | None
+) -> _XScale:
     times = [p.t for s in series for p in s.points] + [m.t for m in markers]
     kinds = {isinstance(t, datetime) for t in [*times, *(x_range or ())]}
     if len(kinds) > 1:
@@ -162,8 +186,7 @@ def _time_label(s: float, step: float, first: bool, prev: float | None) -> str:
     if step >= 86400:
         return d.strftime("%Y-%m-%d")
     fmt = "%H:%M:%S" if step < 60 else "%H:%M"
-    new_day = first or (prev is not None
-                        and datetime.fromtimestamp(prev, UTC).date() != d.date())
+    new_day = first or (prev is not None and datetime.fromtimestamp(prev, UTC).date() != d.date())
     return d.strftime(f"%m-%d {fmt}") if new_day else d.strftime(fmt)
 
 
@@ -187,21 +210,27 @@ def _axes(scale: _XScale, axis: Axis, x_label: str | None = None) -> list[str]:
     out = []
     for v in axis.ticks:
         y = _f(y_of(v, axis))
-        out += [f'<line class="grid" x1="{PLOT_LEFT}" y1="{y}" x2="{PLOT_RIGHT}" y2="{y}"/>',
-                f'<text class="tick" x="{PLOT_LEFT - 6}" y="{_f(y_of(v, axis) + 4)}" '
-                f'text-anchor="end">{escape(axis.label(v))}</text>']
+        out += [
+            f'<line class="grid" x1="{PLOT_LEFT}" y1="{y}" x2="{PLOT_RIGHT}" y2="{y}"/>',
+            f'<text class="tick" x="{PLOT_LEFT - 6}" y="{_f(y_of(v, axis) + 4)}" '
+            f'text-anchor="end">{escape(axis.label(v))}</text>',
+        ]
     for s, label in _x_ticks(scale):
         x = scale.x(s)
         tx, anchor = _inside(x, CHAR_W * len(label))
-        out += [f'<line class="tickmark" x1="{_f(x)}" y1="{PLOT_BOTTOM}" x2="{_f(x)}" '
-                f'y2="{PLOT_BOTTOM + 5}"/>',
-                f'<text class="tick" x="{_f(tx)}" y="{PLOT_BOTTOM + 18}" '
-                f'text-anchor="{anchor}">{escape(label)}</text>']
+        out += [
+            f'<line class="tickmark" x1="{_f(x)}" y1="{PLOT_BOTTOM}" x2="{_f(x)}" '
+            f'y2="{PLOT_BOTTOM + 5}"/>',
+            f'<text class="tick" x="{_f(tx)}" y="{PLOT_BOTTOM + 18}" '
+            f'text-anchor="{anchor}">{escape(label)}</text>',
+        ]
     caption = x_label or ("time (UTC)" if scale.is_time else "x")
-    out += [f'<line class="axis" x1="{PLOT_LEFT}" y1="{PLOT_BOTTOM}" x2="{PLOT_RIGHT}" '
-            f'y2="{PLOT_BOTTOM}"/>',
-            f'<text class="sub" x="{PLOT_RIGHT}" y="{PLOT_BOTTOM + 34}" text-anchor="end">'
-            f"{caption}</text>"]
+    out += [
+        f'<line class="axis" x1="{PLOT_LEFT}" y1="{PLOT_BOTTOM}" x2="{PLOT_RIGHT}" '
+        f'y2="{PLOT_BOTTOM}"/>',
+        f'<text class="sub" x="{PLOT_RIGHT}" y="{PLOT_BOTTOM + 34}" text-anchor="end">'
+        f"{caption}</text>",
+    ]
     return out
 
 
@@ -221,8 +250,11 @@ def _runs(points: Sequence[TimePoint]) -> list[list[TimePoint]]:
 
 
 def _point_text(p: TimePoint, axis: Axis) -> str:
-    when = (datetime.fromtimestamp(_seconds(p.t), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            if isinstance(p.t, datetime) else f"{p.t:g}")
+    when = (
+        datetime.fromtimestamp(_seconds(p.t), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if isinstance(p.t, datetime)
+        else f"{p.t:g}"
+    )
     return f"{when}: {p.est.format(percent=axis.unit == 'percent')} (n={p.est.n})"
 
 
@@ -232,8 +264,10 @@ def _band(run: list[TimePoint], scale: _XScale, axis: Axis) -> list[str]:
     if len(ok) == 1 or (ok and len(run) == 1):
         p = ok[0]
         x = _f(scale.x(p.t))
-        return [f'<line class="ci" x1="{x}" y1="{_f(y_of(p.est.low, axis))}" x2="{x}" '
-                f'y2="{_f(y_of(p.est.high, axis))}"/>']
+        return [
+            f'<line class="ci" x1="{x}" y1="{_f(y_of(p.est.low, axis))}" x2="{x}" '
+            f'y2="{_f(y_of(p.est.high, axis))}"/>'
+        ]
     if len(ok) < 2:
         return []
     upper = [f"{_f(scale.x(p.t))},{_f(y_of(p.est.high, axis))}" for p in ok]
@@ -242,18 +276,22 @@ def _band(run: list[TimePoint], scale: _XScale, axis: Axis) -> list[str]:
 
 
 def _series(i: int, s: Series, scale: _XScale, axis: Axis) -> list[str]:
-    out = [f'<g class="series s{i % N_COLOURS}" data-series="{escape(s.name)}">',
-           f"<title>{escape(s.name)}</title>"]
+    out = [
+        f'<g class="series s{i % N_COLOURS}" data-series="{escape(s.name)}">',
+        f"<title>{escape(s.name)}</title>",
+    ]
     for run in _runs(s.points):
         out += _band(run, scale, axis)
         if len(run) > 1:
             pts = " ".join(f"{_f(scale.x(p.t))},{_f(y_of(p.est.value, axis))}" for p in run)
             out.append(f'<polyline class="line" points="{pts}"/>')
         for p in run:
-            out.append(f'<circle class="pt" cx="{_f(scale.x(p.t))}" '
-                       f'cy="{_f(y_of(p.est.value, axis))}" r="3.5">'
-                       f"<title>{escape(s.name)} · {escape(_point_text(p, axis))}</title>"
-                       "</circle>")
+            out.append(
+                f'<circle class="pt" cx="{_f(scale.x(p.t))}" '
+                f'cy="{_f(y_of(p.est.value, axis))}" r="3.5">'
+                f"<title>{escape(s.name)} · {escape(_point_text(p, axis))}</title>"
+                "</circle>"
+            )
     out.append("</g>")
     return out
 
@@ -272,8 +310,9 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _label_places(xs: Sequence[float], labels: Sequence[str]
-                  ) -> list[tuple[float, float, float] | None]:
+def _label_places(
+    xs: Sequence[float], labels: Sequence[str]
+) -> list[tuple[float, float, float] | None]:
     """Where each marker's label goes, ``(x, left, right)``: in one row above the plot,
     starting right of its line (ending left of it where it would leave the viewBox),
     never outside the viewBox and never over another label; None when it would overlap
@@ -296,12 +335,16 @@ def _markers(markers: Sequence[Marker], scale: _XScale) -> list[str]:
     places = _label_places(xs, shown)
     out = []
     for m, x, text, place in zip(markers, xs, shown, places, strict=True):
-        out += [f'<g class="{escape(m.css)}" data-x="{_f(x)}"><title>{escape(m.label)}</title>',
-                f'<line class="marker-line" x1="{_f(x)}" y1="{_f(PLOT_TOP - 6)}" x2="{_f(x)}" '
-                f'y2="{PLOT_BOTTOM}"/>']
+        out += [
+            f'<g class="{escape(m.css)}" data-x="{_f(x)}"><title>{escape(m.label)}</title>',
+            f'<line class="marker-line" x1="{_f(x)}" y1="{_f(PLOT_TOP - 6)}" x2="{_f(x)}" '
+            f'y2="{PLOT_BOTTOM}"/>',
+        ]
         if place is not None:
-            out.append(f'<text class="marker-label" x="{_f(place[0])}" y="{LABEL_Y}" '
-                       f'text-anchor="start">{escape(text)}</text>')
+            out.append(
+                f'<text class="marker-label" x="{_f(place[0])}" y="{LABEL_Y}" '
+                f'text-anchor="start">{escape(text)}</text>'
+            )
         out.append("</g>")
     return out
 
@@ -312,11 +355,13 @@ def _rules(rules: Sequence[Rule], axis: Axis) -> list[str]:
         if not axis.lo <= r.y <= axis.hi:
             continue
         y = y_of(r.y, axis)
-        out += [f'<g class="rule"><title>{escape(r.label)}</title>',
-                f'<line class="rule-line" x1="{PLOT_LEFT}" y1="{_f(y)}" x2="{PLOT_RIGHT}" '
-                f'y2="{_f(y)}"/>',
-                f'<text class="sub" x="{PLOT_RIGHT - 4}" y="{_f(y - 4)}" text-anchor="end">'
-                f"{escape(r.label)}</text></g>"]
+        out += [
+            f'<g class="rule"><title>{escape(r.label)}</title>',
+            f'<line class="rule-line" x1="{PLOT_LEFT}" y1="{_f(y)}" x2="{PLOT_RIGHT}" '
+            f'y2="{_f(y)}"/>',
+            f'<text class="sub" x="{PLOT_RIGHT - 4}" y="{_f(y - 4)}" text-anchor="end">'
+            f"{escape(r.label)}</text></g>",
+        ]
     return out
 
 
@@ -330,17 +375,24 @@ def _legend(series: Sequence[Series], top: float) -> list[str]:
     for i, s in enumerate(series):
         x = PLOT_LEFT + (i % cols) * col_w
         y = top + (i // cols) * LEGEND_ROW
-        out += [f'<g class="key s{i % N_COLOURS}"><title>{escape(s.name)}</title>',
-                f'<rect class="swatch" x="{_f(x)}" y="{_f(y - 9)}" width="10" height="10"/>',
-                f'<text class="sub" x="{_f(x + 14)}" y="{_f(y)}">{escape(_short(s.name, fits))}'
-                "</text></g>"]
+        out += [
+            f'<g class="key s{i % N_COLOURS}"><title>{escape(s.name)}</title>',
+            f'<rect class="swatch" x="{_f(x)}" y="{_f(y - 9)}" width="10" height="10"/>',
+            f'<text class="sub" x="{_f(x + 14)}" y="{_f(y)}">{escape(_short(s.name, fits))}'
+            "</text></g>",
+        ]
     return out
 
 
 def time_series_svg(
-    series: Sequence[Series], *, title: str, markers: Sequence[Marker] = (),
-    y_axis: Axis | None = None, x_range: tuple[When, When] | None = None,
-    rules: Sequence[Rule] = (), x_label: str | None = None,
+    series: Sequence[Series],
+    *,
+    title: str,
+    markers: Sequence[Marker] = (),
+    y_axis: Axis | None = None,
+    x_range: tuple[When, When] | None = None,
+    rules: Sequence[Rule] = (),
+    x_label: str | None = None,
 ) -> Markup:
     """Each series as points joined by a line over its interval band; x is time (datetimes,
     labelled in UTC, or plain numbers), y the estimates on ``y_axis`` (default: the honest
@@ -352,12 +404,17 @@ def time_series_svg(
     axis = y_axis or score_axis(ests)
     rows = math.ceil(len(series) / LEGEND_COLS)
     height = PLOT_BOTTOM + AXIS_H + rows * LEGEND_ROW + 6  # room for descenders
-    parts = [f'<svg class="plot timeseries" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-             f'role="img" aria-label="{escape(title)}">',
-             f"<title>{escape(title)}</title>", *_axes(scale, axis, x_label)]
+    parts = [
+        f'<svg class="plot timeseries" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        *_axes(scale, axis, x_label),
+    ]
     if not ests:
-        parts.append(f'<text class="na" x="{(PLOT_LEFT + PLOT_RIGHT) / 2:g}" '
-                     f'y="{(PLOT_TOP + PLOT_BOTTOM) / 2:g}" text-anchor="middle">no data</text>')
+        parts.append(
+            f'<text class="na" x="{(PLOT_LEFT + PLOT_RIGHT) / 2:g}" '
+            f'y="{(PLOT_TOP + PLOT_BOTTOM) / 2:g}" text-anchor="middle">no data</text>'
+        )
     for i, s in enumerate(series):
         parts += _series(i, s, scale, axis)
     parts += _rules(rules, axis)  # over the data, so their labels stay readable

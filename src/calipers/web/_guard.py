@@ -46,7 +46,7 @@ def host_name(value: str) -> str:
     brackets of an IPv6 address or a trailing dot."""
     v = value.strip().lower()
     if v.startswith("["):
-        v = v[1:v.find("]")] if "]" in v else v[1:]
+        v = v[1 : v.find("]")] if "]" in v else v[1:]
     elif v.count(":") == 1:
         v = v.split(":", 1)[0]
     return v.rstrip(".")
@@ -73,15 +73,18 @@ class Guard:
         host = host_name(headers.get("host", ""))
         if not self.any_host and host not in self.hosts:
             names = ", ".join(sorted(self.hosts))
-            await _plain(send, 421, f"This dashboard does not answer to the Host {host!r}; "
-                         f"it answers to: {names}. If that name is this server's, start "
-                         f"`calipers ui` with --allowed-host {host or 'NAME'}.")
+            await _plain(
+                send,
+                421,
+                f"This dashboard does not answer to the Host {host!r}; "
+                f"it answers to: {names}. If that name is this server's, start "
+                f"`calipers ui` with --allowed-host {host or 'NAME'}.",
+            )
             return
         if self.token is None or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                          keep_blank_values=True)
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         given = [v for k, v in query if k == "token"]
         if given and self._ok(given[-1]):
             if scope["method"] == "GET" and not scope["path"].startswith("/api/"):
@@ -111,12 +114,22 @@ class Guard:
         """The token was in the address: set the cookie, go to the address without it."""
         assert self.token is not None
         target = scope["path"] + (f"?{urlencode(rest)}" if rest else "")
-        cookie = (f"{cookie_name(scope)}={self.token}; Path=/; HttpOnly; SameSite=Strict"
-                  + ("; Secure" if scope.get("scheme") == "https" else ""))
-        await send({"type": "http.response.start", "status": 303, "headers": [
-            (b"location", target.encode("latin-1")), (b"set-cookie", cookie.encode("latin-1")),
-            (b"cache-control", b"no-store"), (b"referrer-policy", b"no-referrer"),
-            (b"content-length", b"0")]})
+        cookie = f"{cookie_name(scope)}={self.token}; Path=/; HttpOnly; SameSite=Strict" + (
+            "; Secure" if scope.get("scheme") == "https" else ""
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [
+                    (b"location", target.encode("latin-1")),
+                    (b"set-cookie", cookie.encode("latin-1")),
+                    (b"cache-control", b"no-store"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"content-length", b"0"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": b""})
 
 
@@ -134,15 +147,24 @@ def _bearer(headers: dict[str, str]) -> str | None:
 
 async def _plain(send: Send, status: int, text: str) -> None:
     body = text.encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
-_WHY = ("This dashboard needs its access token. Open the address `calipers ui` printed when "
-        "it started (it ends in ?token=...); if you just did, reload this page. Scripts send "
-        "the header Authorization: Bearer TOKEN.")
+_WHY = (
+    "This dashboard needs its access token. Open the address `calipers ui` printed when "
+    "it started (it ends in ?token=...); if you just did, reload this page. Scripts send "
+    "the header Authorization: Bearer TOKEN."
+)
 
 
 async def _unauthorized(scope: Scope, send: Send, *, bad: bool) -> None:
@@ -151,12 +173,23 @@ async def _unauthorized(scope: Scope, send: Send, *, bad: bool) -> None:
         body = json.dumps({"error": f"{first}Not authorized.", "hint": _WHY}).encode()
         kind = b"application/json"
     else:
-        body = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>Token needed · calipers</title></head><body><h1>Token needed</h1>"
-                f"<p>{escape(first)}{escape(_WHY)}</p></body></html>").encode()
+        body = (
+            f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>Token needed · calipers</title></head><body><h1>Token needed</h1>"
+            f"<p>{escape(first)}{escape(_WHY)}</p></body></html>"
+        ).encode()
         kind = b"text/html; charset=utf-8"
-    await send({"type": "http.response.start", "status": 401, "headers": [
-        (b"content-type", kind), (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b'Bearer realm="calipers ui"'), (b"cache-control", b"no-store"),
-        (b"content-security-policy", b"default-src 'none'")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", kind),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="calipers ui"'),
+                (b"cache-control", b"no-store"),
+                (b"content-security-policy", b"default-src 'none'"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -34,9 +34,12 @@ from calipers.web._sections import SectionPage
 
 __all__ = ["MonitorQuery", "monitor_config", "monitor_page"]
 
-_CHOICES = {"embeddings": ("auto", "tfidf", "sentence-transformers"),
-            "embedding-test": ("mmd", "classifier"), "novelty": ("latest", "all"),
-            "mode": ("shadow", "canary", "off")}
+_CHOICES = {
+    "embeddings": ("auto", "tfidf", "sentence-transformers"),
+    "embedding-test": ("mmd", "classifier"),
+    "novelty": ("latest", "all"),
+    "mode": ("shadow", "canary", "off"),
+}
 
 
 @dataclass
@@ -55,20 +58,23 @@ class MonitorQuery:
 
     @classmethod
     def read(cls, params: Mapping[str, str]) -> MonitorQuery:
-        return cls(since=text(params, "since") or "", until=text(params, "until") or "",
-                   window=text(params, "window") or "",
-                   reference=text(params, "reference") or "",
-                   alpha=text(params, "alpha") or "",
-                   embeddings=text(params, "embeddings") or "tfidf",
-                   prices=many(params, "price"), modes=many(params, "mode"),
-                   suites=many(params, "suite"))
+        return cls(
+            since=text(params, "since") or "",
+            until=text(params, "until") or "",
+            window=text(params, "window") or "",
+            reference=text(params, "reference") or "",
+            alpha=text(params, "alpha") or "",
+            embeddings=text(params, "embeddings") or "tfidf",
+            prices=many(params, "price"),
+            modes=many(params, "mode"),
+            suites=many(params, "suite"),
+        )
 
 
 def _choice(params: Mapping[str, str], key: str) -> str | None:
     value = text(params, key)
     if value is not None and value not in _CHOICES[key]:
-        raise ConfigError(f"Bad {key}={value!r}.",
-                          hint=f"Use one of: {', '.join(_CHOICES[key])}.")
+        raise ConfigError(f"Bad {key}={value!r}.", hint=f"Use one of: {', '.join(_CHOICES[key])}.")
     return value
 
 
@@ -84,21 +90,32 @@ def monitor_config(params: Mapping[str, str], now: datetime) -> MonitorConfig:
         if m not in _CHOICES["mode"]:
             raise ConfigError(f"Bad mode={m!r}.", hint="Use shadow, canary or off.")
     fields: dict[str, Any] = {
-        "since": since, "window": width,
+        "since": since,
+        "window": width,
         "until": parse_when(q.until, now) if q.until else None,
         "reference": parse_range(q.reference, now) if q.reference else None,
-        "prices": parse_prices(q.prices), "suites": q.suites, "modes": q.modes or None,
-        "latest_only": flag(params, "latest"), "embeddings": _choice(params, "embeddings")
-        or "tfidf",
-        "embedding_test": _choice(params, "embedding-test"), "novelty": _choice(params, "novelty"),
+        "prices": parse_prices(q.prices),
+        "suites": q.suites,
+        "modes": q.modes or None,
+        "latest_only": flag(params, "latest"),
+        "embeddings": _choice(params, "embeddings") or "tfidf",
+        "embedding_test": _choice(params, "embedding-test"),
+        "novelty": _choice(params, "novelty"),
         "alpha": number(params, "alpha", float, low=0, high=1, open_low=True, open_high=True),
-        "outlier_quantile": number(params, "outlier-quantile", float, low=0, high=1,
-                                   open_low=True, open_high=True),
+        "outlier_quantile": number(
+            params, "outlier-quantile", float, low=0, high=1, open_low=True, open_high=True
+        ),
         "min_cluster": number(params, "min-cluster", int, low=2),
-        "seed": number(params, "seed", int)}
+        "seed": number(params, "seed", int),
+    }
     try:
-        return MonitorConfig(**{k: v for k, v in fields.items()
-                                if v is not None or k in ("since", "until", "reference")})
+        return MonitorConfig(
+            **{
+                k: v
+                for k, v in fields.items()
+                if v is not None or k in ("since", "until", "reference")
+            }
+        )
     except ValueError as e:  # pydantic's ValidationError
         raise ConfigError(f"Bad monitor parameter: {e}") from None
 
@@ -110,8 +127,11 @@ def monitor_page(store: Store, params: Mapping[str, str]) -> SectionPage:
         config = monitor_config(params, utc_now())
         report = monitor(store, config)
     except ConfigError as e:
-        return SectionPage("monitor.html.j2", {"q": q, "problem": e, "report": None},
-                           {"error": e.message, "hint": e.hint}, 400)
-    context = {"q": q, "problem": None, "report": report,
-               **monitor_view(report, config, store.url)}
+        return SectionPage(
+            "monitor.html.j2",
+            {"q": q, "problem": e, "report": None},
+            {"error": e.message, "hint": e.hint},
+            400,
+        )
+    context = {"q": q, "problem": None, "report": report, **monitor_view(report, config, store.url)}
     return SectionPage("monitor.html.j2", context, report.to_dict())

@@ -56,22 +56,31 @@ def _features(w: WindowDrift) -> list[str]:
 
 
 def _markers(report: MonitorReport) -> list[Marker]:
-    return [Marker(middle(w.start, w.end), f"drift: {', '.join(_features(w))}")
-            for w in report.drift if w.alarms]
+    return [
+        Marker(middle(w.start, w.end), f"drift: {', '.join(_features(w))}")
+        for w in report.drift
+        if w.alarms
+    ]
 
 
 def _metric_names(report: MonitorReport) -> list[str]:
-    extra = sorted({k for w in report.windows for m in w.arms.values() for k in m
-                    if k not in BUILTIN_METRICS}, key=lambda k: (k == "feedback", k))
+    extra = sorted(
+        {k for w in report.windows for m in w.arms.values() for k in m if k not in BUILTIN_METRICS},
+        key=lambda k: (k == "feedback", k),
+    )
     return [*BUILTIN_METRICS, *extra]
 
 
 def _skip_note(ests: Sequence[Estimate]) -> str:
-    reasons = sorted({e.method.removeprefix("skipped: ") for e in ests
-                      if e.method.startswith("skipped")})
+    reasons = sorted(
+        {e.method.removeprefix("skipped: ") for e in ests if e.method.startswith("skipped")}
+    )
     if reasons:
-        hint = " (add price=baseline=IN/OUT&price=candidate=IN/OUT, USD per million tokens)" \
-            if any("prices" in r for r in reasons) else ""
+        hint = (
+            " (add price=baseline=IN/OUT&price=candidate=IN/OUT, USD per million tokens)"
+            if any("prices" in r for r in reasons)
+            else ""
+        )
         return f"skipped: {'; '.join(reasons)}{hint}"
     return "no data in any window"
 
@@ -81,19 +90,42 @@ def charts(report: MonitorReport) -> list[ChartView]:
     arms = list(dict.fromkeys(a for w in report.windows for a in w.arms))
     out = []
     for metric in _metric_names(report):
-        title = BUILTIN_METRICS.get(metric, f"{metric} (online score)" if metric != "feedback"
-                                    else "user feedback")
-        series = [Series(arm, [TimePoint(middle(w.start, w.end), w.arms.get(arm, {}).get(
-            metric, Estimate.empty())) for w in report.windows]) for arm in arms]
+        title = BUILTIN_METRICS.get(
+            metric, f"{metric} (online score)" if metric != "feedback" else "user feedback"
+        )
+        series = [
+            Series(
+                arm,
+                [
+                    TimePoint(
+                        middle(w.start, w.end), w.arms.get(arm, {}).get(metric, Estimate.empty())
+                    )
+                    for w in report.windows
+                ],
+            )
+            for arm in arms
+        ]
         ests = [p.est for s in series for p in s.points]
         if all(e.is_empty or not math.isfinite(e.value) for e in ests):
             out.append(ChartView(metric, title, None, _skip_note(ests)))
             continue
-        conf = "" if metric == "volume" else \
-            f", {100 * report.settings.get('confidence', 0.95):g}% intervals"
-        out.append(ChartView(metric, title, time_series_svg(
-            series, title=f"{title} per window{conf}", markers=markers,
-            x_range=(report.since, report.until))))
+        conf = (
+            ""
+            if metric == "volume"
+            else f", {100 * report.settings.get('confidence', 0.95):g}% intervals"
+        )
+        out.append(
+            ChartView(
+                metric,
+                title,
+                time_series_svg(
+                    series,
+                    title=f"{title} per window{conf}",
+                    markers=markers,
+                    x_range=(report.since, report.until),
+                ),
+            )
+        )
     return out
 
 
@@ -106,12 +138,21 @@ def alarm_rows(report: MonitorReport) -> list[dict[str, Any]]:
     for w in report.drift:
         for r in w.alarms:
             t = r.test
-            rows.append({"window": _when(report, w.start), "start": iso(w.start),
-                         "feature": r.feature, "kind": r.kind, "test": t.test,
-                         "statistic": _num(t.statistic, ".4g"),
-                         "threshold": _num(t.threshold, ".4g"), "p": _num(t.p_value, ".2g"),
-                         "p_adjusted": _num(t.p_adjusted, ".2g"), "detail": r.detail,
-                         "n": f"{t.n_reference:,} / {t.n_current:,}"})
+            rows.append(
+                {
+                    "window": _when(report, w.start),
+                    "start": iso(w.start),
+                    "feature": r.feature,
+                    "kind": r.kind,
+                    "test": t.test,
+                    "statistic": _num(t.statistic, ".4g"),
+                    "threshold": _num(t.threshold, ".4g"),
+                    "p": _num(t.p_value, ".2g"),
+                    "p_adjusted": _num(t.p_adjusted, ".2g"),
+                    "detail": r.detail,
+                    "n": f"{t.n_reference:,} / {t.n_current:,}",
+                }
+            )
     return rows
 
 
@@ -124,10 +165,18 @@ def window_rows(report: MonitorReport) -> list[dict[str, Any]]:
     out = []
     for w in report.windows:
         d = tested.get(w.start)
-        status = str(len(d.rows)) if d else "reference" if in_ref and a <= w.start < b else \
-            "not tested"
-        out.append({"window": _when(report, w.start), "start": iso(w.start),
-                    "n": w.n_requests, "tests": status, "alarms": _features(d) if d else []})
+        status = (
+            str(len(d.rows)) if d else "reference" if in_ref and a <= w.start < b else "not tested"
+        )
+        out.append(
+            {
+                "window": _when(report, w.start),
+                "start": iso(w.start),
+                "n": w.n_requests,
+                "tests": status,
+                "alarms": _features(d) if d else [],
+            }
+        )
     return out
 
 
@@ -141,8 +190,14 @@ def _duration(d: timedelta) -> str:
 
 def export_args(report: MonitorReport, c: MonitorConfig) -> list[str]:
     """The options of ``calipers monitor`` that reproduce this report exactly."""
-    args = ["--since", iso(report.since), "--until", iso(report.until),
-            "--window", _duration(c.window)]
+    args = [
+        "--since",
+        iso(report.since),
+        "--until",
+        iso(report.until),
+        "--window",
+        _duration(c.window),
+    ]
     if c.reference is not None:
         args += ["--reference", f"{iso(c.reference[0])}..{iso(c.reference[1])}"]
     args += ["--alpha", f"{c.alpha:g}"] if c.alpha != 0.05 else []
@@ -156,8 +211,7 @@ def export_args(report: MonitorReport, c: MonitorConfig) -> list[str]:
     args += ["--embedding-test", c.embedding_test] if c.embedding_test != "mmd" else []
     args += ["--latest"] if c.latest_only else []
     args += ["--novelty", c.novelty] if c.novelty != "latest" else []
-    args += ["--outlier-quantile", f"{c.outlier_quantile:g}"] if c.outlier_quantile != 0.01 \
-        else []
+    args += ["--outlier-quantile", f"{c.outlier_quantile:g}"] if c.outlier_quantile != 0.01 else []
     args += ["--min-cluster", str(c.min_cluster)] if c.min_cluster != 3 else []
     args += ["--seed", str(c.seed)] if c.seed != 0 else []
     return args
@@ -167,36 +221,60 @@ def _novelty(report: MonitorReport) -> dict[str, Any] | None:
     n = report.novelty
     if n is None:
         return None
-    outliers = [{"pair_id": o.exchange.pair_id, "ts": o.exchange.ts,
-                 "prompt": clip(o.exchange.prompt, PROMPT_CHARS),
-                 "similarity": f"{o.similarity:.3f}", "p": f"{o.p_value:.3g}",
-                 "cluster": o.cluster} for o in n.outliers[:MAX_OUTLIERS]]
-    clusters = [{"id": c.id, "size": c.size, "name": c.name,
-                 "examples": [clip(e, PROMPT_CHARS) for e in c.examples[:MAX_EXAMPLES]],
-                 "suite_similarity": _num(c.suite_similarity, ".3f")} for c in n.clusters]
-    return {"n": n, "outliers": outliers, "clusters": clusters,
-            "more": max(0, len(n.outliers) - MAX_OUTLIERS),
-            "uncovered": n.suite_uncovered.format(percent=True) if n.n_suite_items else None}
+    outliers = [
+        {
+            "pair_id": o.exchange.pair_id,
+            "ts": o.exchange.ts,
+            "prompt": clip(o.exchange.prompt, PROMPT_CHARS),
+            "similarity": f"{o.similarity:.3f}",
+            "p": f"{o.p_value:.3g}",
+            "cluster": o.cluster,
+        }
+        for o in n.outliers[:MAX_OUTLIERS]
+    ]
+    clusters = [
+        {
+            "id": c.id,
+            "size": c.size,
+            "name": c.name,
+            "examples": [clip(e, PROMPT_CHARS) for e in c.examples[:MAX_EXAMPLES]],
+            "suite_similarity": _num(c.suite_similarity, ".3f"),
+        }
+        for c in n.clusters
+    ]
+    return {
+        "n": n,
+        "outliers": outliers,
+        "clusters": clusters,
+        "more": max(0, len(n.outliers) - MAX_OUTLIERS),
+        "uncovered": n.suite_uncovered.format(percent=True) if n.n_suite_items else None,
+    }
 
 
-def monitor_view(report: MonitorReport, config: MonitorConfig, store_url: str
-                 ) -> dict[str, Any]:
+def monitor_view(report: MonitorReport, config: MonitorConfig, store_url: str) -> dict[str, Any]:
     """The template variables of the Monitor page."""
     base = ["calipers", "--store", store_url, "monitor"]
     args = export_args(report, config)
     drifted = [w for w in report.drift if w.alarms]
     return {
-        "charts": charts(report), "alarms": alarm_rows(report), "windows": window_rows(report),
-        "drifted": [{"window": _when(report, w.start), "features": _features(w)}
-                    for w in drifted],
-        "n_tested": len(report.drift), "novelty": _novelty(report),
-        "reference": {"start": report.reference[0], "end": report.reference[1],
-                      "n": report.reference[2], "why": report.reference_why,
-                      "problem": report.reference_problem},
+        "charts": charts(report),
+        "alarms": alarm_rows(report),
+        "windows": window_rows(report),
+        "drifted": [{"window": _when(report, w.start), "features": _features(w)} for w in drifted],
+        "n_tested": len(report.drift),
+        "novelty": _novelty(report),
+        "reference": {
+            "start": report.reference[0],
+            "end": report.reference[1],
+            "n": report.reference[2],
+            "why": report.reference_why,
+            "problem": report.reference_problem,
+        },
         "n_requests": sum(w.n_requests for w in report.windows),
         "window": _duration(report.window),
-        "commands": {"report": command([*base, *args]),
-                     "suite": command([*base, "export", *args, "--to-suite", "NAME"]),
-                     "review": command([*base, "export", *args, "--to-review",
-                                        "queue.jsonl"])},
+        "commands": {
+            "report": command([*base, *args]),
+            "suite": command([*base, "export", *args, "--to-suite", "NAME"]),
+            "review": command([*base, "export", *args, "--to-review", "queue.jsonl"]),
+        },
     }

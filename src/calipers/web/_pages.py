@@ -51,32 +51,52 @@ def home() -> Response:
 
 
 @router.get("/runs", response_class=HTMLResponse)
-def runs_page(request: Request, task: Text = None, model: Text = None,
-              limit: Annotated[int, Query()] = 50) -> Response:
+def runs_page(
+    request: Request, task: Text = None, model: Text = None, limit: Annotated[int, Query()] = 50
+) -> Response:
     store = store_of(request)
     runs = list_runs(store, task=task, model=model, limit=limit)
-    return page(request, "runs.html.j2", rows=[run_row(r) for r in runs],
-                task=task or "", model=model or "", limit=limit)
+    return page(
+        request,
+        "runs.html.j2",
+        rows=[run_row(r) for r in runs],
+        task=task or "",
+        model=model or "",
+        limit=limit,
+    )
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str, task: Text = None,
-             show: Annotated[Show, Query()] = "all",
-             page_no: Annotated[int, Query(alias="page")] = 1) -> Response:
+def run_page(
+    request: Request,
+    run_id: str,
+    task: Text = None,
+    show: Annotated[Show, Query()] = "all",
+    page_no: Annotated[int, Query(alias="page")] = 1,
+) -> Response:
     store = store_of(request)
     run = store.get_run(run_id)
     samples = store.get_samples(run.id)
     tasks = task_views(run, samples)
     names = [t.name for t in tasks]
     if task and task not in names:
-        raise ConfigError(f"Run {run.id} has no task {task!r}.",
-                          hint=f"Its tasks: {', '.join(names) or 'none'}.")
+        raise ConfigError(
+            f"Run {run.id} has no task {task!r}.", hint=f"Its tasks: {', '.join(names) or 'none'}."
+        )
     chosen = task or (names[0] if names else "")
     browser = sample_page(run, samples, chosen, show, page_no) if chosen else None
-    return page(request, "run.html.j2", run=run, tasks=tasks, card=methodology_rows(
-        run.methodology, run.summary), chart=primaries_chart(run, tasks),
+    return page(
+        request,
+        "run.html.j2",
+        run=run,
+        tasks=tasks,
+        card=methodology_rows(run.methodology, run.summary),
+        chart=primaries_chart(run, tasks),
         category_charts={t.name: category_chart(t) for t in tasks},
-        browser=browser, shows=SHOWS, elapsed=(run.summary or {}).get("elapsed_s"))
+        browser=browser,
+        shows=SHOWS,
+        elapsed=(run.summary or {}).get("elapsed_s"),
+    )
 
 
 @router.get("/runs/{run_id}/report", response_class=HTMLResponse)
@@ -85,34 +105,62 @@ def report_page(request: Request, run_id: str) -> Response:
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request, run: Many = None, baseline: Text = None,
-                 force: bool = False, correction: Literal["holm", "bh"] = "holm",
-                 all_metrics: bool = False) -> Response:
+def compare_page(
+    request: Request,
+    run: Many = None,
+    baseline: Text = None,
+    force: bool = False,
+    correction: Literal["holm", "bh"] = "holm",
+    all_metrics: bool = False,
+) -> Response:
     store = store_of(request)
     ids = order_runs(run or [], baseline)
     result, problem = None, None
     if len(ids) >= 2:
         try:
-            result = compare_runs(store, ids, force=force, correction=correction,
-                                  all_metrics=all_metrics)
+            result = compare_runs(
+                store, ids, force=force, correction=correction, all_metrics=all_metrics
+            )
         except CalipersError as e:  # not comparable, unknown run: said on the page
             problem = e
-    return page(request, "compare.html.j2", choices=store.list_runs(limit=100), picked=ids,
-                baseline=ids[0] if ids else "", force=force, correction=correction,
-                all_metrics=all_metrics, result=result, problem=problem,
-                panels=diff_panels(result) if result else [], est=Estimate.from_dict,
-                diff_text=diff_text, num=num)
+    return page(
+        request,
+        "compare.html.j2",
+        choices=store.list_runs(limit=100),
+        picked=ids,
+        baseline=ids[0] if ids else "",
+        force=force,
+        correction=correction,
+        all_metrics=all_metrics,
+        result=result,
+        problem=problem,
+        panels=diff_panels(result) if result else [],
+        est=Estimate.from_dict,
+        diff_text=diff_text,
+        num=num,
+    )
 
 
 def _board_chart(board: Any) -> Any:
-    rows = [plot_row(e.model, f"rank {e.rank} [{e.rank_low}–{e.rank_high}] · {e.run_id}",
-                     Estimate.from_dict(e.score)) for e in board.entries]
+    rows = [
+        plot_row(
+            e.model,
+            f"rank {e.rank} [{e.rank_low}–{e.rank_high}] · {e.run_id}",
+            Estimate.from_dict(e.score),
+        )
+        for e in board.entries
+    ]
     return forest_svg(rows, title=f"{board.task} · {board.metric}: scores with intervals")
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 def leaderboard_page(request: Request, task: Many = None) -> Response:
     boards = leaderboard_boards(store_of(request), tasks=task or ())
-    return page(request, "leaderboard.html.j2", boards=boards,
-                charts=[_board_chart(b) for b in boards], est=Estimate.from_dict,
-                tasks=task or [])
+    return page(
+        request,
+        "leaderboard.html.j2",
+        boards=boards,
+        charts=[_board_chart(b) for b in boards],
+        est=Estimate.from_dict,
+        tasks=task or [],
+    )

@@ -42,9 +42,16 @@ def text(params: Mapping[str, str], key: str) -> str | None:
     return values[-1] if values else None
 
 
-def number(params: Mapping[str, str], key: str, kind: type[N], *, low: float | None = None,
-           high: float | None = None, open_low: bool = False, open_high: bool = False
-           ) -> N | None:
+def number(
+    params: Mapping[str, str],
+    key: str,
+    kind: type[N],
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> N | None:
     """``key`` as an ``int`` or ``float`` within bounds, or None when absent."""
     raw = text(params, key)
     if raw is None:
@@ -52,12 +59,15 @@ def number(params: Mapping[str, str], key: str, kind: type[N], *, low: float | N
     try:
         value = kind(raw)
     except ValueError:
-        raise ConfigError(f"Bad {key}={raw!r}: not a{'n integer' if kind is int else ' number'}.",
-                          hint=f"Give {key} as a number, or leave it out for the default."
-                          ) from None
-    bad = not math.isfinite(value) or (low is not None and (
-        value < low or (open_low and value == low))) or (high is not None and (
-            value > high or (open_high and value == high)))
+        raise ConfigError(
+            f"Bad {key}={raw!r}: not a{'n integer' if kind is int else ' number'}.",
+            hint=f"Give {key} as a number, or leave it out for the default.",
+        ) from None
+    bad = (
+        not math.isfinite(value)
+        or (low is not None and (value < low or (open_low and value == low)))
+        or (high is not None and (value > high or (open_high and value == high)))
+    )
     if bad:
         lo = "" if low is None else f"{'>' if open_low else '>='} {low:g}"
         hi = "" if high is None else f"{'<' if open_high else '<='} {high:g}"

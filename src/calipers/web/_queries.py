@@ -18,8 +18,7 @@ __all__ = ["compare_runs", "leaderboard_boards", "list_runs", "order_runs", "rep
 MAX_LIMIT = 1000
 
 
-def list_runs(store: Store, *, task: str | None, model: str | None, limit: int
-              ) -> list[RunRecord]:
+def list_runs(store: Store, *, task: str | None, model: str | None, limit: int) -> list[RunRecord]:
     """As ``calipers runs``: newest first, filtered by task and model (spec or name)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise ConfigError(f"limit={limit} is out of range.", hint=f"Use 1 to {MAX_LIMIT}.")
@@ -34,25 +33,34 @@ def order_runs(ids: Sequence[str], baseline: str | None) -> list[str]:
     return picked
 
 
-def compare_runs(store: Store, ids: Sequence[str], *, force: bool = False,
-                 correction: Literal["holm", "bh"] = "holm", all_metrics: bool = False,
-                 ) -> ComparisonSet:
+def compare_runs(
+    store: Store,
+    ids: Sequence[str],
+    *,
+    force: bool = False,
+    correction: Literal["holm", "bh"] = "holm",
+    all_metrics: bool = False,
+) -> ComparisonSet:
     """As ``calipers compare``: paired, corrected, format noise floors flagged. Raises
     :class:`ConfigError` when the runs cannot be compared (the message says why)."""
     from calipers.analysis import compare, load_runs
     from calipers.analysis._floors import format_floors
 
     if len(ids) < 2:
-        raise ConfigError("Pick at least two runs to compare.",
-                          hint="The first is the baseline; the others are compared with it.")
+        raise ConfigError(
+            "Pick at least two runs to compare.",
+            hint="The first is the baseline; the others are compared with it.",
+        )
     loaded = load_runs(store, ids)
     floors = format_floors(store.list_runs())
-    return compare(loaded, all_metrics=all_metrics, correction=correction, force=force,
-                   floors=floors)
+    return compare(
+        loaded, all_metrics=all_metrics, correction=correction, force=force, floors=floors
+    )
 
 
-def leaderboard_boards(store: Store, *, tasks: Sequence[str] = (), seed: int = 0,
-                       resamples: int = 1000) -> list[Board]:
+def leaderboard_boards(
+    store: Store, *, tasks: Sequence[str] = (), seed: int = 0, resamples: int = 1000
+) -> list[Board]:
     """As ``calipers leaderboard``: every finished run, ranked per task with rank intervals."""
     from calipers.analysis import load_runs
     from calipers.analysis._floors import format_floors
@@ -63,8 +71,14 @@ def leaderboard_boards(store: Store, *, tasks: Sequence[str] = (), seed: int = 0
     ids = tuple(r.id for r in records if r.status == "finished")
     runs = load_runs(store, ids) if ids else []
     extra = contamination_flags(store, records)
-    return leaderboard(runs, tasks=list(tasks) or None, seed=seed, n_resamples=resamples,
-                       floors=format_floors(records), flags=extra)
+    return leaderboard(
+        runs,
+        tasks=list(tasks) or None,
+        seed=seed,
+        n_resamples=resamples,
+        floors=format_floors(records),
+        flags=extra,
+    )
 
 
 def report_html(store: Store, run_id: str) -> str:

@@ -28,8 +28,11 @@ __all__ = ["css", "environment", "json_response", "page", "plain"]
 
 def _load(name: str) -> str:
     if name.startswith("reports/"):
-        return resources.files("calipers.reports").joinpath(
-            "templates", name.removeprefix("reports/")).read_text("utf-8")
+        return (
+            resources.files("calipers.reports")
+            .joinpath("templates", name.removeprefix("reports/"))
+            .read_text("utf-8")
+        )
     return resources.files("calipers.web").joinpath("templates", name).read_text("utf-8")
 
 
@@ -37,8 +40,11 @@ def _load(name: str) -> str:
 def environment() -> jinja2.Environment:
     """Autoescaped (every template, whatever its name), strict about undefined names."""
     env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_load), autoescape=True, undefined=jinja2.StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True,
+        loader=jinja2.FunctionLoader(_load),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     env.globals.update(when=when, clip=clip, prompt_text=prompt_text, version=calipers_version())
     return env
@@ -53,9 +59,17 @@ def css() -> str:
 def page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Render template ``name`` with the layout's variables (sections, the active path)."""
     state = request.app.state
-    html = environment().get_template(name).render(
-        sections=state.sections, path=request.url.path, store_url=state.store.url,
-        css=Markup(css()), **context)
+    html = (
+        environment()
+        .get_template(name)
+        .render(
+            sections=state.sections,
+            path=request.url.path,
+            store_url=state.store.url,
+            css=Markup(css()),
+            **context,
+        )
+    )
     return HTMLResponse(html, status_code=status_code)
 
 

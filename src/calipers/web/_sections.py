@@ -55,12 +55,23 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("ab", "A/B", "the A/B status of a candidate model against the baseline on "
-            "logged traffic: the decision (promote, keep watching, roll back), the primary "
-            "effect with its confidence sequence over time, and the guardrails", "calipers ab"),
-    Section("monitor", "Monitor", "quality and latency over time windows with intervals, "
-            "drift alarms per window and newly appearing kinds of requests", "calipers monitor"),
+    Section(
+        "ab",
+        "A/B",
+        "the A/B status of a candidate model against the baseline on "
+        "logged traffic: the decision (promote, keep watching, roll back), the primary "
+        "effect with its confidence sequence over time, and the guardrails",
+        "calipers ab",
+    ),
+    Section(
+        "monitor",
+        "Monitor",
+        "quality and latency over time windows with intervals, "
+        "drift alarms per window and newly appearing kinds of requests",
+        "calipers monitor",
+    ),
 )
+
 
 def param_values(params: Mapping[str, str], key: str) -> list[str]:
     """Every value of a query parameter (``?price=a&price=b``); a plain mapping has one."""
@@ -91,9 +102,9 @@ def resolve_sections(extra: Mapping[str, SectionBuilder] | None) -> tuple[Sectio
     known = {s.key for s in SECTIONS}
     unknown = sorted(set(extra or {}) - known)
     if unknown:
-        raise ConfigError(f"Unknown dashboard section(s): {', '.join(unknown)}.",
-                          hint=f"Sections are: {', '.join(sorted(known))}.")
+        raise ConfigError(
+            f"Unknown dashboard section(s): {', '.join(unknown)}.",
+            hint=f"Sections are: {', '.join(sorted(known))}.",
+        )
     builders = {**BUILTIN_BUILDERS, **(extra or {})}
-    return tuple(Section(s.key, s.title, s.what, s.command, builders.get(s.key))
-                 for s in SECTIONS)
-
+    return tuple(Section(s.key, s.title, s.what, s.command, builders.get(s.key)) for s in SECTIONS)

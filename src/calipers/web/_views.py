@@ -73,7 +73,8 @@ def run_row(run: RunRecord) -> RunRow:
             scores.append(Score(task, primary, est, est.format(percent=_percent(est))))
     summarized = run.summary is not None
     return RunRow(
-        run, tuple(scores),
+        run,
+        tuple(scores),
         sum(int(ts.get("n_errors", 0)) for ts in tasks.values()) if summarized else None,
         sum(int(ts.get("n_samples", 0)) for ts in tasks.values()) if summarized else None,
     )
@@ -81,18 +82,32 @@ def run_row(run: RunRecord) -> RunRow:
 
 def run_row_json(run: RunRecord) -> dict[str, Any]:
     """The same fields as ``calipers runs --json``."""
-    return {"id": run.id, "created_at": run.created_at, "status": run.status,
-            "model": run.model, "model_name": run.model_name, "tasks": run.tasks,
-            "summary": run.summary}
+    return {
+        "id": run.id,
+        "created_at": run.created_at,
+        "status": run.status,
+        "model": run.model,
+        "model_name": run.model_name,
+        "tasks": run.tasks,
+        "summary": run.summary,
+    }
 
 
 def run_json(run: RunRecord) -> dict[str, Any]:
     """The same fields as ``calipers show RUN --json``."""
     return {
-        "id": run.id, "created_at": run.created_at, "finished_at": run.finished_at,
-        "status": run.status, "model": run.model, "model_name": run.model_name,
-        "tasks": run.tasks, "methodology": run.methodology, "config": run.config,
-        "summary": run.summary, "calipers_version": run.calipers_version, "error": run.error,
+        "id": run.id,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "status": run.status,
+        "model": run.model,
+        "model_name": run.model_name,
+        "tasks": run.tasks,
+        "methodology": run.methodology,
+        "config": run.config,
+        "summary": run.summary,
+        "calipers_version": run.calipers_version,
+        "error": run.error,
     }
 
 
@@ -128,8 +143,14 @@ def _primary(run: RunRecord, task: str) -> str | None:
     return ts.get("primary") or None
 
 
-def sample_page(run: RunRecord, samples: Sequence[SampleRecord], task: str, show: Show,
-                page: int, per_page: int = PER_PAGE) -> SamplePage:
+def sample_page(
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    task: str,
+    show: Show,
+    page: int,
+    per_page: int = PER_PAGE,
+) -> SamplePage:
     """Samples of ``task`` in position order: all of them, the failing ones (as in ``calipers
     show``: below full credit on the 0–1 scale) or the errored ones; page ``page`` (from 1)."""
     primary = _primary(run, task)
@@ -142,7 +163,7 @@ def sample_page(run: RunRecord, samples: Sequence[SampleRecord], task: str, show
         picked = mine
     pages = max(1, math.ceil(len(picked) / per_page))
     page = min(max(page, 1), pages)
-    items = tuple(picked[(page - 1) * per_page: page * per_page])
+    items = tuple(picked[(page - 1) * per_page : page * per_page])
     return SamplePage(task, show, page, pages, len(picked), primary, items)
 
 

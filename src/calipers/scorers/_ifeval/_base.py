@@ -41,8 +41,9 @@ class Args:
     def integer(self, name: str) -> int:
         v = self._get(name)
         if isinstance(v, bool) or not isinstance(v, int):
-            raise DataError(f"{self.instruction_id}: argument {name!r} must be an integer, "
-                            f"got {v!r}.")
+            raise DataError(
+                f"{self.instruction_id}: argument {name!r} must be an integer, got {v!r}."
+            )
         return v
 
     def text(self, name: str) -> str:
@@ -54,15 +55,18 @@ class Args:
     def texts(self, name: str) -> list[str]:
         v = self._get(name)
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise DataError(f"{self.instruction_id}: argument {name!r} must be a list of "
-                            f"strings, got {v!r}.")
+            raise DataError(
+                f"{self.instruction_id}: argument {name!r} must be a list of strings, got {v!r}."
+            )
         return list(v)
 
     def relation(self, name: str) -> str:
         rel = self.text(name)
         if rel not in _RELATIONS:
-            raise DataError(f"{self.instruction_id}: relation {rel!r} is not one of "
-                            f"{', '.join(sorted(_RELATIONS))}.")
+            raise DataError(
+                f"{self.instruction_id}: relation {rel!r} is not one of "
+                f"{', '.join(sorted(_RELATIONS))}."
+            )
         return rel
 
 

@@ -96,5 +96,7 @@ def postscript(response: str, args: Args) -> bool:
     try:
         return re.search(pattern, response.lower(), flags=re.MULTILINE) is not None
     except re.error as e:
-        raise DataError(f"detectable_content:postscript: the marker is not a valid regular "
-                        f"expression, as the reference uses it ({e}).") from None
+        raise DataError(
+            f"detectable_content:postscript: the marker is not a valid regular "
+            f"expression, as the reference uses it ({e})."
+        ) from None

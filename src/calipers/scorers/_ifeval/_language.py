@@ -41,13 +41,27 @@ DETECTORS = ("heuristic", "langdetect")
 
 # (first, last) code point -> script name
 _SCRIPTS: tuple[tuple[int, int, str], ...] = (
-    (0x0041, 0x024F, "latin"), (0x1E00, 0x1EFF, "latin"), (0x0370, 0x03FF, "el"),
-    (0x0400, 0x04FF, "cyrillic"), (0x0590, 0x05FF, "he"), (0x0600, 0x06FF, "arabic"),
-    (0x0750, 0x077F, "arabic"), (0xFB50, 0xFDFF, "arabic"), (0xFE70, 0xFEFF, "arabic"),
-    (0x0900, 0x097F, "devanagari"), (0x0980, 0x09FF, "bn"), (0x0A00, 0x0A7F, "pa"),
-    (0x0A80, 0x0AFF, "gu"), (0x0B80, 0x0BFF, "ta"), (0x0C00, 0x0C7F, "te"),
-    (0x0C80, 0x0CFF, "kn"), (0x0E00, 0x0E7F, "th"), (0x1100, 0x11FF, "ko"),
-    (0x3130, 0x318F, "ko"), (0xAC00, 0xD7AF, "ko"), (0x3040, 0x30FF, "ja"),
+    (0x0041, 0x024F, "latin"),
+    (0x1E00, 0x1EFF, "latin"),
+    (0x0370, 0x03FF, "el"),
+    (0x0400, 0x04FF, "cyrillic"),
+    (0x0590, 0x05FF, "he"),
+    (0x0600, 0x06FF, "arabic"),
+    (0x0750, 0x077F, "arabic"),
+    (0xFB50, 0xFDFF, "arabic"),
+    (0xFE70, 0xFEFF, "arabic"),
+    (0x0900, 0x097F, "devanagari"),
+    (0x0980, 0x09FF, "bn"),
+    (0x0A00, 0x0A7F, "pa"),
+    (0x0A80, 0x0AFF, "gu"),
+    (0x0B80, 0x0BFF, "ta"),
+    (0x0C00, 0x0C7F, "te"),
+    (0x0C80, 0x0CFF, "kn"),
+    (0x0E00, 0x0E7F, "th"),
+    (0x1100, 0x11FF, "ko"),
+    (0x3130, 0x318F, "ko"),
+    (0xAC00, 0xD7AF, "ko"),
+    (0x3040, 0x30FF, "ja"),
     (0x4E00, 0x9FFF, "zh"),
 )
 
@@ -78,8 +92,9 @@ _FUNCTION_WORDS: dict[str, dict[str, str]] = {
         "ne": "छ छन् र को मा पनि हो यो गर्न भएको थियो छैन उनी",
     },
 }
-_FUNCTION_SETS = {s: {lang: frozenset(ws.split()) for lang, ws in d.items()}
-                  for s, d in _FUNCTION_WORDS.items()}
+_FUNCTION_SETS = {
+    s: {lang: frozenset(ws.split()) for lang, ws in d.items()} for s, d in _FUNCTION_WORDS.items()
+}
 # Letters that point to one language of a shared script; each counts as one function word.
 _MARKERS: dict[str, dict[str, str]] = {
     "latin": {"vi": "ơưđăạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ", "de": "ßü"},
@@ -87,10 +102,13 @@ _MARKERS: dict[str, dict[str, str]] = {
     "arabic": {"ur": "ےٹڈڑںھہ", "fa": "پچژگیک", "ar": "يكةى"},
 }
 
-HEURISTIC_LANGUAGES = tuple(sorted(
-    {lang for d in _FUNCTION_WORDS.values() for lang in d}
-    | {s for _a, _b, s in _SCRIPTS if len(s) == 2}
-))
+HEURISTIC_LANGUAGES = tuple(
+    sorted(
+        {lang for d in _FUNCTION_WORDS.values() for lang in d}
+        | {s for _a, _b, s in _SCRIPTS if len(s) == 2}
+    )
+)
+
 
 def _script(ch: str) -> str | None:
     cp = ord(ch)
@@ -156,8 +174,9 @@ def make_detector(name: str) -> Detector:
         return heuristic_language
     if name == "langdetect":
         return _langdetect()
-    raise ConfigError(f"Unknown language detector {name!r}.",
-                      hint=f"Use one of: {', '.join(DETECTORS)}.")
+    raise ConfigError(
+        f"Unknown language detector {name!r}.", hint=f"Use one of: {', '.join(DETECTORS)}."
+    )
 
 
 @checker("language:response_language")

@@ -33,7 +33,9 @@ def instructions_of(sample: Sample) -> tuple[list[str], list[Mapping[str, Any]]]
     ids = sample.fields.get("instruction_id_list")
     kwargs = sample.fields.get("kwargs")
     if (
-        not isinstance(ids, Sequence) or isinstance(ids, str) or not ids
+        not isinstance(ids, Sequence)
+        or isinstance(ids, str)
+        or not ids
         or not all(isinstance(i, str) for i in ids)
     ):
         raise DataError(f"Sample {sample.id!r} has no instruction_id_list to check.")
@@ -64,11 +66,14 @@ def ifeval(language_detector: str = "heuristic") -> ScoreFn:
         n_loose = sum(r.loose for r in results)
         failed_strict = [r.instruction_id for r in results if not r.strict]
         failed_loose = [r.instruction_id for r in results if not r.loose]
-        explanation = "; ".join(
-            f"{kind} not followed: {', '.join(failed)}"
-            for kind, failed in (("strict", failed_strict), ("loose", failed_loose))
-            if failed
-        ) or None
+        explanation = (
+            "; ".join(
+                f"{kind} not followed: {', '.join(failed)}"
+                for kind, failed in (("strict", failed_strict), ("loose", failed_loose))
+                if failed
+            )
+            or None
+        )
         return Score(
             values={
                 "prompt_strict": float(n_strict == n),
@@ -76,8 +81,7 @@ def ifeval(language_detector: str = "heuristic") -> ScoreFn:
                 "inst_strict": n_strict / n,
                 "inst_loose": n_loose / n,
             },
-            answer=f"not followed: {', '.join(failed_strict)}" if failed_strict
-            else "all followed",
+            answer=f"not followed: {', '.join(failed_strict)}" if failed_strict else "all followed",
             explanation=explanation,
             metadata={
                 "instructions": ids,

@@ -66,10 +66,33 @@ def _word() -> re.Pattern[str]:
 
 
 _END = re.compile(r"(?:\.\.\.|…|[.!?।؟])+[\"'”’)\]]*(?=\s|$)")
-_ABBREVIATIONS = frozenset({
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "e.g", "i.e", "cf", "approx",
-    "fig", "mt", "ft", "gen", "col", "lt", "sgt", "capt", "rev", "hon",
-})
+_ABBREVIATIONS = frozenset(
+    {
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "vs",
+        "e.g",
+        "i.e",
+        "cf",
+        "approx",
+        "fig",
+        "mt",
+        "ft",
+        "gen",
+        "col",
+        "lt",
+        "sgt",
+        "capt",
+        "rev",
+        "hon",
+    }
+)
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.){2,}$")
 
 
@@ -83,7 +106,7 @@ def count_words(text: str) -> int:
 
 def _is_boundary(text: str, end: re.Match[str]) -> bool:
     mark = end.group(0).rstrip("\"'”’)]")
-    following = text[end.end():].lstrip()
+    following = text[end.end() :].lstrip()
     if mark.strip(".…"):
         return True  # ! ? । ؟ (alone or with periods) always end a sentence
     if following and following[0].islower():

@@ -44,8 +44,9 @@ HUB: dict[str, HubDataset] = {
     "mmlu": HubDataset("cais/mmlu", "all", "test (few-shot: dev)"),
     "mmlu_redux": HubDataset("edinburgh-dawg/mmlu-redux-2.0", "<subject> (57)", "test"),
     "gsm8k": HubDataset("openai/gsm8k", "main", "test (few-shot: train)"),
-    "truthfulqa": HubDataset("truthfulqa/truthful_qa", "multiple_choice + generation",
-                             "validation"),
+    "truthfulqa": HubDataset(
+        "truthfulqa/truthful_qa", "multiple_choice + generation", "validation"
+    ),
     "humaneval": HubDataset("openai/openai_humaneval", "openai_humaneval", "test"),
     "bbq": HubDataset("heegyu/bbq", "data/<Category>.jsonl (11 files)", "test"),
     "ifeval": HubDataset("google/IFEval", "default", "train"),
@@ -66,27 +67,44 @@ def use_hub(data_dir: Path | str | None) -> bool:
 
 
 def hub_rows(
-    benchmark: str, dataset_id: str, config: str | None, split: str, how_to_get: str, *,
-    revision: str | None = None, data_file: str | None = None,
+    benchmark: str,
+    dataset_id: str,
+    config: str | None,
+    split: str,
+    how_to_get: str,
+    *,
+    revision: str | None = None,
+    data_file: str | None = None,
 ) -> HubRows:
     """:func:`calipers.datasets.load_hub_rows` with the benchmark's local how-to."""
-    return load_hub_rows(benchmark, dataset_id, config=config, split=split, revision=revision,
-                         data_file=data_file, how_to_get=how_to_get)
+    return load_hub_rows(
+        benchmark,
+        dataset_id,
+        config=config,
+        split=split,
+        revision=revision,
+        data_file=data_file,
+        how_to_get=how_to_get,
+    )
 
 
 def stamp(samples: Sequence[Sample], source: HubSource) -> list[Sample]:
     """The samples with ``metadata["data_source"]`` set to the hub source (not part of the
     data hash: the same items from the hub and from local files hash alike)."""
-    return [s.model_copy(update={"metadata": {**s.metadata, DATA_SOURCE_KEY: source.uri}})
-            for s in samples]
+    return [
+        s.model_copy(update={"metadata": {**s.metadata, DATA_SOURCE_KEY: source.uri}})
+        for s in samples
+    ]
 
 
 def field(benchmark: str, row: dict[str, Any], key: str, where: str, how: str) -> Any:
     """``row[key]``, or a DataError naming the dataset row and the missing field."""
     if key not in row:
-        raise DataError(f"{benchmark}: {where} has no field {key!r} (has "
-                        f"{', '.join(sorted(row))}); the hub dataset's schema changed?",
-                        hint=how)
+        raise DataError(
+            f"{benchmark}: {where} has no field {key!r} (has "
+            f"{', '.join(sorted(row))}); the hub dataset's schema changed?",
+            hint=how,
+        )
     return row[key]
 
 
@@ -101,8 +119,9 @@ def _clean(text: str) -> str:
     return " ".join(_MARKER.sub(" ", text).split())
 
 
-def hellaswag_hub_text(row: dict[str, Any], where: str, how: str) -> tuple[str, str, list[str],
-                                                                            int]:
+def hellaswag_hub_text(
+    row: dict[str, Any], where: str, how: str
+) -> tuple[str, str, list[str], int]:
     """(activity label, context, endings, label) of a ``Rowan/hellaswag`` row, in the form
     of the local text file: ``ctx_a + " " + ctx_b`` (``ctx_b`` lowercase as in the data),
     markers removed, spaces collapsed. The caller capitalizes the unfinished last sentence as
@@ -120,8 +139,10 @@ def hellaswag_hub_text(row: dict[str, Any], where: str, how: str) -> tuple[str, 
 
 # -- WinoGrande ---------------------------------------------------------------------------------
 
-WINOGRANDE_HOW = ("Copy WinoGrande v1.1 dev.jsonl and dev-labels.lst (winogrande_1.1/) into "
-                  "<data-dir>/winogrande/. See docs/benchmarks.md.")
+WINOGRANDE_HOW = (
+    "Copy WinoGrande v1.1 dev.jsonl and dev-labels.lst (winogrande_1.1/) into "
+    "<data-dir>/winogrande/. See docs/benchmarks.md."
+)
 
 
 def winogrande_hub_records(
@@ -138,12 +159,17 @@ def winogrande_hub_records(
     records, labels = [], []
     for i, row in enumerate(rows):
         where = f"allenai/winogrande {config}/{split} row {i}"
-        rec = {k: field("winogrande", row, k, where, WINOGRANDE_HOW)
-               for k in ("sentence", "option1", "option2", "answer")}
+        rec = {
+            k: field("winogrande", row, k, where, WINOGRANDE_HOW)
+            for k in ("sentence", "option1", "option2", "answer")
+        }
         answer = str(rec["answer"]).strip()
         if answer not in {"1", "2"}:
-            raise DataError(f"winogrande: {where}: answer {answer!r} is not '1' or '2' (the "
-                            "test split has no labels).", hint=WINOGRANDE_HOW)
+            raise DataError(
+                f"winogrande: {where}: answer {answer!r} is not '1' or '2' (the "
+                "test split has no labels).",
+                hint=WINOGRANDE_HOW,
+            )
         records.append({"qID": f"{split}/{i}", **rec, "answer": answer})
         labels.append(answer)
     return records, labels, rows.source

@@ -75,6 +75,7 @@ _ScoreFn = Callable[[Sample, SampleOutput], Awaitable[Score]]
 
 # -- reading files ------------------------------------------------------------------------------
 
+
 def _file(benchmark: str, relpath: str, ctx: LoadContext) -> Path:
     return benchmark_file(benchmark, relpath, ctx.data_dir, how_to_get=_HOW[benchmark])
 
@@ -83,8 +84,9 @@ def _records(benchmark: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]
     try:
         yield from read_jsonl(path)
     except (JsonlError, UnicodeDecodeError) as e:
-        raise DataError(f"{benchmark}: {path} is not valid JSON Lines ({e}).",
-                        hint=_HOW[benchmark]) from None
+        raise DataError(
+            f"{benchmark}: {path} is not valid JSON Lines ({e}).", hint=_HOW[benchmark]
+        ) from None
 
 
 def _get(benchmark: str, rec: dict[str, Any], key: str, where: str) -> Any:
@@ -97,16 +99,21 @@ def _labels(benchmark: str, path: Path, n_items: int, allowed: set[str]) -> list
     """A ``.lst`` label file: one label per line, aligned with the items."""
     labels = path.read_text(encoding="utf-8").split()
     if len(labels) != n_items:
-        raise DataError(f"{benchmark}: {path.name} has {len(labels)} labels for {n_items} "
-                        "items; the files are not aligned.", hint=_HOW[benchmark])
+        raise DataError(
+            f"{benchmark}: {path.name} has {len(labels)} labels for {n_items} "
+            "items; the files are not aligned.",
+            hint=_HOW[benchmark],
+        )
     bad = sorted(set(labels) - allowed)
     if bad:
-        raise DataError(f"{benchmark}: {path.name} has unexpected labels {bad[:5]}.",
-                        hint=_HOW[benchmark])
+        raise DataError(
+            f"{benchmark}: {path.name} has unexpected labels {bad[:5]}.", hint=_HOW[benchmark]
+        )
     return labels
 
 
 # -- loaders ------------------------------------------------------------------------------------
+
 
 def load_arc(subset: str, split: str, ctx: LoadContext) -> list[Sample]:
     """ARC ``subset`` (``Easy``/``Challenge``), ``split`` (``Test``/``Dev``/``Train``). Items
@@ -122,27 +129,39 @@ def load_arc(subset: str, split: str, ctx: LoadContext) -> list[Sample]:
             raise DataError(f"arc: {where}: answerKey {key!r} is not one of {labels}.")
         sid = str(_get("arc", rec, "id", where))
         exam = re.match(r"[A-Za-z&]+", sid)
-        out.append(Sample(
-            id=sid, input=str(_get("arc", question, "stem", where)),
-            choices=tuple(str(_get("arc", c, "text", where)) for c in choices),
-            target=labels.index(key), category=exam.group(0) if exam else None,
-            metadata={"labels": labels, "answer_key": key,
-                      **({"data_source": rec["data_source"]} if "data_source" in rec else {})},
-        ))
+        out.append(
+            Sample(
+                id=sid,
+                input=str(_get("arc", question, "stem", where)),
+                choices=tuple(str(_get("arc", c, "text", where)) for c in choices),
+                target=labels.index(key),
+                category=exam.group(0) if exam else None,
+                metadata={
+                    "labels": labels,
+                    "answer_key": key,
+                    **({"data_source": rec["data_source"]} if "data_source" in rec else {}),
+                },
+            )
+        )
     return out
 
 
 _ARC_HUB_SPLIT = {"Test": "test", "Dev": "validation", "Train": "train"}
 
 
-def _arc_records(subset: str, split: str, ctx: LoadContext,
-                 ) -> list[tuple[str, dict[str, Any]]]:
+def _arc_records(
+    subset: str,
+    split: str,
+    ctx: LoadContext,
+) -> list[tuple[str, dict[str, Any]]]:
     """(where, record) in the local file's shape: ``{"id", "question": {"stem", "choices":
     [{"text", "label"}]}, "answerKey"}``; from ``allenai/ai2_arc`` without a data directory."""
     if not use_hub(ctx.data_dir):
         relpath = f"ARC-{subset}/ARC-{subset}-{split}.jsonl"
-        return [(f"{relpath} line {line}", rec)
-                for line, rec in _records("arc", _file("arc", relpath, ctx))]
+        return [
+            (f"{relpath} line {line}", rec)
+            for line, rec in _records("arc", _file("arc", relpath, ctx))
+        ]
     config, hub_split = f"ARC-{subset}", _ARC_HUB_SPLIT[split]
     rows = hub_rows("arc", "allenai/ai2_arc", config, hub_split, _HOW["arc"])
     out = []
@@ -150,18 +169,26 @@ def _arc_records(subset: str, split: str, ctx: LoadContext,
         where = f"allenai/ai2_arc {config}/{hub_split} row {i}"
         ch = field("arc", row, "choices", where, _HOW["arc"])
         texts, labels = (ch.get("text"), ch.get("label")) if isinstance(ch, dict) else ((), ())
-        if not (isinstance(texts, list) and isinstance(labels, list)
-                and len(texts) == len(labels)):
-            raise DataError(f"arc: {where}: expected choices {{text: [...], label: [...]}}.",
-                            hint=_HOW["arc"])
-        out.append((where, {
-            "id": field("arc", row, "id", where, _HOW["arc"]),
-            "question": {"stem": field("arc", row, "question", where, _HOW["arc"]),
-                         "choices": [{"text": t, "label": lb}
-                                     for t, lb in zip(texts, labels, strict=True)]},
-            "answerKey": field("arc", row, "answerKey", where, _HOW["arc"]),
-            "data_source": rows.source.uri,
-        }))
+        if not (isinstance(texts, list) and isinstance(labels, list) and len(texts) == len(labels)):
+            raise DataError(
+                f"arc: {where}: expected choices {{text: [...], label: [...]}}.", hint=_HOW["arc"]
+            )
+        out.append(
+            (
+                where,
+                {
+                    "id": field("arc", row, "id", where, _HOW["arc"]),
+                    "question": {
+                        "stem": field("arc", row, "question", where, _HOW["arc"]),
+                        "choices": [
+                            {"text": t, "label": lb} for t, lb in zip(texts, labels, strict=True)
+                        ],
+                    },
+                    "answerKey": field("arc", row, "answerKey", where, _HOW["arc"]),
+                    "data_source": rows.source.uri,
+                },
+            )
+        )
     return out
 
 
@@ -173,8 +200,9 @@ def load_piqa(ctx: LoadContext) -> list[Sample]:
         rows = [(i + 1, r) for i, r in enumerate(hub)]
         labels = [str(r.get("label")) for r in hub]
         if set(labels) - {"0", "1"}:
-            raise DataError("piqa: baber/piqa validation has labels other than 0/1.",
-                            hint=_HOW["piqa"])
+            raise DataError(
+                "piqa: baber/piqa validation has labels other than 0/1.", hint=_HOW["piqa"]
+            )
         return stamp(_piqa_samples(rows, labels), hub.source)
     path = _file("piqa", "valid.jsonl", ctx)
     rows = list(_records("piqa", path))
@@ -186,11 +214,14 @@ def _piqa_samples(rows: list[tuple[int, dict[str, Any]]], labels: list[str]) -> 
     out = []
     for i, ((line, rec), label) in enumerate(zip(rows, labels, strict=True)):
         where = f"valid.jsonl line {line}"
-        out.append(Sample(
-            id=f"valid-{i}", input=str(_get("piqa", rec, "goal", where)),
-            choices=tuple(str(_get("piqa", rec, k, where)) for k in ("sol1", "sol2")),
-            target=int(label),
-        ))
+        out.append(
+            Sample(
+                id=f"valid-{i}",
+                input=str(_get("piqa", rec, "goal", where)),
+                choices=tuple(str(_get("piqa", rec, k, where)) for k in ("sol1", "sol2")),
+                target=int(label),
+            )
+        )
     return out
 
 
@@ -216,27 +247,36 @@ def load_hellaswag(ctx: LoadContext) -> list[Sample]:
     try:
         text = bz2.decompress(path.read_bytes()).decode("utf-8")
     except (OSError, ValueError) as e:
-        raise DataError(f"hellaswag: cannot read {path} as bzip2 UTF-8 text ({e}).",
-                        hint=_HOW["hellaswag"]) from None
+        raise DataError(
+            f"hellaswag: cannot read {path} as bzip2 UTF-8 text ({e}).", hint=_HOW["hellaswag"]
+        ) from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if len(lines) % 6:
-        raise DataError(f"hellaswag: {relpath} has {len(lines)} lines, not 6 per item.",
-                        hint=_HOW["hellaswag"])
+        raise DataError(
+            f"hellaswag: {relpath} has {len(lines)} lines, not 6 per item.", hint=_HOW["hellaswag"]
+        )
     out = []
     for i in range(len(lines) // 6):
         head, label, *endings = lines[6 * i : 6 * i + 6]
         activity, sep, context = head.partition(": ")
         if not sep or label not in {"0", "1", "2", "3"}:
-            raise DataError(f"hellaswag: {relpath} item {i} (line {6 * i + 1}) is malformed.",
-                            hint=_HOW["hellaswag"])
+            raise DataError(
+                f"hellaswag: {relpath} item {i} (line {6 * i + 1}) is malformed.",
+                hint=_HOW["hellaswag"],
+            )
         context = _capitalize_last_fragment(context)
-        out.append(Sample(
-            id=f"val-{i}", input=f"{activity}: {context}", choices=tuple(endings),
-            target=int(label), category=activity,
-            fields={"activity_label": activity, "ctx": context},
-        ))
+        out.append(
+            Sample(
+                id=f"val-{i}",
+                input=f"{activity}: {context}",
+                choices=tuple(endings),
+                target=int(label),
+                category=activity,
+                fields={"activity_label": activity, "ctx": context},
+            )
+        )
     return out
 
 
@@ -247,69 +287,109 @@ def _hellaswag_hub() -> list[Sample]:
     out = []
     for i, row in enumerate(rows):
         activity, context, endings, label = hellaswag_hub_text(
-            row, f"Rowan/hellaswag validation row {i}", _HOW["hellaswag"])
+            row, f"Rowan/hellaswag validation row {i}", _HOW["hellaswag"]
+        )
         context = _capitalize_last_fragment(context)
-        out.append(Sample(
-            id=f"val-{i}", input=f"{activity}: {context}", choices=tuple(endings),
-            target=label, category=activity,
-            fields={"activity_label": activity, "ctx": context},
-        ))
+        out.append(
+            Sample(
+                id=f"val-{i}",
+                input=f"{activity}: {context}",
+                choices=tuple(endings),
+                target=label,
+                category=activity,
+                fields={"activity_label": activity, "ctx": context},
+            )
+        )
     return stamp(out, rows.source)
 
 
 # -- tasks --------------------------------------------------------------------------------------
 
+
 def _task(
-    name: str, description: str, load: Callable[[LoadContext], Sequence[Sample]],
-    prompt: PromptTemplate, source: str, license: str, tags: tuple[str, ...],
+    name: str,
+    description: str,
+    load: Callable[[LoadContext], Sequence[Sample]],
+    prompt: PromptTemplate,
+    source: str,
+    license: str,
+    tags: tuple[str, ...],
     fewshot: Callable[[LoadContext], Sequence[Sample]] | None = None,
 ) -> Task:
     return Task(
-        name=name, version="1", description=description, kind="multiple_choice", load=load,
-        scorers=(build_scorer("loglikelihood_mc"),), prompt=prompt, fewshot=fewshot,
-        default_few_shot=0, source=source, license=license, tags=("benchmark", *tags),
+        name=name,
+        version="1",
+        description=description,
+        kind="multiple_choice",
+        load=load,
+        scorers=(build_scorer("loglikelihood_mc"),),
+        prompt=prompt,
+        fewshot=fewshot,
+        default_few_shot=0,
+        source=source,
+        license=license,
+        tags=("benchmark", *tags),
     )
 
 
-_ARC_SOURCE = ("AI2 ARC-V1-Feb2018, {} test split; Clark et al. 2018, \"Think you have Solved "
-               "Question Answering? Try ARC\", arXiv:1803.05457")
+_ARC_SOURCE = (
+    'AI2 ARC-V1-Feb2018, {} test split; Clark et al. 2018, "Think you have Solved '
+    'Question Answering? Try ARC", arXiv:1803.05457'
+)
 
 
 def arc_easy_task() -> Task:
     return _task(
-        "arc_easy", "ARC-Easy test (2,376 grade-school science questions, 3-5 options).",
-        lambda ctx: load_arc("Easy", "Test", ctx), _QA, _ARC_SOURCE.format("ARC-Easy"),
-        "CC-BY-SA-4.0", ("science", "reasoning"),
+        "arc_easy",
+        "ARC-Easy test (2,376 grade-school science questions, 3-5 options).",
+        lambda ctx: load_arc("Easy", "Test", ctx),
+        _QA,
+        _ARC_SOURCE.format("ARC-Easy"),
+        "CC-BY-SA-4.0",
+        ("science", "reasoning"),
         fewshot=lambda ctx: load_arc("Easy", "Train", ctx),
     )
 
 
 def arc_challenge_task() -> Task:
     return _task(
-        "arc_challenge", "ARC-Challenge test (1,172 science questions that retrieval and "
+        "arc_challenge",
+        "ARC-Challenge test (1,172 science questions that retrieval and "
         "co-occurrence baselines got wrong, 3-5 options).",
-        lambda ctx: load_arc("Challenge", "Test", ctx), _QA,
-        _ARC_SOURCE.format("ARC-Challenge"), "CC-BY-SA-4.0", ("science", "reasoning"),
+        lambda ctx: load_arc("Challenge", "Test", ctx),
+        _QA,
+        _ARC_SOURCE.format("ARC-Challenge"),
+        "CC-BY-SA-4.0",
+        ("science", "reasoning"),
         fewshot=lambda ctx: load_arc("Challenge", "Train", ctx),
     )
 
 
 def piqa_task() -> Task:
     return _task(
-        "piqa", "PIQA validation (1,838 physical commonsense goals, 2 solutions).",
-        load_piqa, _QA, "PIQA validation split (ybisk/ybisk.github.io piqa/data); Bisk et al. "
-        "2020, \"PIQA: Reasoning about Physical Commonsense in Natural Language\", "
-        "arXiv:1911.11641", "AFL-3.0", ("commonsense", "physical"),
+        "piqa",
+        "PIQA validation (1,838 physical commonsense goals, 2 solutions).",
+        load_piqa,
+        _QA,
+        "PIQA validation split (ybisk/ybisk.github.io piqa/data); Bisk et al. "
+        '2020, "PIQA: Reasoning about Physical Commonsense in Natural Language", '
+        "arXiv:1911.11641",
+        "AFL-3.0",
+        ("commonsense", "physical"),
     )
 
 
 def hellaswag_task() -> Task:
     return _task(
-        "hellaswag", "HellaSwag validation (10,042 contexts, pick the ending; 4 options).",
-        load_hellaswag, PromptTemplate(template="{input} ", answer=" {target}"),
+        "hellaswag",
+        "HellaSwag validation (10,042 contexts, pick the ending; 4 options).",
+        load_hellaswag,
+        PromptTemplate(template="{input} ", answer=" {target}"),
         "HellaSwag validation (rowanz/hellaswag, as text by klosax/hellaswag_text_data); "
-        "Zellers et al. 2019, \"HellaSwag: Can a Machine Really Finish Your Sentence?\", "
-        "arXiv:1905.07830", "MIT", ("commonsense", "completion"),
+        'Zellers et al. 2019, "HellaSwag: Can a Machine Really Finish Your Sentence?", '
+        "arXiv:1905.07830",
+        "MIT",
+        ("commonsense", "completion"),
     )
 
 

@@ -38,8 +38,15 @@ from calipers.tasks._task import LoadContext, Task
 from calipers.tasks.benchmarks._hub_rows import field, hub_rows, use_hub
 from calipers.types import GenerateParams, Sample
 
-__all__ = ["FORMULATIONS", "SUBSETS", "gpqa_task", "load_gpqa", "preprocess", "register",
-           "shuffle_order"]
+__all__ = [
+    "FORMULATIONS",
+    "SUBSETS",
+    "gpqa_task",
+    "load_gpqa",
+    "preprocess",
+    "register",
+    "shuffle_order",
+]
 
 NAME = "gpqa"
 DATASET = "Idavidrein/gpqa"
@@ -47,14 +54,17 @@ FORMULATIONS = ("letter", "generate", "cloze")
 SUBSETS = {"diamond": 198, "main": 448, "extended": 546}
 """Subset -> item count (the hub configs are ``gpqa_<subset>``)."""
 _LETTERS = "ABCD"
-_HOW = ("Accept the terms at https://huggingface.co/datasets/Idavidrein/gpqa and run "
-        "`huggingface-cli login`; or unzip the original release (github.com/idavidrein/gpqa, "
-        "dataset.zip, password in the README) and put gpqa_<subset>.csv in <data-dir>/gpqa/; see "
-        "docs/benchmarks.md.")
+_HOW = (
+    "Accept the terms at https://huggingface.co/datasets/Idavidrein/gpqa and run "
+    "`huggingface-cli login`; or unzip the original release (github.com/idavidrein/gpqa, "
+    "dataset.zip, password in the README) and put gpqa_<subset>.csv in <data-dir>/gpqa/; see "
+    "docs/benchmarks.md."
+)
 _Q = "What is the correct answer to this question: {input}\nChoices:\n{options}\nAnswer:"
 PROMPTS = {
-    "letter": PromptTemplate(template=_Q, answer=" ({target_letter})", labels="(A)",
-                             continuation=" ({choice})"),
+    "letter": PromptTemplate(
+        template=_Q, answer=" ({target_letter})", labels="(A)", continuation=" ({choice})"
+    ),
     "generate": PromptTemplate(template=_Q, answer=" ({target_letter})", labels="(A)"),
     "cloze": PromptTemplate(template=_Q, answer=" {target}", labels="(A)"),
 }
@@ -75,8 +85,9 @@ def shuffle_order(seed: int, record_id: str) -> list[int]:
     return order
 
 
-def _sample(row: dict[str, Any], where: str, seed: int, formulation: str,
-            meta: dict[str, Any]) -> Sample:
+def _sample(
+    row: dict[str, Any], where: str, seed: int, formulation: str, meta: dict[str, Any]
+) -> Sample:
     keys = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
     answers = [preprocess(str(field(NAME, row, k, where, _HOW))) for k in keys]
     rid = str(field(NAME, row, "Record ID", where, _HOW))
@@ -88,10 +99,15 @@ def _sample(row: dict[str, Any], where: str, seed: int, formulation: str,
     choices: tuple[str, ...] = tuple(options)
     if formulation == "letter":
         choices, meta = tuple(_LETTERS), {**meta, "option_texts": options}
-    return Sample(id=rid, input=str(field(NAME, row, "Question", where, _HOW)).strip(),
-                  target=target, choices=choices,
-                  category=str(field(NAME, row, "High-level domain", where, _HOW)).strip(),
-                  fields=fields, metadata=meta)
+    return Sample(
+        id=rid,
+        input=str(field(NAME, row, "Question", where, _HOW)).strip(),
+        target=target,
+        choices=choices,
+        category=str(field(NAME, row, "High-level domain", where, _HOW)).strip(),
+        fields=fields,
+        metadata=meta,
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -125,21 +141,27 @@ def _loader(subset: str, formulation: str) -> Callable[[LoadContext], list[Sampl
 
 def gpqa_task(formulation: str = "letter", subset: str = "diamond") -> Task:
     if formulation not in FORMULATIONS:
-        raise ConfigError(f"{NAME}: no formulation {formulation!r}.",
-                          hint=f"Use one of {', '.join(FORMULATIONS)}.")
+        raise ConfigError(
+            f"{NAME}: no formulation {formulation!r}.",
+            hint=f"Use one of {', '.join(FORMULATIONS)}.",
+        )
     generate = formulation == "generate"
     name = NAME if subset == "diamond" else f"{NAME}_{subset}"
     return Task(
-        name=name, version="1",
+        name=name,
+        version="1",
         description=f"GPQA {subset}: {SUBSETS[subset]} graduate-level biology, physics and "
         "chemistry questions, 4 options shuffled by the run seed, 0-shot (gated dataset).",
-        kind="generate" if generate else "multiple_choice", load=_loader(subset, formulation),
+        kind="generate" if generate else "multiple_choice",
+        load=_loader(subset, formulation),
         scorers=(build_scorer("choice_letter" if generate else "loglikelihood_mc"),),
-        prompt=PROMPTS[formulation], formulation=formulation,
+        prompt=PROMPTS[formulation],
+        formulation=formulation,
         params=GenerateParams(max_tokens=32, temperature=0.0),
         source=f"{DATASET} gpqa_{subset} (Rein et al., 2023, arXiv:2311.12022); prompt of "
         "lm-evaluation-harness gpqa_*_zeroshot",
-        license="CC-BY-4.0", tags=("knowledge", "science", "multiple_choice"),
+        license="CC-BY-4.0",
+        tags=("knowledge", "science", "multiple_choice"),
     )
 
 
@@ -147,5 +169,8 @@ def register() -> None:
     """Register ``gpqa`` (diamond), ``gpqa_main`` and ``gpqa_extended`` (idempotent)."""
     register_task(NAME, gpqa_task, formulations=FORMULATIONS)
     for subset in ("main", "extended"):
-        register_task(f"{NAME}_{subset}",
-                      functools.partial(gpqa_task, subset=subset), formulations=FORMULATIONS)
+        register_task(
+            f"{NAME}_{subset}",
+            functools.partial(gpqa_task, subset=subset),
+            formulations=FORMULATIONS,
+        )

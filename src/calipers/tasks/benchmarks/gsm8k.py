@@ -32,8 +32,10 @@ from calipers.types import GenerateParams, Sample
 
 __all__ = ["gsm8k_task", "read_gsm8k", "register"]
 
-_HOW = ("Put test.jsonl and train.jsonl from github.com/openai/grade-school-math "
-        "(grade_school_math/data/) in <data-dir>/gsm8k/; see docs/benchmarks.md.")
+_HOW = (
+    "Put test.jsonl and train.jsonl from github.com/openai/grade-school-math "
+    "(grade_school_math/data/) in <data-dir>/gsm8k/; see docs/benchmarks.md."
+)
 
 
 def read_gsm8k(split: str, data_dir: Path | str | None) -> list[Sample]:
@@ -52,14 +54,23 @@ def read_gsm8k(split: str, data_dir: Path | str | None) -> list[Sample]:
     for where, rec in records:
         question, solution = rec.get("question"), rec.get("answer")
         if not isinstance(question, str) or not isinstance(solution, str):
-            raise DataError(f"gsm8k: {where}: expected string fields 'question' and "
-                            "'answer'.", hint=_HOW)
+            raise DataError(
+                f"gsm8k: {where}: expected string fields 'question' and 'answer'.", hint=_HOW
+            )
         number = extract_strict(solution)
         if number is None:
-            raise DataError(f"gsm8k: {where}: the answer does not end in '#### <number>'.",
-                            hint=_HOW)
-        out.append(Sample(id=f"{split}/{len(out)}", input=question, target=format_number(number),
-                          fields={"solution": solution}, metadata=dict(meta)))
+            raise DataError(
+                f"gsm8k: {where}: the answer does not end in '#### <number>'.", hint=_HOW
+            )
+        out.append(
+            Sample(
+                id=f"{split}/{len(out)}",
+                input=question,
+                target=format_number(number),
+                fields={"solution": solution},
+                metadata=dict(meta),
+            )
+        )
     return out
 
 

@@ -49,8 +49,10 @@ __all__ = ["STOP", "humaneval_task", "pass_at_k_metrics", "read_humaneval", "reg
 STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
 PASS_AT = (1, 10, 100)
 _FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
-_HOW = ("Put data/HumanEval.jsonl.gz from github.com/openai/human-eval (left compressed) in "
-        "<data-dir>/humaneval/; see docs/benchmarks.md.")
+_HOW = (
+    "Put data/HumanEval.jsonl.gz from github.com/openai/human-eval (left compressed) in "
+    "<data-dir>/humaneval/; see docs/benchmarks.md."
+)
 
 
 def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -58,8 +60,9 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             lines = f.read().splitlines()
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
-        raise DataError(f"humaneval: {path} is not a readable gzip file ({e}).",
-                        hint=_HOW) from None
+        raise DataError(
+            f"humaneval: {path} is not a readable gzip file ({e}).", hint=_HOW
+        ) from None
     rows = []
     for i, line in enumerate(lines, 1):
         if not line.strip():
@@ -90,13 +93,18 @@ def read_humaneval(data_dir: Path | str | None) -> list[Sample]:
     for where, rec in records:
         missing = [k for k in _FIELDS if not isinstance(rec.get(k), str)]
         if missing:
-            raise DataError(f"humaneval: {where}: missing string field(s) "
-                            f"{', '.join(missing)}.", hint=_HOW)
-        out.append(Sample(
-            id=rec["task_id"], input=rec["prompt"], target=rec["canonical_solution"],
-            fields={"test": rec["test"], "entry_point": rec["entry_point"]},
-            metadata=dict(meta),
-        ))
+            raise DataError(
+                f"humaneval: {where}: missing string field(s) {', '.join(missing)}.", hint=_HOW
+            )
+        out.append(
+            Sample(
+                id=rec["task_id"],
+                input=rec["prompt"],
+                target=rec["canonical_solution"],
+                fields={"test": rec["test"], "entry_point": rec["entry_point"]},
+                metadata=dict(meta),
+            )
+        )
     if not out:
         raise DataError(f"humaneval: {origin} holds no problems.", hint=_HOW)
     return out

@@ -45,23 +45,31 @@ __all__ = [
 ]
 
 NAME = "ifeval"
-_HOW = ("Copy instruction_following_eval/data/input_data.jsonl of google-research/"
-        "google-research to <data-dir>/ifeval/input_data.jsonl (see docs/benchmarks.md).")
+_HOW = (
+    "Copy instruction_following_eval/data/input_data.jsonl of google-research/"
+    "google-research to <data-dir>/ifeval/input_data.jsonl (see docs/benchmarks.md)."
+)
 
 
 def _sample(line: int, row: Mapping[str, Any]) -> Sample:
     ids, kwargs = row.get("instruction_id_list"), row.get("kwargs")
     if (
-        "key" not in row or not isinstance(row.get("prompt"), str)
-        or not isinstance(ids, list) or not isinstance(kwargs, list) or len(ids) != len(kwargs)
+        "key" not in row
+        or not isinstance(row.get("prompt"), str)
+        or not isinstance(ids, list)
+        or not isinstance(kwargs, list)
+        or len(ids) != len(kwargs)
         or not all(isinstance(k, dict) for k in kwargs)
     ):
-        raise DataError(f"ifeval: input_data.jsonl:{line}: expected key, prompt, "
-                        "instruction_id_list and kwargs (one object per instruction).",
-                        hint=_HOW)
+        raise DataError(
+            f"ifeval: input_data.jsonl:{line}: expected key, prompt, "
+            "instruction_id_list and kwargs (one object per instruction).",
+            hint=_HOW,
+        )
     clean = [{k: v for k, v in kw.items() if v is not None} for kw in kwargs]
     return Sample(
-        id=str(row["key"]), input=row["prompt"],
+        id=str(row["key"]),
+        input=row["prompt"],
         fields={"instruction_id_list": list(ids), "kwargs": clean},
     )
 
@@ -103,6 +111,7 @@ def register() -> None:
 
 # ---- instruction-level accuracy from stored sample records ------------------------------
 
+
 class IFEvalRecord(Protocol):
     """What :func:`instruction_level` reads from a stored sample record."""
 
@@ -142,10 +151,12 @@ def instruction_level(
     rows = _instructions(records)
     clusters = [p for p, _i, _s, _l in rows]
     return {
-        "inst_level_strict": clustered_mean([float(s) for _p, _i, s, _l in rows], clusters,
-                                            confidence),
-        "inst_level_loose": clustered_mean([float(lo) for _p, _i, _s, lo in rows], clusters,
-                                           confidence),
+        "inst_level_strict": clustered_mean(
+            [float(s) for _p, _i, s, _l in rows], clusters, confidence
+        ),
+        "inst_level_loose": clustered_mean(
+            [float(lo) for _p, _i, _s, lo in rows], clusters, confidence
+        ),
     }
 
 
@@ -163,8 +174,9 @@ def by_instruction(
     for iid, rs in sorted(rows.items()):
         prompts = [p for p, _s, _l in rs]
         out[iid] = {
-            kind: summarize([float(r[k]) for r in rs], clusters=prompts, rng=rng,
-                            confidence=confidence)
+            kind: summarize(
+                [float(r[k]) for r in rs], clusters=prompts, rng=rng, confidence=confidence
+            )
             for kind, k in (("strict", 1), ("loose", 2))
         }
     return out

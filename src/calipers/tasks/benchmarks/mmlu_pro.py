@@ -54,9 +54,11 @@ NAME = "mmlu_pro"
 DATASET = "TIGER-Lab/MMLU-Pro"
 FORMULATIONS = ("generate", "letter", "cloze")
 _LETTERS = "ABCDEFGHIJ"
-_HOW = ("Without the hub: put the splits of TIGER-Lab/MMLU-Pro as <data-dir>/mmlu_pro/"
-        "test.parquet and validation.parquet (the hub's data/*.parquet files, renamed) or as "
-        ".jsonl with the same fields; see docs/benchmarks.md.")
+_HOW = (
+    "Without the hub: put the splits of TIGER-Lab/MMLU-Pro as <data-dir>/mmlu_pro/"
+    "test.parquet and validation.parquet (the hub's data/*.parquet files, renamed) or as "
+    ".jsonl with the same fields; see docs/benchmarks.md."
+)
 _INSTRUCTION = (
     "You are an expert in {category}. Below is a series of example questions (with answers) "
     "about {category} for demonstration. You will be given a question at the end, after the "
@@ -86,8 +88,10 @@ class ItemInstructionPrompt(PromptTemplate):
 
 PROMPTS: dict[str, PromptTemplate] = {
     "generate": ItemInstructionPrompt(
-        instruction=_INSTRUCTION, template=_QUESTION + "Answer: Let's think step by step.",
-        answer=" {cot}"),
+        instruction=_INSTRUCTION,
+        template=_QUESTION + "Answer: Let's think step by step.",
+        answer=" {cot}",
+    ),
     "letter": PromptTemplate(template=_QUESTION + "Answer:", answer=" {target_letter}"),
     "cloze": PromptTemplate(template="Question: {input}\nAnswer:", answer=" {target}"),
 }
@@ -95,8 +99,10 @@ PROMPTS: dict[str, PromptTemplate] = {
 
 # -- answer extraction ---------------------------------------------------------------------------
 
-REFERENCE = ("TIGER-AI-Lab/MMLU-Pro evaluate_from_local.py at commit "
-             "7478e2681849424bff7c2787bda5f3c9abf98a62")
+REFERENCE = (
+    "TIGER-AI-Lab/MMLU-Pro evaluate_from_local.py at commit "
+    "7478e2681849424bff7c2787bda5f3c9abf98a62"
+)
 """The authors' code whose extraction and scoring ``mmlu_pro_answer`` follows."""
 _FIRST = re.compile(r"answer is \(?([A-J])\)?")
 _AGAIN = re.compile(r".*[aA]nswer:\s*([A-J])")
@@ -138,8 +144,11 @@ def mmlu_pro_answer() -> ScoreFn:
         ok = letter is not None and letter == _LETTERS[target]
         if letter is None:
             guess = authors_guess(len(sample.choices or ()))
-            return Score(values={"acc": float(guess == target), "acc_no_guess": 0.0},
-                         answer=None, metadata={"guess": _LETTERS[guess]})
+            return Score(
+                values={"acc": float(guess == target), "acc_no_guess": 0.0},
+                answer=None,
+                metadata={"guess": _LETTERS[guess]},
+            )
         return Score(values={"acc": float(ok), "acc_no_guess": float(ok)}, answer=letter)
 
     return score
@@ -147,53 +156,74 @@ def mmlu_pro_answer() -> ScoreFn:
 
 # -- data ----------------------------------------------------------------------------------------
 
-def read_parquet_or_jsonl(benchmark: str, folder: Path, stem: str, how: str,
-                          ) -> list[dict[str, Any]]:
+
+def read_parquet_or_jsonl(
+    benchmark: str,
+    folder: Path,
+    stem: str,
+    how: str,
+) -> list[dict[str, Any]]:
     """Rows of ``<folder>/<stem>.parquet`` or ``.jsonl`` (the first that exists)."""
     parquet, jsonl = folder / f"{stem}.parquet", folder / f"{stem}.jsonl"
     if parquet.is_file():
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise DataError(f"{benchmark}: reading {parquet} needs pyarrow.",
-                            hint="pip install pyarrow (it comes with 'calipers[hub]').") from None
+            raise DataError(
+                f"{benchmark}: reading {parquet} needs pyarrow.",
+                hint="pip install pyarrow (it comes with 'calipers[hub]').",
+            ) from None
         try:
             return list(pq.read_table(parquet).to_pylist())
         except Exception as e:  # pyarrow's errors are many; all mean "not this format"
-            raise DataError(f"{benchmark}: {parquet} is not a readable Parquet file ({e}).",
-                            hint=how) from None
+            raise DataError(
+                f"{benchmark}: {parquet} is not a readable Parquet file ({e}).", hint=how
+            ) from None
     if jsonl.is_file():
         try:
             return [rec for _line, rec in read_records(jsonl)]
         except ConfigError as e:
             raise DataError(f"{benchmark}: {e.message}", hint=how) from None
-    raise DataError(f"{benchmark}: expected {stem}.parquet or {stem}.jsonl in {folder}, which "
-                    "has neither.", hint=how)
+    raise DataError(
+        f"{benchmark}: expected {stem}.parquet or {stem}.jsonl in {folder}, which has neither.",
+        hint=how,
+    )
 
 
 def _sample(row: dict[str, Any], where: str, formulation: str, meta: dict[str, Any]) -> Sample:
     options = field(NAME, row, "options", where, _HOW)
     index = field(NAME, row, "answer_index", where, _HOW)
     if not (isinstance(options, list) and isinstance(index, int) and 0 <= index < len(options)):
-        raise DataError(f"{NAME}: {where}: expected a list 'options' and 'answer_index' in it.",
-                        hint=_HOW)
+        raise DataError(
+            f"{NAME}: {where}: expected a list 'options' and 'answer_index' in it.", hint=_HOW
+        )
     kept = [str(o) for o in options if o != "N/A"]
     if options[index] == "N/A" or not 2 <= len(kept) <= 10:
-        raise DataError(f"{NAME}: {where}: the answer is 'N/A' or the options are not 2-10.",
-                        hint=_HOW)
+        raise DataError(
+            f"{NAME}: {where}: the answer is 'N/A' or the options are not 2-10.", hint=_HOW
+        )
     target = sum(1 for o in options[:index] if o != "N/A")
     category = str(field(NAME, row, "category", where, _HOW))
     cot = str(row.get("cot_content") or "")
     cot = cot.removeprefix("A: Let's think step by step.").strip()
-    fields = {"category": category, "cot": cot,
-              "options": "\n".join(f"{_LETTERS[i]}. {o}" for i, o in enumerate(kept))}
+    fields = {
+        "category": category,
+        "cot": cot,
+        "options": "\n".join(f"{_LETTERS[i]}. {o}" for i, o in enumerate(kept)),
+    }
     choices: tuple[str, ...] = tuple(kept)
     meta = {**meta, "src": str(row.get("src") or ""), "answer": _LETTERS[target]}
     if formulation == "letter":
         choices, meta = tuple(_LETTERS[: len(kept)]), {**meta, "option_texts": kept}
-    return Sample(id=str(field(NAME, row, "question_id", where, _HOW)),
-                  input=str(field(NAME, row, "question", where, _HOW)), target=target,
-                  choices=choices, category=category, fields=fields, metadata=meta)
+    return Sample(
+        id=str(field(NAME, row, "question_id", where, _HOW)),
+        input=str(field(NAME, row, "question", where, _HOW)),
+        target=target,
+        choices=choices,
+        category=category,
+        fields=fields,
+        metadata=meta,
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -223,25 +253,34 @@ def _loader(split: str, formulation: str) -> Callable[[LoadContext], list[Sample
 
 def mmlu_pro_task(formulation: str = "generate") -> Task:
     if formulation not in FORMULATIONS:
-        raise ConfigError(f"{NAME}: no formulation {formulation!r}.",
-                          hint=f"Use one of {', '.join(FORMULATIONS)}.")
+        raise ConfigError(
+            f"{NAME}: no formulation {formulation!r}.",
+            hint=f"Use one of {', '.join(FORMULATIONS)}.",
+        )
     generate = formulation == "generate"
     return Task(
         # version 2: the authors' current extraction and their seeded guess (generate only)
-        name=NAME, version="2" if generate else "1",
+        name=NAME,
+        version="2" if generate else "1",
         description="MMLU-Pro: 12,032 questions with up to 10 options in 14 categories "
         "(per-category breakdown); default: chain of thought, 5-shot from the category's "
         "validation examples, answer read from 'the answer is (X)'.",
         kind="generate" if generate else "multiple_choice",
-        load=_loader("test", formulation), fewshot=_loader("validation", formulation),
+        load=_loader("test", formulation),
+        fewshot=_loader("validation", formulation),
         scorers=(build_scorer("mmlu_pro_answer" if generate else "loglikelihood_mc"),),
-        prompt=PROMPTS[formulation], default_few_shot=5 if generate else 0,
-        few_shot_sampling="fixed", few_shot_match="category", formulation=formulation,
-        params=GenerateParams(max_tokens=2048 if generate else 32, temperature=0.0,
-                              stop=("Question:",)),
+        prompt=PROMPTS[formulation],
+        default_few_shot=5 if generate else 0,
+        few_shot_sampling="fixed",
+        few_shot_match="category",
+        formulation=formulation,
+        params=GenerateParams(
+            max_tokens=2048 if generate else 32, temperature=0.0, stop=("Question:",)
+        ),
         source=f"{DATASET} (Wang et al., 2024, arXiv:2406.01574); prompt, extraction and "
         f"scoring of {REFERENCE}",
-        license="MIT", tags=("knowledge", "reasoning", "multiple_choice"),
+        license="MIT",
+        tags=("knowledge", "reasoning", "multiple_choice"),
     )
 
 

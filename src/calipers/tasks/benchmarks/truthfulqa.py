@@ -53,8 +53,10 @@ QA_PRIMER = (
 )
 """The fixed six-question prompt of the TruthfulQA paper (what lm-eval prepends)."""
 
-_HOW = ("Put data/v1/mc_task.json and data/v1/TruthfulQA.csv from github.com/sylinrl/"
-        "TruthfulQA in <data-dir>/truthfulqa/ (keeping data/v1/); see docs/benchmarks.md.")
+_HOW = (
+    "Put data/v1/mc_task.json and data/v1/TruthfulQA.csv from github.com/sylinrl/"
+    "TruthfulQA in <data-dir>/truthfulqa/ (keeping data/v1/); see docs/benchmarks.md."
+)
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -73,15 +75,15 @@ def _categories(data_dir: Path | str | None) -> dict[str, tuple[str, str]]:
 
 def _targets(item: Any, key: str, i: int, path: str) -> tuple[tuple[str, ...], list[int]]:
     t = item.get(key) if isinstance(item, dict) else None
-    if not (isinstance(t, dict) and t and all(v in (0, 1) for v in t.values())
-            and 1 in t.values()):
-        raise DataError(f"truthfulqa: {path}: item {i} has no valid {key!r} (answer -> 0/1, "
-                        "at least one 1).", hint=_HOW)
+    if not (isinstance(t, dict) and t and all(v in (0, 1) for v in t.values()) and 1 in t.values()):
+        raise DataError(
+            f"truthfulqa: {path}: item {i} has no valid {key!r} (answer -> 0/1, at least one 1).",
+            hint=_HOW,
+        )
     return tuple(t), [int(v) for v in t.values()]
 
 
-def _local_items(data_dir: Path | str | None) -> tuple[list[Any], dict[str, tuple[str, str]],
-                                                       str]:
+def _local_items(data_dir: Path | str | None) -> tuple[list[Any], dict[str, tuple[str, str]], str]:
     path = benchmark_file("truthfulqa", "data/v1/mc_task.json", data_dir, how_to_get=_HOW)
     try:
         items = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_pairs)
@@ -104,10 +106,17 @@ def _as_mapping(targets: Any) -> Any:
 def _hub_items() -> tuple[list[Any], dict[str, tuple[str, str]], str, dict[str, str]]:
     mc = hub_rows("truthfulqa", "truthfulqa/truthful_qa", "multiple_choice", "validation", _HOW)
     gen = hub_rows("truthfulqa", "truthfulqa/truthful_qa", "generation", "validation", _HOW)
-    items = [{"question": r.get("question"),
-              **{k: _as_mapping(r.get(k)) for k in ("mc1_targets", "mc2_targets")}} for r in mc]
-    categories = {str(r.get("question", "")).strip(): (str(r.get("category")), str(r.get("type")))
-                  for r in gen}
+    items = [
+        {
+            "question": r.get("question"),
+            **{k: _as_mapping(r.get(k)) for k in ("mc1_targets", "mc2_targets")},
+        }
+        for r in mc
+    ]
+    categories = {
+        str(r.get("question", "")).strip(): (str(r.get("category")), str(r.get("type")))
+        for r in gen
+    }
     meta = {DATA_SOURCE_KEY: f"{mc.source.uri}; {gen.source.uri}"}
     return items, categories, "truthfulqa/truthful_qa multiple_choice/validation", meta
 
@@ -127,12 +136,21 @@ def read_truthfulqa(which: str, data_dir: Path | str | None) -> list[Sample]:
         choices, labels = _targets(item, f"{which}_targets", i, where)
         question = item.get("question")
         if not isinstance(question, str) or question.strip() not in categories:
-            raise DataError(f"truthfulqa: item {i} of {where} has no question found in {also}.",
-                            hint=_HOW)
+            raise DataError(
+                f"truthfulqa: item {i} of {where} has no question found in {also}.", hint=_HOW
+            )
         category, kind = categories[question.strip()]
-        out.append(Sample(id=str(i), input=question, target=labels.index(1), choices=choices,
-                          category=category, fields={"labels": labels},
-                          metadata={"type": kind, **meta}))
+        out.append(
+            Sample(
+                id=str(i),
+                input=question,
+                target=labels.index(1),
+                choices=choices,
+                category=category,
+                fields={"labels": labels},
+                metadata={"type": kind, **meta},
+            )
+        )
     return out
 
 
@@ -157,8 +175,12 @@ def truthfulqa_task(which: str) -> Task:
         kind="multiple_choice",
         load=_loader(which),
         scorers=(scorer,),
-        prompt=PromptTemplate(instruction=QA_PRIMER, template="Q: {input}\nA:",
-                              answer=" {target}", continuation=" {choice}"),
+        prompt=PromptTemplate(
+            instruction=QA_PRIMER,
+            template="Q: {input}\nA:",
+            answer=" {target}",
+            continuation=" {choice}",
+        ),
         params=GenerateParams(max_tokens=64, temperature=0.0),
         source="sylinrl/TruthfulQA data/v1 (HF truthful_qa multiple_choice)",
         license="Apache-2.0",

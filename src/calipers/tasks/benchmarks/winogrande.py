@@ -41,14 +41,20 @@ def load_winogrande(ctx: LoadContext, formulation: str = "partial") -> list[Samp
         rows = [(i + 1, r) for i, r in enumerate(records)]
     else:
         rows = list(_records("winogrande", _file("winogrande", "dev.jsonl", ctx)))
-        labels = _labels("winogrande", _file("winogrande", "dev-labels.lst", ctx), len(rows),
-                         {"1", "2"})
+        labels = _labels(
+            "winogrande", _file("winogrande", "dev-labels.lst", ctx), len(rows), {"1", "2"}
+        )
     out = _winogrande_samples(rows, labels, formulation, twins=source is None)
     return out if source is None else stamp(out, source)
 
 
-def _winogrande_samples(rows: Sequence[tuple[int, dict[str, Any]]], labels: Sequence[str],
-                        formulation: str, *, twins: bool) -> list[Sample]:
+def _winogrande_samples(
+    rows: Sequence[tuple[int, dict[str, Any]]],
+    labels: Sequence[str],
+    formulation: str,
+    *,
+    twins: bool,
+) -> list[Sample]:
     out = []
     for (line, rec), label in zip(rows, labels, strict=True):
         where = f"dev.jsonl line {line}"
@@ -56,21 +62,34 @@ def _winogrande_samples(rows: Sequence[tuple[int, dict[str, Any]]], labels: Sequ
         if sentence.count("_") != 1:
             raise DataError(f"winogrande: {where}: the sentence has no single blank (_).")
         before, after = sentence.split("_")
-        options = (str(_get("winogrande", rec, "option1", where)),
-                   str(_get("winogrande", rec, "option2", where)))
+        options = (
+            str(_get("winogrande", rec, "option1", where)),
+            str(_get("winogrande", rec, "option2", where)),
+        )
         qid = str(_get("winogrande", rec, "qID", where))
         cluster = qid.rsplit("-", 1)[0] if twins else qid
         if formulation == "partial":
-            out.append(Sample(
-                id=qid, input=before, choices=options, target=int(label) - 1,
-                cluster=cluster, fields={"after": after.strip()},
-            ))
+            out.append(
+                Sample(
+                    id=qid,
+                    input=before,
+                    choices=options,
+                    target=int(label) - 1,
+                    cluster=cluster,
+                    fields={"after": after.strip()},
+                )
+            )
             continue
-        out.append(Sample(
-            id=qid, input=before.rstrip(), choices=tuple(f"{o} {after.strip()}" for o in options),
-            target=int(label) - 1, cluster=cluster,
-            metadata={"options": list(options)},
-        ))
+        out.append(
+            Sample(
+                id=qid,
+                input=before.rstrip(),
+                choices=tuple(f"{o} {after.strip()}" for o in options),
+                target=int(label) - 1,
+                cluster=cluster,
+                metadata={"options": list(options)},
+            )
+        )
     return out
 
 
@@ -80,24 +99,31 @@ WINOGRANDE_FORMULATIONS = ("partial", "full")
 def winogrande_task(formulation: str = "partial") -> Task:
     """Version 2: partial evaluation by default (version 1 had only ``full``)."""
     if formulation not in WINOGRANDE_FORMULATIONS:
-        raise ConfigError(f"winogrande has no formulation {formulation!r}.",
-                          hint=f"Its formulations: {', '.join(WINOGRANDE_FORMULATIONS)}.")
+        raise ConfigError(
+            f"winogrande has no formulation {formulation!r}.",
+            hint=f"Its formulations: {', '.join(WINOGRANDE_FORMULATIONS)}.",
+        )
     if formulation == "partial":
-        prompt = PromptTemplate(template="{input}", answer="{target} {after}",
-                                option_context="{choice}", continuation=" {after}")
+        prompt = PromptTemplate(
+            template="{input}",
+            answer="{target} {after}",
+            option_context="{choice}",
+            continuation=" {after}",
+        )
     else:
         prompt = PromptTemplate(template="{input} ", answer="{target}", continuation="{choice}")
     task = _task(
-        "winogrande", "WinoGrande v1.1 dev (1,267 pronoun-resolution sentences, 2 options).",
-        lambda ctx: load_winogrande(ctx, formulation), prompt,
+        "winogrande",
+        "WinoGrande v1.1 dev (1,267 pronoun-resolution sentences, 2 options).",
+        lambda ctx: load_winogrande(ctx, formulation),
+        prompt,
         "WinoGrande v1.1 dev split (allenai/winogrande); Sakaguchi et al. 2020, "
-        "\"WinoGrande: An Adversarial Winograd Schema Challenge at Scale\", arXiv:1907.10641",
+        '"WinoGrande: An Adversarial Winograd Schema Challenge at Scale", arXiv:1907.10641',
         "unstated (the data README names none; allenai/winogrande code is Apache-2.0)",
         ("commonsense", "coreference"),
     )
     scorers = (build_scorer("loglikelihood_partial"),) if formulation == "partial" else None
-    return replace(task, version="2", formulation=formulation,
-                   scorers=scorers or task.scorers)
+    return replace(task, version="2", formulation=formulation, scorers=scorers or task.scorers)
 
 
 def register() -> None:

@@ -33,8 +33,8 @@ def _wrap(node: _Node, parent: str, right: bool) -> str:
     if node.op is None:
         return node.text
     lower = _PREC[node.op] < _PREC[parent]
-    same_but_order_matters = right and _PREC[node.op] == _PREC[parent] and (
-        parent in "-/" or node.op != parent
+    same_but_order_matters = (
+        right and _PREC[node.op] == _PREC[parent] and (parent in "-/" or node.op != parent)
     )
     return f"({node.text})" if lower or same_but_order_matters else node.text
 

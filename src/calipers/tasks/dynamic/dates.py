@@ -41,8 +41,20 @@ _ANSWER_PATTERN = r"(\d{4}-\d{2}-\d{2}|" + "|".join(WEEKDAYS) + ")"
 
 def long_date(d: date) -> str:
     """``March 3, 2025`` (no zero padding, independent of the locale)."""
-    months = ("January", "February", "March", "April", "May", "June", "July", "August",
-              "September", "October", "November", "December")
+    months = (
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    )
     return f"{months[d.month - 1]} {d.day}, {d.year}"
 
 
@@ -55,8 +67,10 @@ def _question(rng: random.Random) -> tuple[str, date, int, str]:
     sign = 1 if family.endswith("after") else -1
     direction = "after" if sign > 0 else "before"
     if weekday:
-        text = (f"What day of the week is {days} days {direction} "
-                f"{WEEKDAYS[start.weekday()]}, {long_date(start)}?")
+        text = (
+            f"What day of the week is {days} days {direction} "
+            f"{WEEKDAYS[start.weekday()]}, {long_date(start)}?"
+        )
     else:
         text = f"What is the date {days} days {direction} {long_date(start)}?"
     return family, start, sign * days, text
@@ -73,7 +87,10 @@ def make_date_question(rng: random.Random, sample_id: str) -> Sample:
         target = answer_day.isoformat()
         text += " Answer with the date in YYYY-MM-DD format."
     return Sample(
-        id=sample_id, input=text, target=target, category=family,
+        id=sample_id,
+        input=text,
+        target=target,
+        category=family,
         metadata={"start": start.isoformat(), "offset": offset},
     )
 
@@ -109,8 +126,12 @@ def make_date_mc(rng: random.Random, sample_id: str) -> Sample:
     options = [answer, *_distractors(rng, family, start, offset)]
     rng.shuffle(options)
     return Sample(
-        id=sample_id, input=text, target=options.index(answer), choices=tuple(options),
-        category=family, metadata={"start": start.isoformat(), "offset": offset},
+        id=sample_id,
+        input=text,
+        target=options.index(answer),
+        choices=tuple(options),
+        category=family,
+        metadata={"start": start.isoformat(), "offset": offset},
     )
 
 
@@ -126,8 +147,11 @@ def dates_task() -> Task:
         fewshot=fewshot_loader(NAME, make_date_question, default_n),
         # The last weekday or ISO date in the reply: restating the question's weekday first
         # ("10 days after Monday is Thursday") still counts, listing every day does not help.
-        scorers=(build_scorer({"name": "regex_match",
-                               "args": {"pattern": _ANSWER_PATTERN, "last": True}}),),
+        scorers=(
+            build_scorer(
+                {"name": "regex_match", "args": {"pattern": _ANSWER_PATTERN, "last": True}}
+            ),
+        ),
         prompt=PromptTemplate(template="Question: {input}\nAnswer:", answer=" {target}"),
         default_few_shot=3,
         few_shot_sampling="fixed",
@@ -143,8 +167,10 @@ MC_FORMULATIONS = ("cloze", "letter", "generate")
 _MC_HEADER = "Answer the question about dates with the letter of the right option.\n\n"
 
 
-def _lettered(load: Callable[[LoadContext], Sequence[Sample]], letters: bool,
-              ) -> Callable[[LoadContext], list[Sample]]:
+def _lettered(
+    load: Callable[[LoadContext], Sequence[Sample]],
+    letters: bool,
+) -> Callable[[LoadContext], list[Sample]]:
     """The letter/generate formulations of the four-option items: the options shown with
     letters (``{options}``); ``letters`` makes the choices the letters themselves (scored by
     log-likelihood of " A".." D"), else they stay the texts (read from a generated reply)."""
@@ -153,8 +179,10 @@ def _lettered(load: Callable[[LoadContext], Sequence[Sample]], letters: bool,
         out = []
         for s in load(ctx):
             texts = list(s.choices or ())
-            fields = {**s.fields, "options": "\n".join(
-                f"{chr(65 + i)}. {t}" for i, t in enumerate(texts))}
+            fields = {
+                **s.fields,
+                "options": "\n".join(f"{chr(65 + i)}. {t}" for i, t in enumerate(texts)),
+            }
             upd: dict[str, object] = {"fields": fields}
             if letters:
                 upd["choices"] = tuple(chr(65 + i) for i in range(len(texts)))
@@ -171,19 +199,23 @@ def dates_mc_task(formulation: str = "cloze") -> Task:
     reads the letter from a generated reply. A fresh control for position and
     option-text effects (``calipers contamination``), since its items cannot be memorised."""
     if formulation not in MC_FORMULATIONS:
-        raise ConfigError(f"{NAME_MC}: no formulation {formulation!r}.",
-                          hint=f"Use one of {', '.join(MC_FORMULATIONS)}.")
+        raise ConfigError(
+            f"{NAME_MC}: no formulation {formulation!r}.",
+            hint=f"Use one of {', '.join(MC_FORMULATIONS)}.",
+        )
     default_n = 50
     load = loader(NAME_MC, make_date_mc, default_n)
     shots = fewshot_loader(NAME_MC, make_date_mc, default_n)
     prompt = PromptTemplate(
-        template="Question: {input}\nAnswer:", answer=" {target}", continuation=" {choice}")
+        template="Question: {input}\nAnswer:", answer=" {target}", continuation=" {choice}"
+    )
     scorer = "loglikelihood_mc"
     if formulation != "cloze":
         letters = formulation == "letter"
         load, shots = _lettered(load, letters), _lettered(shots, letters)
-        prompt = PromptTemplate(template=_MC_HEADER + "Question: {input}\n{options}\nAnswer:",
-                                answer=" {target_letter}")
+        prompt = PromptTemplate(
+            template=_MC_HEADER + "Question: {input}\n{options}\nAnswer:", answer=" {target_letter}"
+        )
         scorer = "loglikelihood_mc" if letters else "choice_letter"
     return Task(
         name=NAME_MC,

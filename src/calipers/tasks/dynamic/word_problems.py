@@ -24,16 +24,40 @@ DISTRACTOR_RATE = 0.4
 _REFERS_BACK = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
 
 _NAMES = (
-    "Amara", "Ben", "Chen", "Diego", "Elif", "Fatima", "Grace", "Hiro", "Ines", "Jamal",
-    "Kofi", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sami", "Tomas",
+    "Amara",
+    "Ben",
+    "Chen",
+    "Diego",
+    "Elif",
+    "Fatima",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jamal",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tomas",
 )
 _GOODS = ("notebooks", "pens", "apples", "mugs", "stickers", "candles", "oranges", "rulers")
 _THINGS = ("marbles", "cards", "stamps", "shells", "beads", "coins", "buttons", "seeds")
 _PRICED = ("jacket", "lamp", "backpack", "bicycle", "toaster", "guitar", "chair", "kettle")
 _FRAGILE = ("eggs", "crayons", "pencils", "cookies", "plates", "cups")
 _MADE = ("bolts", "bottles", "bricks", "boxes", "toys", "tiles")
-_FRACTIONS = (("Half", 1, 2), ("One third", 1, 3), ("One quarter", 1, 4), ("One fifth", 1, 5),
-              ("Two thirds", 2, 3), ("Three quarters", 3, 4))
+_FRACTIONS = (
+    ("Half", 1, 2),
+    ("One third", 1, 3),
+    ("One quarter", 1, 4),
+    ("One fifth", 1, 5),
+    ("Two thirds", 2, 3),
+    ("Three quarters", 3, 4),
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +76,8 @@ def _shopping(r: random.Random, n: str, _m: str) -> _Problem:
     a, b, p, q = r.randint(2, 12), r.randint(2, 12), r.randint(1, 15), r.randint(1, 15)
     return _Problem(
         [f"{n} buys {a} {g1} for ${p} each and {b} {g2} for ${q} each."],
-        f"How many dollars does {n} spend in total?", a * p + b * q,
+        f"How many dollars does {n} spend in total?",
+        a * p + b * q,
         f"{a} * {p} = {a * p} and {b} * {q} = {b * q}, so {a * p} + {b * q} = {a * p + b * q}.",
     )
 
@@ -60,9 +85,12 @@ def _shopping(r: random.Random, n: str, _m: str) -> _Problem:
 def _sharing(r: random.Random, n: str, _m: str) -> _Problem:
     obj, k, each = r.choice(_THINGS), r.randint(2, 9), r.randint(2, 15)
     return _Problem(
-        [f"{n} has {k * each} {obj}.",
-         f"{n} shares them equally among {k} friends and keeps none."],
-        f"How many {obj} does each friend get?", each,
+        [
+            f"{n} has {k * each} {obj}.",
+            f"{n} shares them equally among {k} friends and keeps none.",
+        ],
+        f"How many {obj} does each friend get?",
+        each,
         f"{k * each} / {k} = {each}.",
     )
 
@@ -71,9 +99,12 @@ def _savings(r: random.Random, n: str, _m: str) -> _Problem:
     s, w = r.randint(3, 25), r.randint(2, 12)
     x = r.randint(1, s * w - 1)
     return _Problem(
-        [f"{n} saves ${s} every week for {w} weeks.",
-         f"Then {n} spends ${x} on a {r.choice(_PRICED)}."],
-        f"How many dollars does {n} have left?", s * w - x,
+        [
+            f"{n} saves ${s} every week for {w} weeks.",
+            f"Then {n} spends ${x} on a {r.choice(_PRICED)}.",
+        ],
+        f"How many dollars does {n} have left?",
+        s * w - x,
         f"{s} * {w} = {s * w}, and {s * w} - {x} = {s * w - x}.",
     )
 
@@ -82,7 +113,8 @@ def _ages(r: random.Random, n: str, m: str) -> _Problem:
     a, d, y = r.randint(5, 40), r.randint(2, 30), r.randint(2, 15)
     return _Problem(
         [f"{n} is {a} years old.", f"{m} is {d} years older than {n}."],
-        f"How old will {m} be in {y} years?", a + d + y,
+        f"How old will {m} be in {y} years?",
+        a + d + y,
         f"{m} is {a} + {d} = {a + d} now, so in {y} years {a + d} + {y} = {a + d + y}.",
     )
 
@@ -90,9 +122,12 @@ def _ages(r: random.Random, n: str, m: str) -> _Problem:
 def _production(r: random.Random, n: str, _m: str) -> _Problem:
     obj, rate, h, d = r.choice(_MADE), r.randint(3, 40), r.randint(2, 10), r.randint(2, 7)
     return _Problem(
-        [f"A machine in {n}'s workshop makes {rate} {obj} per hour.",
-         f"The machine runs for {h} hours each day."],
-        f"How many {obj} does the machine make in {d} days?", rate * h * d,
+        [
+            f"A machine in {n}'s workshop makes {rate} {obj} per hour.",
+            f"The machine runs for {h} hours each day.",
+        ],
+        f"How many {obj} does the machine make in {d} days?",
+        rate * h * d,
         f"{rate} * {h} = {rate * h} per day, and {rate * h} * {d} = {rate * h * d}.",
     )
 
@@ -101,9 +136,13 @@ def _discount(r: random.Random, n: str, _m: str) -> _Problem:
     thing, p, pct = r.choice(_PRICED), 20 * r.randint(1, 15), r.choice((10, 20, 25, 40, 50, 75))
     off = p * pct // 100
     return _Problem(
-        [f"{n} wants to buy a {thing}.", f"The {thing} costs ${p}.",
-         f"The store sells it at {pct}% off."],
-        f"How many dollars does {n} pay for the {thing} on sale?", p - off,
+        [
+            f"{n} wants to buy a {thing}.",
+            f"The {thing} costs ${p}.",
+            f"The store sells it at {pct}% off.",
+        ],
+        f"How many dollars does {n} pay for the {thing} on sale?",
+        p - off,
         f"{pct}% of {p} is {off}, so {p} - {off} = {p - off}.",
     )
 
@@ -112,9 +151,9 @@ def _changes(r: random.Random, n: str, m: str) -> _Problem:
     obj, a = r.choice(_THINGS), r.randint(10, 60)
     b, c = r.randint(1, a - 1), r.randint(2, 30)
     return _Problem(
-        [f"{n} has {a} {obj}.", f"{n} gives {b} of them to {m}.",
-         f"Then {n} buys {c} more {obj}."],
-        f"How many {obj} does {n} have now?", a - b + c,
+        [f"{n} has {a} {obj}.", f"{n} gives {b} of them to {m}.", f"Then {n} buys {c} more {obj}."],
+        f"How many {obj} does {n} have now?",
+        a - b + c,
         f"{a} - {b} = {a - b}, and {a - b} + {c} = {a - b + c}.",
     )
 
@@ -123,9 +162,13 @@ def _packs(r: random.Random, n: str, _m: str) -> _Problem:
     obj, p, k = r.choice(_FRAGILE), r.randint(2, 9), r.randint(4, 12)
     bad = r.randint(2, p * k - 1)
     return _Problem(
-        [f"{n} buys {p} packs of {obj}.", f"Each pack holds {k} {obj}.",
-         f"{bad} of the {obj} are broken."],
-        f"How many unbroken {obj} does {n} have?", p * k - bad,
+        [
+            f"{n} buys {p} packs of {obj}.",
+            f"Each pack holds {k} {obj}.",
+            f"{bad} of the {obj} are broken.",
+        ],
+        f"How many unbroken {obj} does {n} have?",
+        p * k - bad,
         f"{p} * {k} = {p * k}, and {p * k} - {bad} = {p * k - bad}.",
     )
 
@@ -133,9 +176,13 @@ def _packs(r: random.Random, n: str, _m: str) -> _Problem:
 def _travel(r: random.Random, n: str, _m: str) -> _Problem:
     v, t, w, u = r.randint(40, 120), r.randint(2, 6), r.randint(40, 120), r.randint(2, 6)
     return _Problem(
-        [f"{n} takes a train.", f"The train travels at {v} kilometers per hour for {t} hours.",
-         f"Then the train travels at {w} kilometers per hour for {u} hours."],
-        "How many kilometers does the train travel in total?", v * t + w * u,
+        [
+            f"{n} takes a train.",
+            f"The train travels at {v} kilometers per hour for {t} hours.",
+            f"Then the train travels at {w} kilometers per hour for {u} hours.",
+        ],
+        "How many kilometers does the train travel in total?",
+        v * t + w * u,
         f"{v} * {t} = {v * t} and {w} * {u} = {w * u}, so {v * t} + {w * u} = {v * t + w * u}.",
     )
 
@@ -146,7 +193,8 @@ def _fraction(r: random.Random, n: str, _m: str) -> _Problem:
     part = total * num // den
     return _Problem(
         [f"There are {total} students in {n}'s class.", f"{word} of them play soccer."],
-        "How many students in the class do not play soccer?", total - part,
+        "How many students in the class do not play soccer?",
+        total - part,
         f"{word.lower()} of {total} is {part}, so {total} - {part} = {total - part}.",
     )
 
@@ -155,15 +203,24 @@ def _recipe(r: random.Random, n: str, _m: str) -> _Problem:
     b, f, k = r.randint(6, 24), r.randint(2, 5), r.randint(2, 6)
     return _Problem(
         [f"{n}'s recipe for {b} muffins uses {f} cups of flour."],
-        f"How many cups of flour does {n} need for {b * k} muffins?", f * k,
+        f"How many cups of flour does {n} need for {b * k} muffins?",
+        f * k,
         f"{b * k} / {b} = {k} batches, and {k} * {f} = {f * k}.",
     )
 
 
 TEMPLATES: dict[str, Template] = {
-    "shopping": _shopping, "sharing": _sharing, "savings": _savings, "ages": _ages,
-    "production": _production, "discount": _discount, "changes": _changes, "packs": _packs,
-    "travel": _travel, "fraction": _fraction, "recipe": _recipe,
+    "shopping": _shopping,
+    "sharing": _sharing,
+    "savings": _savings,
+    "ages": _ages,
+    "production": _production,
+    "discount": _discount,
+    "changes": _changes,
+    "packs": _packs,
+    "travel": _travel,
+    "fraction": _fraction,
+    "recipe": _recipe,
 }
 """Template name (the sample's category) -> generator."""
 
