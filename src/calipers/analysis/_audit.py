@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun
 from calipers.analysis._audit_data import Annotation, annotations_from, task_samples
 from calipers.analysis._saturation import task_metric
@@ -181,7 +181,10 @@ def _gold(votes: Sequence[_Vote], sample: Sample | None) -> int | None:
 
 
 def _agreement(
-    votes: Sequence[_Vote], gold: int | None, min_agree: int | None, min_confidence: float,
+    votes: Sequence[_Vote],
+    gold: int | None,
+    min_agree: int | None,
+    min_confidence: float,
 ) -> tuple[int, list[_Vote]] | None:
     """The most-voted wrong option and its confident votes, if there are enough of them."""
     need = min_agree if min_agree is not None else max(2, len(votes) // 2 + 1)
@@ -223,8 +226,9 @@ class _Context:
         return self.runs[j].methodology.tasks[self.task].formulation or "default"
 
 
-def _flag_item(ctx: _Context, item: str, votes: list[_Vote], rule: tuple[int | None, float],
-               min_models: int) -> FlaggedItem | None:
+def _flag_item(
+    ctx: _Context, item: str, votes: list[_Vote], rule: tuple[int | None, float], min_models: int
+) -> FlaggedItem | None:
     sample = ctx.samples.get(item)
     gold = _gold(votes, sample)
     found = _agreement(votes, gold, *rule)
@@ -240,26 +244,33 @@ def _flag_item(ctx: _Context, item: str, votes: list[_Vote], rule: tuple[int | N
     if agreed_text is None and ctx.kinds[support[0].run] == "index":
         agreed_text = record.response
     return FlaggedItem(
-        id=item, category=record.category, gold=_letter(gold),
-        gold_text=_option_text(gold, sample) or record.target, agreed=chr(65 + option),
-        agreed_text=agreed_text, votes=len(support), voters=len(votes),
+        id=item,
+        category=record.category,
+        gold=_letter(gold),
+        gold_text=_option_text(gold, sample) or record.target,
+        agreed=chr(65 + option),
+        agreed_text=agreed_text,
+        votes=len(support),
+        voters=len(votes),
         models=sorted({ctx.model(v.run) for v in support}),
         formulations=sorted({ctx.formulation(v.run) for v in support}),
         mean_confidence=float(np.mean(confs)) if confs else None,
-        without_confidence=len(support) - len(confs), annotation=ctx.annotations.get(item),
+        without_confidence=len(support) - len(confs),
+        annotation=ctx.annotations.get(item),
     )
 
 
-def _run_audit(ctx: _Context, j: int, metric: str, flagged: set[str], c: float,
-               seed: int) -> RunAudit:
+def _run_audit(
+    ctx: _Context, j: int, metric: str, flagged: set[str], c: float, seed: int
+) -> RunAudit:
     run = ctx.runs[j]
     scored = {i: (s.scores or {}).get(metric, math.nan) for i, s in ctx.records[j].items()}
     kept = [v for i, v in scored.items() if i not in flagged]
     dropped = [v for i, v in scored.items() if i in flagged]
-    rng = np.random.default_rng([seed, int(text_hash(f"{ctx.task}\x00{run.record.id}",
-                                                     length=8), 16)])
+    rng = derived_rng(seed, ctx.task, run.record.id)
     return RunAudit(
-        run_id=run.record.id, model=run.record.model_name,
+        run_id=run.record.id,
+        model=run.record.model_name,
         formulation=run.methodology.tasks[ctx.task].formulation,
         all_items=summarize(kept + dropped, rng=rng, confidence=c).to_dict(),
         audited=summarize(kept, rng=rng, confidence=c).to_dict(),
@@ -267,71 +278,113 @@ def _run_audit(ctx: _Context, j: int, metric: str, flagged: set[str], c: float,
     )
 
 
-def _against(name: str, types: Sequence[str], flagged: set[str],
-             annotated: Mapping[str, Annotation], c: float) -> FlagAgreement:
+def _against(
+    name: str,
+    types: Sequence[str],
+    flagged: set[str],
+    annotated: Mapping[str, Annotation],
+    c: float,
+) -> FlagAgreement:
     truth = {i for i, a in annotated.items() if a.error_type in types}
     tp, fp = len(flagged & truth), len(flagged - truth)
     fn = len(truth - flagged)
     n = len(annotated)
     return FlagAgreement(
-        against=name, error_types=sorted(types), n_items=n, tp=tp, fp=fp, fn=fn,
-        tn=n - tp - fp - fn, precision=wilson(tp, tp + fp, c).to_dict(),
-        recall=wilson(tp, tp + fn, c).to_dict(), base_rate=wilson(tp + fn, n, c).to_dict(),
+        against=name,
+        error_types=sorted(types),
+        n_items=n,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=n - tp - fp - fn,
+        precision=wilson(tp, tp + fp, c).to_dict(),
+        recall=wilson(tp, tp + fn, c).to_dict(),
+        base_rate=wilson(tp + fn, n, c).to_dict(),
     )
 
 
-def _agreements(flagged: list[FlaggedItem], items: set[str],
-                annotations: Mapping[str, Annotation], c: float,
-                ) -> tuple[list[FlagAgreement], dict[str, int] | None]:
+def _agreements(
+    flagged: list[FlaggedItem],
+    items: set[str],
+    annotations: Mapping[str, Annotation],
+    c: float,
+) -> tuple[list[FlagAgreement], dict[str, int] | None]:
     annotated = {i: a for i, a in annotations.items() if i in items}
     if not annotated:
         return [], None
     ids = {f.id for f in flagged if f.id in annotated}
     errors = sorted({a.error_type for a in annotated.values()} - {"ok"})
-    rows = [_against("wrong label", sorted(WRONG_LABEL), ids, annotated, c),
-            _against("any error", errors, ids, annotated, c)]
-    proposed = [f for f in flagged if f.annotation and f.annotation.error_type in WRONG_LABEL
-                and f.annotation.correct_answer is not None]
-    match = sum(_letter(f.annotation.correct_answer) == f.agreed
-                for f in proposed if f.annotation)
+    rows = [
+        _against("wrong label", sorted(WRONG_LABEL), ids, annotated, c),
+        _against("any error", errors, ids, annotated, c),
+    ]
+    proposed = [
+        f
+        for f in flagged
+        if f.annotation
+        and f.annotation.error_type in WRONG_LABEL
+        and f.annotation.correct_answer is not None
+    ]
+    match = sum(_letter(f.annotation.correct_answer) == f.agreed for f in proposed if f.annotation)
     return rows, {"n": len(proposed), "agreed_equals_proposed": match}
 
 
 def _caveats(ctx: _Context, flagged: list[FlaggedItem], min_models: int) -> list[str]:
     n_models = len({r.methodology.model.key() for r in ctx.runs})
-    out = [] if len(ctx.runs) > 1 else [
-        "A single run cannot agree with anything: pass several runs (models, formulations)."]
-    out += ["Agreement is not proof: several models can share the same misconception, and "
-           "weak models (such as the embedded 135M one) agree on plausible distractors.",
-           "The audited subset is chosen from these runs' own answers, so their audited "
-           "scores are biased upward; judge a model by runs that did not vote."]
+    out = (
+        []
+        if len(ctx.runs) > 1
+        else ["A single run cannot agree with anything: pass several runs (models, formulations)."]
+    )
+    out += [
+        "Agreement is not proof: several models can share the same misconception, and "
+        "weak models (such as the embedded 135M one) agree on plausible distractors.",
+        "The audited subset is chosen from these runs' own answers, so their audited "
+        "scores are biased upward; judge a model by runs that did not vote.",
+    ]
     if n_models == 1:
-        out.append("Every run is the same model: agreement across formulations shows that "
-                   "model's stable preference, not independent evidence.")
+        out.append(
+            "Every run is the same model: agreement across formulations shows that "
+            "model's stable preference, not independent evidence."
+        )
     elif any(len(f.models) < 2 for f in flagged) and min_models < 2:
-        out.append("Some flags rest on one model under several formulations (see models); "
-                   "--min-models 2 requires independent models.")
-    same = {(r.methodology.model.key(), comparable_hash(r.methodology, ctx.task))
-            for r in ctx.runs}
+        out.append(
+            "Some flags rest on one model under several formulations (see models); "
+            "--min-models 2 requires independent models."
+        )
+    same = {(r.methodology.model.key(), comparable_hash(r.methodology, ctx.task)) for r in ctx.runs}
     if len(same) < len(ctx.runs):
-        out.append("Some runs repeat one model under one methodology: their votes are "
-                   "copies, not agreement; audit one run per model and formulation.")
+        out.append(
+            "Some runs repeat one model under one methodology: their votes are "
+            "copies, not agreement; audit one run per model and formulation."
+        )
     letters = [f.agreed for f in flagged]
     top = max(set(letters), key=letters.count) if letters else None
     if top is not None and len(letters) >= 5 and letters.count(top) >= 0.6 * len(letters):
-        out.append(f"{letters.count(top)} of {len(letters)} flags agree on option {top}: "
-                   "more likely a position bias of the runs than bad labels.")
+        out.append(
+            f"{letters.count(top)} of {len(letters)} flags agree on option {top}: "
+            "more likely a position bias of the runs than bad labels."
+        )
     if any(f.without_confidence for f in flagged):
-        out.append("Generated answers carry no confidence: they count as votes regardless "
-                   "of --min-confidence.")
+        out.append(
+            "Generated answers carry no confidence: they count as votes regardless "
+            "of --min-confidence."
+        )
     return out
 
 
 def audit(
-    runs: Sequence[StoredRun], task: str, *, metric: str | None = None,
-    min_agree: int | None = None, min_confidence: float = 0.5, min_models: int = 1,
-    annotations: Mapping[str, Annotation] | None = None, data_dir: str | Path | None = None,
-    confidence: float = 0.95, seed: int = 0,
+    runs: Sequence[StoredRun],
+    task: str,
+    *,
+    metric: str | None = None,
+    min_agree: int | None = None,
+    min_confidence: float = 0.5,
+    min_models: int = 1,
+    annotations: Mapping[str, Annotation] | None = None,
+    data_dir: str | Path | None = None,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> AuditReport:
     """Flag items of ``task`` whose gold label ``runs`` agree is wrong.
 
@@ -363,29 +416,49 @@ def audit(
     else:
         data_note = f"given ({len(annotations)} items)"
     ctx = _Context(runs, task, [_records(r, task) for r in runs], kinds, samples, annotations)
-    return _report(ctx, metric, (min_agree, min_confidence), min_models, data_note,
-                   confidence, seed)
+    return _report(
+        ctx, metric, (min_agree, min_confidence), min_models, data_note, confidence, seed
+    )
 
 
-def _report(ctx: _Context, metric: str, rule: tuple[int | None, float], min_models: int,
-            note: str, c: float, seed: int) -> AuditReport:
+def _report(
+    ctx: _Context,
+    metric: str,
+    rule: tuple[int | None, float],
+    min_models: int,
+    note: str,
+    c: float,
+    seed: int,
+) -> AuditReport:
     first = {i: s.position for rec in reversed(ctx.records) for i, s in rec.items()}
     items = sorted(first, key=lambda i: (first[i], i))
     flagged = []
     for item in items:
-        votes = [v for j, rec in enumerate(ctx.records) if item in rec
-                 if (v := _vote(j, rec[item], ctx.kinds[j])) is not None]
+        votes = [
+            v
+            for j, rec in enumerate(ctx.records)
+            if item in rec
+            if (v := _vote(j, rec[item], ctx.kinds[j])) is not None
+        ]
         if votes and (f := _flag_item(ctx, item, votes, rule, min_models)):
             flagged.append(f)
     ids = {f.id for f in flagged}
     agreement, match = _agreements(flagged, set(items), ctx.annotations, c)
     return AuditReport(
-        task=ctx.task, metric=metric, n_items=len(items), n_runs=len(ctx.runs),
+        task=ctx.task,
+        metric=metric,
+        n_items=len(items),
+        n_runs=len(ctx.runs),
         n_models=len({r.methodology.model.key() for r in ctx.runs}),
         formulations=sorted({ctx.formulation(j) for j in range(len(ctx.runs))}),
-        min_agree=rule[0], min_confidence=rule[1], min_models=min_models, confidence=c,
+        min_agree=rule[0],
+        min_confidence=rule[1],
+        min_models=min_models,
+        confidence=c,
         flagged=flagged,
         runs=[_run_audit(ctx, j, metric, ids, c, seed) for j in range(len(ctx.runs))],
-        annotations=note, agreement=agreement, correction_match=match,
+        annotations=note,
+        agreement=agreement,
+        correction_match=match,
         caveats=_caveats(ctx, flagged, min_models),
     )

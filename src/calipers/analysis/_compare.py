@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
 from calipers.analysis._floors import Floor, floor_flag
 from calipers.analysis._verdict import verdict
@@ -94,7 +94,8 @@ def _tasks(base: StoredRun, other: StoredRun, only: Sequence[str] | None) -> lis
         if missing:
             raise ConfigError(
                 f"Task(s) {', '.join(missing)} are not in both {base.record.id} and "
-                f"{other.record.id}.", hint=f"Tasks in both: {', '.join(shared) or 'none'}.",
+                f"{other.record.id}.",
+                hint=f"Tasks in both: {', '.join(shared) or 'none'}.",
             )
         return list(only)
     return shared
@@ -109,24 +110,48 @@ def _metrics(run: StoredRun, task: str, all_metrics: bool) -> list[str]:
     return [primary] if primary else names[:1]
 
 
-def _row(p: Paired, a: StoredRun, b: StoredRun, seed: int, confidence: float,
-         alpha: float) -> tuple[ComparisonRow, Any]:
-    rng = np.random.default_rng([seed, int(text_hash(f"{p.task}\x00{p.metric}", length=8), 16)])
-    res = paired_compare(p.a, p.b, rng=rng, confidence=confidence, alpha=alpha,
-                         clusters=list(p.clusters) if p.clusters else None)
+def _row(
+    p: Paired, a: StoredRun, b: StoredRun, seed: int, confidence: float, alpha: float
+) -> tuple[ComparisonRow, Any]:
+    rng = derived_rng(seed, p.task, p.metric)
+    res = paired_compare(
+        p.a,
+        p.b,
+        rng=rng,
+        confidence=confidence,
+        alpha=alpha,
+        clusters=list(p.clusters) if p.clusters else None,
+    )
 
     def num(x: float) -> float | None:
         return None if x is None or np.isnan(x) else float(x)
 
     row = ComparisonRow(
-        task=p.task, metric=p.metric, run_a=a.record.id, run_b=b.record.id,
-        model_a=a.record.model_name, model_b=b.record.model_name, n=res.n,
-        excluded={"only_a": p.only_a, "only_b": p.only_b, "errors_a": p.errors_a,
-                  "errors_b": p.errors_b},
-        score_a=res.mean_a.to_dict(), score_b=res.mean_b.to_dict(), diff=res.diff.to_dict(),
-        test=res.test, p_value=num(res.p_value), p_adjusted=None,
-        effect_size=num(res.effect_size), effect_size_name=res.effect_size_name,
-        n_discordant=res.n_discordant, mde=num(res.mde), significant=False, verdict="",
+        task=p.task,
+        metric=p.metric,
+        run_a=a.record.id,
+        run_b=b.record.id,
+        model_a=a.record.model_name,
+        model_b=b.record.model_name,
+        n=res.n,
+        excluded={
+            "only_a": p.only_a,
+            "only_b": p.only_b,
+            "errors_a": p.errors_a,
+            "errors_b": p.errors_b,
+        },
+        score_a=res.mean_a.to_dict(),
+        score_b=res.mean_b.to_dict(),
+        diff=res.diff.to_dict(),
+        test=res.test,
+        p_value=num(res.p_value),
+        p_adjusted=None,
+        effect_size=num(res.effect_size),
+        effect_size_name=res.effect_size_name,
+        n_discordant=res.n_discordant,
+        mde=num(res.mde),
+        significant=False,
+        verdict="",
     )
     return row, res
 
@@ -137,14 +162,21 @@ ALL_TASKS = "(all tasks)"
 def _pooled(pairs: Sequence[Paired]) -> Paired | None:
     """Every task's primary-metric items pooled (each item weighs the same), when there are
     several tasks and every primary metric is binary: an overall answer to "is B better"."""
-    if len(pairs) < 2 or not all(np.isin(np.concatenate([p.a, p.b]), (0.0, 1.0)).all()
-                                 for p in pairs):
+    if len(pairs) < 2 or not all(
+        np.isin(np.concatenate([p.a, p.b]), (0.0, 1.0)).all() for p in pairs
+    ):
         return None
     return Paired(
-        task=ALL_TASKS, metric="primary", ids=tuple(f"{p.task}/{i}" for p in pairs for i in p.ids),
-        a=np.concatenate([p.a for p in pairs]), b=np.concatenate([p.b for p in pairs]),
-        clusters=None, only_a=sum(p.only_a for p in pairs), only_b=sum(p.only_b for p in pairs),
-        errors_a=sum(p.errors_a for p in pairs), errors_b=sum(p.errors_b for p in pairs),
+        task=ALL_TASKS,
+        metric="primary",
+        ids=tuple(f"{p.task}/{i}" for p in pairs for i in p.ids),
+        a=np.concatenate([p.a for p in pairs]),
+        b=np.concatenate([p.b for p in pairs]),
+        clusters=None,
+        only_a=sum(p.only_a for p in pairs),
+        only_b=sum(p.only_b for p in pairs),
+        errors_a=sum(p.errors_a for p in pairs),
+        errors_b=sum(p.errors_b for p in pairs),
     )
 
 
@@ -187,29 +219,46 @@ def compare(
         raise ConfigError("The runs have no task in common; there is nothing to compare.")
     if mismatches and not force:
         raise ConfigError(
-            "These runs are not comparable: " + "; ".join(mismatches[:5])
-            + (f" (and {len(mismatches) - 5} more)" if len(mismatches) > 5 else "") + ".",
+            "These runs are not comparable: "
+            + "; ".join(mismatches[:5])
+            + (f" (and {len(mismatches) - 5} more)" if len(mismatches) > 5 else "")
+            + ".",
             hint="Scores measured differently cannot be compared. Re-run with the same "
             "settings, or pass --force to compare anyway (the output is flagged).",
         )
-    adjusted = adjust([r.p_value if r.p_value is not None else float("nan") for r in rows],
-                      method=correction)
+    adjusted = adjust(
+        [r.p_value if r.p_value is not None else float("nan") for r in rows], method=correction
+    )
     keys = {r.record.id: r.methodology.model.key() for r in runs}
     final = []
     for row, res, p_adj in zip(rows, results, adjusted, strict=True):
-        flag = floor_flag(floors or {}, row.task, float(row.diff["value"]),
-                          [keys[row.run_a], keys[row.run_b]], row.model_a)
+        flag = floor_flag(
+            floors or {},
+            row.task,
+            float(row.diff["value"]),
+            [keys[row.run_a], keys[row.run_b]],
+            row.model_a,
+        )
         if flag and not np.isnan(row.diff["value"]):
             row = row.model_copy(update={"flags": [flag]})
         sig = bool(p_adj is not None and not np.isnan(p_adj) and p_adj < alpha)
-        row = row.model_copy(update={
-            "p_adjusted": None if np.isnan(p_adj) else float(p_adj), "significant": sig,
-        })
-        final.append(row.model_copy(
-            update={"verdict": verdict(row, res, sig, confidence, len(rows))}
-        ))
+        row = row.model_copy(
+            update={
+                "p_adjusted": None if np.isnan(p_adj) else float(p_adj),
+                "significant": sig,
+            }
+        )
+        final.append(
+            row.model_copy(update={"verdict": verdict(row, res, sig, confidence, len(rows))})
+        )
     return ComparisonSet(
-        baseline=base.record.id, runs=[r.record.id for r in runs], correction=correction,
-        alpha=alpha, confidence=confidence, seed=seed, forced=bool(mismatches) and force,
-        mismatches=mismatches, rows=final,
+        baseline=base.record.id,
+        runs=[r.record.id for r in runs],
+        correction=correction,
+        alpha=alpha,
+        confidence=confidence,
+        seed=seed,
+        forced=bool(mismatches) and force,
+        mismatches=mismatches,
+        rows=final,
     )

@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy import stats
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
 from calipers.analysis._reuse import find_reusable
 from calipers.errors import ConfigError
@@ -46,8 +46,17 @@ from calipers.tasks import resolve_task
 from calipers.types import Estimate
 
 __all__ = [
-    "EXIT_CODES", "GateConfig", "GatePlan", "GateResult", "GateRow", "RunUsed", "SizeCheck",
-    "gate", "judge", "prepare_gate", "run_gate",
+    "EXIT_CODES",
+    "GateConfig",
+    "GatePlan",
+    "GateResult",
+    "GateRow",
+    "RunUsed",
+    "SizeCheck",
+    "gate",
+    "judge",
+    "prepare_gate",
+    "run_gate",
 ]
 
 Verdict = Literal["pass", "fail", "inconclusive"]
@@ -161,14 +170,19 @@ class GatePlan:
 # -- size ---------------------------------------------------------------------------
 
 
-def size_check(items: Mapping[str, int], comparisons: int, max_drop: float, alpha: float,
-               power: float, assumed_discordance: float) -> SizeCheck:
+def size_check(
+    items: Mapping[str, int],
+    comparisons: int,
+    max_drop: float,
+    alpha: float,
+    power: float,
+    assumed_discordance: float,
+) -> SizeCheck:
     """Items a paired non-inferiority test needs to show a margin of ``max_drop`` with
     ``power`` if the two models are truly equal and disagree on ``assumed_discordance`` of
     the items (the variance of a 0/1 difference then), at ``alpha / comparisons``."""
     k = max(1, comparisons)
-    need = sample_size_paired(max_drop, var_diff=assumed_discordance, alpha=alpha / k,
-                              power=power)
+    need = sample_size_paired(max_drop, var_diff=assumed_discordance, alpha=alpha / k, power=power)
     small = [t for t, n in items.items() if n < need]
     message = None
     if small:
@@ -178,12 +192,19 @@ def size_check(items: Mapping[str, int], comparisons: int, max_drop: float, alph
             f"(if the models disagree on {assumed_discordance:.0%} of items; {power:.0%} "
             f"power, alpha {alpha:g}{f' over {k} comparisons' if k > 1 else ''}); {have}"
         )
-    return SizeCheck(items_needed=need, assumed_discordance=assumed_discordance,
-                     comparisons=k, items=dict(items), too_small=small, message=message)
+    return SizeCheck(
+        items_needed=need,
+        assumed_discordance=assumed_discordance,
+        comparisons=k,
+        items=dict(items),
+        too_small=small,
+        message=message,
+    )
 
 
-def _needed(p: Paired, diff: Estimate, max_drop: float, alpha: float, power: float,
-            binary: bool) -> int | None:
+def _needed(
+    p: Paired, diff: Estimate, max_drop: float, alpha: float, power: float, binary: bool
+) -> int | None:
     """Items to decide, if the observed difference were the truth (an observed gain is not
     counted on: 0 instead) with the observed variance of the per-item differences; for 0/1
     scores at least ``m(1 − m)`` (a drop of ``m`` means disagreeing on ``m`` of the items)."""
@@ -208,31 +229,42 @@ def _fmt(x: float, points: bool) -> str:
     return f"{100 * x:+.1f}" if points else f"{x:+.4g}"
 
 
-def _explain(v: Verdict, d: Estimate, m: float, points: bool, n: int,
-             needed: int | None) -> str:
+def _explain(v: Verdict, d: Estimate, m: float, points: bool, n: int, needed: int | None) -> str:
     if n == 0:
         return "inconclusive: no item was scored by both runs"
     unit = " points" if points else ""
-    shown = (f"candidate − baseline = {_fmt(d.value, points)}{unit} [{_fmt(d.low, points)}, "
-             f"{_fmt(d.high, points)}] ({100 * d.confidence:.4g}% interval, n={n:,})")
+    shown = (
+        f"candidate − baseline = {_fmt(d.value, points)}{unit} [{_fmt(d.low, points)}, "
+        f"{_fmt(d.high, points)}] ({100 * d.confidence:.4g}% interval, n={n:,})"
+    )
     bound = f"{_fmt(-m, points)}{unit}"
     if v == "pass":
-        worse = ("; worse than the baseline, but by less than the allowed drop"
-                 if d.high < 0 else "")
+        worse = "; worse than the baseline, but by less than the allowed drop" if d.high < 0 else ""
         return f"not worse: {shown}; its low end is above the allowed drop of {bound}{worse}"
     if v == "fail":
         return f"regression: {shown}; the whole interval is below the allowed drop of {bound}"
-    need = (f"needs about {needed:,} items" if needed is not None
-            else "no number of items can be promised (the difference sits on the margin)")
-    return f"inconclusive: {shown} contains the allowed drop of {bound}; {need}; the suite " \
-           f"has {n:,}"
+    need = (
+        f"needs about {needed:,} items"
+        if needed is not None
+        else "no number of items can be promised (the difference sits on the margin)"
+    )
+    return (
+        f"inconclusive: {shown} contains the allowed drop of {bound}; {need}; the suite has {n:,}"
+    )
 
 
 def gate_row(p: Paired, *, max_drop: float, alpha: float, power: float, seed: int) -> GateRow:
     """Judge one task/metric at ``alpha`` (already divided by the number of comparisons)."""
-    rng = np.random.default_rng([seed, int(text_hash(f"{p.task}\x00{p.metric}", length=8), 16)])
-    res = paired_compare(p.a, p.b, rng=rng, confidence=1 - alpha, alpha=alpha, power=power,
-                         clusters=list(p.clusters) if p.clusters else None)
+    rng = derived_rng(seed, p.task, p.metric)
+    res = paired_compare(
+        p.a,
+        p.b,
+        rng=rng,
+        confidence=1 - alpha,
+        alpha=alpha,
+        power=power,
+        clusters=list(p.clusters) if p.clusters else None,
+    )
     d = res.diff
     verdict: Verdict = "inconclusive"
     if res.n > 0 and d.low > -max_drop:
@@ -240,19 +272,30 @@ def gate_row(p: Paired, *, max_drop: float, alpha: float, power: float, seed: in
     elif res.n > 0 and d.high < -max_drop:
         verdict = "fail"
     binary = res.n_discordant is not None
-    needed = (_needed(p, d, max_drop, alpha, power, binary)
-              if verdict == "inconclusive" else None)
+    needed = _needed(p, d, max_drop, alpha, power, binary) if verdict == "inconclusive" else None
     both = np.concatenate([p.a, p.b])
     points = bool(both.size) and bool(((both >= 0) & (both <= 1)).all())
     return GateRow(
-        task=p.task, metric=p.metric, n=res.n, baseline=res.mean_a.to_dict(),
-        candidate=res.mean_b.to_dict(), diff=d.to_dict(), max_drop=max_drop, verdict=verdict,
-        items_needed=needed, test=res.test,
+        task=p.task,
+        metric=p.metric,
+        n=res.n,
+        baseline=res.mean_a.to_dict(),
+        candidate=res.mean_b.to_dict(),
+        diff=d.to_dict(),
+        max_drop=max_drop,
+        verdict=verdict,
+        items_needed=needed,
+        test=res.test,
         discordance=float(np.mean(p.a != p.b)) if res.n else None,
         p_value=None if math.isnan(res.p_value) else float(res.p_value),
-        excluded={"only_baseline": p.only_a, "only_candidate": p.only_b,
-                  "errors_baseline": p.errors_a, "errors_candidate": p.errors_b},
-        points=points, explanation=_explain(verdict, d, max_drop, points, res.n, needed),
+        excluded={
+            "only_baseline": p.only_a,
+            "only_candidate": p.only_b,
+            "errors_baseline": p.errors_a,
+            "errors_candidate": p.errors_b,
+        },
+        points=points,
+        explanation=_explain(verdict, d, max_drop, points, res.n, needed),
     )
 
 
@@ -272,8 +315,10 @@ def _metric_names(run: StoredRun, task: str, wanted: Sequence[str]) -> list[str]
         elif w in names:
             out.append(w)
         else:
-            raise ConfigError(f"Task {task!r} has no metric {w!r} in run {run.record.id}.",
-                              hint=f"Its metrics: {', '.join(names) or 'none'}.")
+            raise ConfigError(
+                f"Task {task!r} has no metric {w!r} in run {run.record.id}.",
+                hint=f"Its metrics: {', '.join(names) or 'none'}.",
+            )
     if not out:
         raise ConfigError(f"Run {run.record.id} has no scores for task {task!r}.")
     return list(dict.fromkeys(out))
@@ -297,9 +342,17 @@ def _summary(verdict: Verdict, rows: Sequence[GateRow], m: float) -> str:
     return f"INCONCLUSIVE: not enough items to tell on {', '.join(bad)}{most}"
 
 
-def judge(baseline: StoredRun, candidate: StoredRun, *, max_drop: float,
-          metrics: Sequence[str] = ("primary",), tasks: Sequence[str] | None = None,
-          alpha: float = 0.05, power: float = 0.8, seed: int = 0) -> GateResult:
+def judge(
+    baseline: StoredRun,
+    candidate: StoredRun,
+    *,
+    max_drop: float,
+    metrics: Sequence[str] = ("primary",),
+    tasks: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    seed: int = 0,
+) -> GateResult:
     """The gate's verdict on two stored runs (the runs' comparable methodology is checked)."""
     if not max_drop > 0:
         raise ConfigError(f"The allowed drop must be positive, got {max_drop!r}.")
@@ -307,23 +360,31 @@ def judge(baseline: StoredRun, candidate: StoredRun, *, max_drop: float,
     problems = [x for t in tasks for x in methodology_differences(baseline, candidate, t)]
     if problems or not tasks:
         raise ConfigError(
-            "The runs are not comparable: " + ("; ".join(problems[:5]) or "no task in common")
-            + ".", hint="A gate compares the same items measured the same way: run both "
-            "models with the same suite and settings (--limit, --seed, prompts, decoding).")
-    pairs = [pair(baseline, candidate, t, m) for t in tasks
-             for m in _metric_names(baseline, t, metrics)]
+            "The runs are not comparable: "
+            + ("; ".join(problems[:5]) or "no task in common")
+            + ".",
+            hint="A gate compares the same items measured the same way: run both "
+            "models with the same suite and settings (--limit, --seed, prompts, decoding).",
+        )
+    pairs = [
+        pair(baseline, candidate, t, m) for t in tasks for m in _metric_names(baseline, t, metrics)
+    ]
     a = alpha / len(pairs)
     rows = [gate_row(p, max_drop=max_drop, alpha=a, power=power, seed=seed) for p in pairs]
     verdict = _verdict(rows)
     return GateResult(
-        verdict=verdict, exit_code=EXIT_CODES[verdict],
+        verdict=verdict,
+        exit_code=EXIT_CODES[verdict],
         summary=_summary(verdict, rows, max_drop),
-        baseline=RunUsed(run_id=baseline.record.id, model=baseline.record.model,
-                         source="given"),
-        candidate=RunUsed(run_id=candidate.record.id, model=candidate.record.model,
-                          source="given"),
-        max_drop=max_drop, alpha=alpha, power=power, comparisons=len(rows), confidence=1 - a,
-        size=None, rows=rows,
+        baseline=RunUsed(run_id=baseline.record.id, model=baseline.record.model, source="given"),
+        candidate=RunUsed(run_id=candidate.record.id, model=candidate.record.model, source="given"),
+        max_drop=max_drop,
+        alpha=alpha,
+        power=power,
+        comparisons=len(rows),
+        confidence=1 - a,
+        size=None,
+        rows=rows,
     )
 
 
@@ -337,8 +398,10 @@ def _stored(store: Store, ref: str) -> StoredRun | None:
         return None
     rec = store.get_run(ref)
     if rec.status != "finished":
-        raise ConfigError(f"Run {rec.id} is {rec.status}, not finished.",
-                          hint=f"Finish it first: calipers run --resume {rec.id}")
+        raise ConfigError(
+            f"Run {rec.id} is {rec.status}, not finished.",
+            hint=f"Finish it first: calipers run --resume {rec.id}",
+        )
     return StoredRun(rec, tuple(store.get_samples(rec.id)))
 
 
@@ -355,13 +418,22 @@ def _template(config: GateConfig, given: StoredRun | None) -> dict[str, Any]:
         data["study"] = None
         tasks = tasks or tuple(data.get("tasks") or given.record.tasks)
     if not tasks:
-        raise ConfigError("Which suite? --suite is needed unless a side is a stored run.",
-                          hint="calipers gate --suite dyn_arithmetic --baseline MODEL ...")
+        raise ConfigError(
+            "Which suite? --suite is needed unless a side is a stored run.",
+            hint="calipers gate --suite dyn_arithmetic --baseline MODEL ...",
+        )
     return {**data, **config.run_options, "tasks": tuple(tasks)}
 
 
-def _side(store: Store, ref: str, run: StoredRun | None, template: dict[str, Any] | None,
-          provider: ModelProvider | None, base_url: str | None, reuse: bool) -> Side:
+def _side(
+    store: Store,
+    ref: str,
+    run: StoredRun | None,
+    template: dict[str, Any] | None,
+    provider: ModelProvider | None,
+    base_url: str | None,
+    reuse: bool,
+) -> Side:
     if run is not None:
         return Side(ref, run, None, "given")
     assert template is not None
@@ -401,29 +473,55 @@ def _tasks(config: GateConfig, base: Side, cand: Side) -> tuple[str, ...]:
         run = side.run
         missing = [t for t in names if run is not None and t not in run.record.tasks]
         if run is not None and missing:
-            raise ConfigError(f"The {role} run {run.record.id} has no {', '.join(missing)}.",
-                              hint="Gate on tasks both sides have.")
+            raise ConfigError(
+                f"The {role} run {run.record.id} has no {', '.join(missing)}.",
+                hint="Gate on tasks both sides have.",
+            )
     return tuple(names)
 
 
-def prepare_gate(config: GateConfig, store: Store, *,
-                 providers: Mapping[str, ModelProvider] | None = None) -> GatePlan:
+def prepare_gate(
+    config: GateConfig, store: Store, *, providers: Mapping[str, ModelProvider] | None = None
+) -> GatePlan:
     """Resolve both sides, plan the runs still to make (or reuse a stored baseline run) and
     check the suite's size. Calls no model."""
     providers = providers or {}
     base_run, cand_run = _stored(store, config.baseline), _stored(store, config.candidate)
     template = None if base_run and cand_run else _template(config, base_run or cand_run)
-    base = _side(store, config.baseline, base_run, template, providers.get(config.baseline),
-                 config.baseline_base_url, reuse=True)
-    cand = _side(store, config.candidate, cand_run, template, providers.get(config.candidate),
-                 None, reuse=False)
+    base = _side(
+        store,
+        config.baseline,
+        base_run,
+        template,
+        providers.get(config.baseline),
+        config.baseline_base_url,
+        reuse=True,
+    )
+    cand = _side(
+        store,
+        config.candidate,
+        cand_run,
+        template,
+        providers.get(config.candidate),
+        None,
+        reuse=False,
+    )
     tasks = _tasks(config, base, cand)
     src = cand if cand.plan else base if base.plan else cand
     sizes = {t: _items(src, t) for t in tasks}
-    per_task = 1 if config.metrics == ("primary",) else (
-        max(n for _, n in sizes.values()) if "all" in config.metrics else len(config.metrics))
-    size = size_check({t: n for t, (n, _) in sizes.items()}, len(tasks) * per_task,
-                      config.max_drop, config.alpha, config.power, config.assumed_discordance)
+    per_task = (
+        1
+        if config.metrics == ("primary",)
+        else (max(n for _, n in sizes.values()) if "all" in config.metrics else len(config.metrics))
+    )
+    size = size_check(
+        {t: n for t, (n, _) in sizes.items()},
+        len(tasks) * per_task,
+        config.max_drop,
+        config.alpha,
+        config.power,
+        config.assumed_discordance,
+    )
     return GatePlan(config, base, cand, tasks, size)
 
 
@@ -440,31 +538,52 @@ def _used(side: Side) -> RunUsed:
     return RunUsed(run_id=side.run.record.id, model=side.run.record.model, source=side.source)
 
 
-async def run_gate(gp: GatePlan, store: Store, *, progress: Progress | None = None
-                   ) -> GateResult:
+async def run_gate(gp: GatePlan, store: Store, *, progress: Progress | None = None) -> GateResult:
     """Run what is missing (the baseline unless given or reused, the candidate unless given)
     and judge; with ``strict_size`` and a suite too small, refuse before any model call."""
     c = gp.config
     if gp.refused:
         assert gp.size.message is not None
         return GateResult(
-            verdict="inconclusive", exit_code=EXIT_CODES["inconclusive"],
-            summary=f"INCONCLUSIVE (refused, nothing run): {gp.size.message}", baseline=None,
-            candidate=None, max_drop=c.max_drop, alpha=c.alpha, power=c.power,
-            comparisons=gp.size.comparisons, confidence=1 - c.alpha / gp.size.comparisons,
-            size=gp.size, refused=True, rows=[])
+            verdict="inconclusive",
+            exit_code=EXIT_CODES["inconclusive"],
+            summary=f"INCONCLUSIVE (refused, nothing run): {gp.size.message}",
+            baseline=None,
+            candidate=None,
+            max_drop=c.max_drop,
+            alpha=c.alpha,
+            power=c.power,
+            comparisons=gp.size.comparisons,
+            confidence=1 - c.alpha / gp.size.comparisons,
+            size=gp.size,
+            refused=True,
+            rows=[],
+        )
     base = await _ensure(gp.baseline, store, progress)
     cand = await _ensure(gp.candidate, store, progress)
     assert base.run is not None and cand.run is not None
     seed = int((c.run_options or {}).get("seed", 0) or 0)
-    result = judge(base.run, cand.run, max_drop=c.max_drop, metrics=c.metrics, tasks=gp.tasks,
-                   alpha=c.alpha, power=c.power, seed=seed)
-    return result.model_copy(update={"baseline": _used(base), "candidate": _used(cand),
-                                     "size": gp.size})
+    result = judge(
+        base.run,
+        cand.run,
+        max_drop=c.max_drop,
+        metrics=c.metrics,
+        tasks=gp.tasks,
+        alpha=c.alpha,
+        power=c.power,
+        seed=seed,
+    )
+    return result.model_copy(
+        update={"baseline": _used(base), "candidate": _used(cand), "size": gp.size}
+    )
 
 
-def gate(config: GateConfig, *, store: Store | None = None,
-         providers: Mapping[str, ModelProvider] | None = None) -> GateResult:
+def gate(
+    config: GateConfig,
+    *,
+    store: Store | None = None,
+    providers: Mapping[str, ModelProvider] | None = None,
+) -> GateResult:
     """:func:`prepare_gate` then :func:`run_gate` (``calipers gate`` without the output)."""
     st = store or Store.open()
     try:

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun, methodology_differences
 from calipers.analysis._floors import Floor, floor_flag, study_references
 from calipers.analysis._saturation import saturation
@@ -76,51 +76,84 @@ def _scores(
     """Labels and per-item scores on the items every run scored (errors excluded)."""
     per_run = []
     for r in runs:
-        per_run.append({
-            s.sample_id: s.scores[metric] for s in r.samples
-            if s.task == task and s.error is None and s.scores and metric in s.scores
-        })
+        per_run.append(
+            {
+                s.sample_id: s.scores[metric]
+                for s in r.samples
+                if s.task == task and s.error is None and s.scores and metric in s.scores
+            }
+        )
     common = sorted(set.intersection(*(set(d) for d in per_run)))
     labels = [f"{r.record.model_name} ({r.record.id})" for r in runs]
-    return labels, {lab: np.array([d[i] for i in common], dtype=float)
-                    for lab, d in zip(labels, per_run, strict=True)}
+    return labels, {
+        lab: np.array([d[i] for i in common], dtype=float)
+        for lab, d in zip(labels, per_run, strict=True)
+    }
 
 
-def _flags(entries: list[BoardEntry], group: list[StoredRun], task: str,
-           floors: Mapping[tuple[str, str], Floor]) -> list[BoardEntry]:
+def _flags(
+    entries: list[BoardEntry],
+    group: list[StoredRun],
+    task: str,
+    floors: Mapping[tuple[str, str], Floor],
+) -> list[BoardEntry]:
     """Each entry against the one ranked above it: within the format noise floor?"""
     keys = {r.record.id: r.methodology.model.key() for r in group}
     out = entries[:1]
     for above, e in itertools.pairwise(entries):
-        flag = floor_flag(floors, task, e.score["value"] - above.score["value"],
-                          [keys[e.run_id], keys[above.run_id]], above.model)
+        flag = floor_flag(
+            floors,
+            task,
+            e.score["value"] - above.score["value"],
+            [keys[e.run_id], keys[above.run_id]],
+            above.model,
+        )
         out.append(e.model_copy(update={"flags": [*e.flags, flag]}) if flag else e)
     return out
 
 
-def _board(task: str, group: list[StoredRun], unranked: list[dict[str, str]], seed: int,
-           n_resamples: int, floors: Mapping[tuple[str, str], Floor]) -> Board | None:
+def _board(
+    task: str,
+    group: list[StoredRun],
+    unranked: list[dict[str, str]],
+    seed: int,
+    n_resamples: int,
+    floors: Mapping[tuple[str, str], Floor],
+) -> Board | None:
     metric = _primary(group[0], task)
     if metric is None:
         return None
     labels, scores = _scores(group, task, metric)
     n_items = len(next(iter(scores.values())))
-    rng = np.random.default_rng([seed, int(text_hash(task, length=8), 16)])
+    rng = derived_rng(seed, task)
     lb = rank_models(scores, rng=rng, n_resamples=n_resamples)
     by_label = dict(zip(labels, group, strict=True))
     entries = [
         BoardEntry(
-            run_id=by_label[m.name].record.id, model=by_label[m.name].record.model_name,
-            score=m.score.to_dict(), rank=m.rank, rank_low=m.rank_low, rank_high=m.rank_high,
-            tie_group=m.tie_group, flags=[],
+            run_id=by_label[m.name].record.id,
+            model=by_label[m.name].record.model_name,
+            score=m.score.to_dict(),
+            rank=m.rank,
+            rank_low=m.rank_low,
+            rank_high=m.rank_high,
+            tie_group=m.tie_group,
+            flags=[],
         )
         for m in lb.models
     ]
     entries = _flags(entries, group, task, floors)
-    return Board(task=task, metric=metric, n_items=n_items, n_resamples=lb.n_resamples,
-                 method=lb.method, entries=entries, saturated=lb.saturated,
-                 saturation_note=lb.saturation_note, unranked=unranked,
-                 flags=_task_flags(group, task, metric, lb))
+    return Board(
+        task=task,
+        metric=metric,
+        n_items=n_items,
+        n_resamples=lb.n_resamples,
+        method=lb.method,
+        entries=entries,
+        saturated=lb.saturated,
+        saturation_note=lb.saturation_note,
+        unranked=unranked,
+        flags=_task_flags(group, task, metric, lb),
+    )
 
 
 def _task_flags(group: list[StoredRun], task: str, metric: str, lb: Any) -> list[str]:
@@ -134,8 +167,12 @@ def _task_flags(group: list[StoredRun], task: str, metric: str, lb: Any) -> list
 
 
 def leaderboard(
-    runs: Sequence[StoredRun], *, tasks: Sequence[str] | None = None, seed: int = 0,
-    n_resamples: int = 1000, floors: Mapping[tuple[str, str], Floor] | None = None,
+    runs: Sequence[StoredRun],
+    *,
+    tasks: Sequence[str] | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    floors: Mapping[tuple[str, str], Floor] | None = None,
     flags: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Board]:
     """One board per task; ``runs`` are finished runs (the caller chooses which). The extra
@@ -157,16 +194,27 @@ def leaderboard(
         ordered = sorted(groups.values(), key=len, reverse=True)
         main = _latest_per_model(ordered[0])
         unranked = [
-            {"run_id": r.record.id, "model": r.record.model_name,
-             "why": "; ".join(methodology_differences(main[0], r, task)[:3])}
-            for g in ordered[1:] for r in g
+            {
+                "run_id": r.record.id,
+                "model": r.record.model_name,
+                "why": "; ".join(methodology_differences(main[0], r, task)[:3]),
+            }
+            for g in ordered[1:]
+            for r in g
         ]
         board = _board(task, main, unranked, seed, n_resamples, floors or {})
         if board is not None and flags:
             keys = {r.record.id: r.methodology.model.key() for r in main}
-            board = board.model_copy(update={"entries": [
-                e.model_copy(update={"flags": [*e.flags, flags[(keys[e.run_id], task)]]})
-                if (keys[e.run_id], task) in flags else e for e in board.entries]})
+            board = board.model_copy(
+                update={
+                    "entries": [
+                        e.model_copy(update={"flags": [*e.flags, flags[(keys[e.run_id], task)]]})
+                        if (keys[e.run_id], task) in flags
+                        else e
+                        for e in board.entries
+                    ]
+                }
+            )
         if board is not None:
             boards.append(board)
     return boards

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun
 from calipers.cards import ModelCard
 from calipers.runner import comparable_hash
@@ -94,10 +94,6 @@ class Stability:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
-def _rng(seed: int, *parts: str) -> np.random.Generator:
-    return np.random.default_rng([seed, int(text_hash("\x00".join(parts), length=8), 16)])
-
-
 def _scaled(e: Estimate, k: float) -> Estimate:
     return Estimate(e.value * k, e.low * k, e.high * k, e.n, e.method, e.confidence)
 
@@ -110,8 +106,9 @@ def _wall_s(run: StoredRun) -> float | None:
     return wall if wall > 0 else None
 
 
-def _tokens(ok: Sequence[SampleRecord], attr: str, rng: np.random.Generator,
-            confidence: float) -> Estimate | None:
+def _tokens(
+    ok: Sequence[SampleRecord], attr: str, rng: np.random.Generator, confidence: float
+) -> Estimate | None:
     xs = [getattr(s, attr) for s in ok if getattr(s, attr) is not None]
     return bootstrap_mean(xs, rng, confidence=confidence) if xs else None
 
@@ -124,7 +121,8 @@ def _token_cost(
         return None, f"missing: card {card.name!r} has no input and output token prices"
     costs = [
         (s.input_tokens * p.input_usd_per_mtok + s.output_tokens * p.output_usd_per_mtok) / 1e6
-        for s in ok if s.input_tokens is not None and s.output_tokens is not None
+        for s in ok
+        if s.input_tokens is not None and s.output_tokens is not None
     ]
     if not costs:
         return None, "missing: no completed item recorded its token counts"
@@ -136,8 +134,9 @@ def _token_cost(
     )
 
 
-def _hardware_cost(rate: float, wall: float | None, n_ok: int, source: str
-                   ) -> tuple[Estimate | None, str]:
+def _hardware_cost(
+    rate: float, wall: float | None, n_ok: int, source: str
+) -> tuple[Estimate | None, str]:
     if wall is None:
         return None, "missing: the run has no finished wall time"
     if n_ok == 0:
@@ -149,16 +148,23 @@ def _hardware_cost(rate: float, wall: float | None, n_ok: int, source: str
     )
 
 
-def _cost(ok: Sequence[SampleRecord], card: ModelCard | None, hardware: float | None,
-          wall: float | None, rng: np.random.Generator, confidence: float
-          ) -> tuple[Estimate | None, str]:
+def _cost(
+    ok: Sequence[SampleRecord],
+    card: ModelCard | None,
+    hardware: float | None,
+    wall: float | None,
+    rng: np.random.Generator,
+    confidence: float,
+) -> tuple[Estimate | None, str]:
     if hardware is not None:
         return _hardware_cost(hardware, wall, len(ok), "given")
     if card is None:
         return None, "missing: no model card (give --card or --hardware-cost-per-hour)"
     p = card.pricing
-    if p.input_usd_per_mtok is None and p.output_usd_per_mtok is None and (
-        p.hardware_usd_per_hour is not None
+    if (
+        p.input_usd_per_mtok is None
+        and p.output_usd_per_mtok is None
+        and (p.hardware_usd_per_hour is not None)
     ):
         return _hardware_cost(p.hardware_usd_per_hour, wall, len(ok), f"card {card.name!r}")
     return _token_cost(ok, card, rng, confidence)
@@ -181,28 +187,43 @@ def run_factors(
     timed = [s.latency_s for s in ok if not s.cached and s.latency_s is not None]
     wall = _wall_s(run)
     n_cached = sum(s.cached for s in samples)
-    notes = ["latency excludes cached responses and errors",
-             "time to first token: not measured (evaluation runs do not stream; "
-             "`calipers gateway` logs it for streamed traffic)"]
+    notes = [
+        "latency excludes cached responses and errors",
+        "time to first token: not measured (evaluation runs do not stream; "
+        "`calipers gateway` logs it for streamed traffic)",
+    ]
     if n_cached:
-        notes.append(f"{n_cached} of {len(samples)} responses came from the cache: throughput "
-                     "and hardware cost per item are optimistic")
+        notes.append(
+            f"{n_cached} of {len(samples)} responses came from the cache: throughput "
+            "and hardware cost per item are optimistic"
+        )
     if wall is None:
         notes.append(f"run status is {run.record.status!r}: no wall time, so no throughput")
-    cost, basis = _cost(ok, card, hardware_cost_per_hour, wall, _rng(seed, rid, "cost"),
-                        confidence)
+    cost, basis = _cost(
+        ok, card, hardware_cost_per_hour, wall, derived_rng(seed, rid, "cost"), confidence
+    )
     return RunFactors(
-        run_id=rid, model=run.record.model, model_name=run.record.model_name,
-        tasks=tuple(run.record.tasks), card=card.name if card else None,
-        n_items=len(samples), n_ok=len(ok), n_errors=len(samples) - len(ok),
-        n_cached=n_cached, n_timed=len(timed),
+        run_id=rid,
+        model=run.record.model,
+        model_name=run.record.model_name,
+        tasks=tuple(run.record.tasks),
+        card=card.name if card else None,
+        n_items=len(samples),
+        n_ok=len(ok),
+        n_errors=len(samples) - len(ok),
+        n_cached=n_cached,
+        n_timed=len(timed),
         latency_p50_s=quantile_interval(timed, 0.5, confidence) if timed else None,
         latency_p95_s=quantile_interval(timed, 0.95, confidence) if timed else None,
         wall_s=wall,
         items_per_s=len(ok) / wall if wall and ok else None,
-        input_tokens_per_item=_tokens(ok, "input_tokens", _rng(seed, rid, "in"), confidence),
-        output_tokens_per_item=_tokens(ok, "output_tokens", _rng(seed, rid, "out"), confidence),
-        cost_per_1000_usd=cost, cost_basis=basis, notes=tuple(notes),
+        input_tokens_per_item=_tokens(ok, "input_tokens", derived_rng(seed, rid, "in"), confidence),
+        output_tokens_per_item=_tokens(
+            ok, "output_tokens", derived_rng(seed, rid, "out"), confidence
+        ),
+        cost_per_1000_usd=cost,
+        cost_basis=basis,
+        notes=tuple(notes),
     )
 
 
@@ -229,10 +250,19 @@ def stability(runs: Sequence[StoredRun]) -> list[Stability]:
     for (model, task, metric), members in groups.items():
         vals = np.array([v for _r, v in members], dtype=float)
         hashes = {comparable_hash(r.methodology, task) for r, _v in members}
-        out.append(Stability(
-            model=model, task=task, metric=metric, n_runs=len(members),
-            run_ids=tuple(r.record.id for r, _v in members), values=tuple(vals.tolist()),
-            mean=float(vals.mean()), sd=float(vals.std(ddof=1)) if vals.size >= 2 else None,
-            min=float(vals.min()), max=float(vals.max()), same_methodology=len(hashes) == 1,
-        ))
+        out.append(
+            Stability(
+                model=model,
+                task=task,
+                metric=metric,
+                n_runs=len(members),
+                run_ids=tuple(r.record.id for r, _v in members),
+                values=tuple(vals.tolist()),
+                mean=float(vals.mean()),
+                sd=float(vals.std(ddof=1)) if vals.size >= 2 else None,
+                min=float(vals.min()),
+                max=float(vals.max()),
+                same_methodology=len(hashes) == 1,
+            )
+        )
     return out

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun, methodology_differences
 from calipers.errors import ConfigError, DataError
 from calipers.runner import comparable_hash
@@ -96,14 +96,18 @@ def task_metric(runs: Sequence[StoredRun], task: str, metric: str | None) -> str
         raise ConfigError("No runs given.", hint="Pass the ids of stored runs (calipers runs).")
     for r in runs:
         if task not in r.record.tasks:
-            raise ConfigError(f"Run {r.record.id} did not evaluate task {task!r}.",
-                              hint=f"Its tasks: {', '.join(r.record.tasks)}.")
+            raise ConfigError(
+                f"Run {r.record.id} did not evaluate task {task!r}.",
+                hint=f"Its tasks: {', '.join(r.record.tasks)}.",
+            )
     if metric is None:
         ts = (runs[0].record.summary or {}).get("tasks", {}).get(task, {})
         metric = ts.get("primary")
         if not metric:
-            raise ConfigError(f"Run {runs[0].record.id} has no summary for task {task!r}.",
-                              hint="Finish or resume the run first (calipers resume).")
+            raise ConfigError(
+                f"Run {runs[0].record.id} has no summary for task {task!r}.",
+                hint="Finish or resume the run first (calipers resume).",
+            )
     for r in runs:
         if not any(s.task == task and s.scores and metric in s.scores for s in r.samples):
             raise ConfigError(f"Run {r.record.id} has no {metric!r} score on task {task!r}.")
@@ -116,28 +120,40 @@ def common_matrix(
     """Item ids, categories and the (runs x items) score matrix on the items every run scored
     (errors and NaN excluded), in the first run's item order."""
     per_run = [
-        {s.sample_id: s for s in r.samples
-         if s.task == task and s.error is None and s.scores and metric in s.scores
-         and not np.isnan(s.scores[metric])}
+        {
+            s.sample_id: s
+            for s in r.samples
+            if s.task == task
+            and s.error is None
+            and s.scores
+            and metric in s.scores
+            and not np.isnan(s.scores[metric])
+        }
         for r in runs
     ]
     common = set.intersection(*(set(d) for d in per_run))
     first = per_run[0]
     ids = sorted(common, key=lambda i: (first[i].position, first[i].epoch, i))
-    x = np.array([[(d[i].scores or {})[metric] for i in ids] for d in per_run],
-                 dtype=np.float64).reshape(len(runs), len(ids))
+    x = np.array(
+        [[(d[i].scores or {})[metric] for i in ids] for d in per_run], dtype=np.float64
+    ).reshape(len(runs), len(ids))
     return ids, [first[i].category for i in ids], x
 
 
 def _estimates(x: npt.NDArray[np.float64], c: float) -> dict[str, dict[str, Any]]:
     right, wrong, same = uniform_items(x)
     n = x.shape[1]
-    return {k: wilson(int(m.sum()), n, c).to_dict()
-            for k, m in (("all_right", right), ("all_wrong", wrong), ("same", same))}
+    return {
+        k: wilson(int(m.sum()), n, c).to_dict()
+        for k, m in (("all_right", right), ("all_wrong", wrong), ("same", same))
+    }
 
 
 def item_statistics(
-    runs: Sequence[StoredRun], task: str, metric: str | None = None, *,
+    runs: Sequence[StoredRun],
+    task: str,
+    metric: str | None = None,
+    *,
     confidence: float = 0.95,
 ) -> ItemStats:
     """Difficulty and discrimination of every item scored by all ``runs``, and the shares of
@@ -147,32 +163,49 @@ def item_statistics(
 
 
 def _item_stats(
-    runs: Sequence[StoredRun], task: str, metric: str,
-    matrix: tuple[list[str], list[str | None], npt.NDArray[np.float64]], confidence: float,
+    runs: Sequence[StoredRun],
+    task: str,
+    metric: str,
+    matrix: tuple[list[str], list[str | None], npt.NDArray[np.float64]],
+    confidence: float,
 ) -> ItemStats:
     ids, cats, x = matrix
     if not ids:
-        raise DataError(f"No item of task {task!r} was scored ({metric}) by every run.",
-                        hint="Choose runs over the same items (same data and --limit).")
+        raise DataError(
+            f"No item of task {task!r} was scored ({metric}) by every run.",
+            hint="Choose runs over the same items (same data and --limit).",
+        )
     binary = is_binary(x)
     diff, disc = item_difficulty(x), item_rest_correlations(x)
     rows = [
-        ItemRow(id=i, category=cat, difficulty=float(diff[j]),
-                discrimination=None if np.isnan(disc[j]) else float(disc[j]),
-                n_right=int(x[:, j].sum()) if binary else None)
+        ItemRow(
+            id=i,
+            category=cat,
+            difficulty=float(diff[j]),
+            discrimination=None if np.isnan(disc[j]) else float(disc[j]),
+            n_right=int(x[:, j].sum()) if binary else None,
+        )
         for j, (i, cat) in enumerate(zip(ids, cats, strict=True))
     ]
     defined = disc[~np.isnan(disc)]
     notes = []
     if len(runs) < 5:
-        notes.append(f"Discrimination is a correlation over only {len(runs)} runs: read it as "
-                     "a rough sign, not a measurement.")
+        notes.append(
+            f"Discrimination is a correlation over only {len(runs)} runs: read it as "
+            "a rough sign, not a measurement."
+        )
     keys = [r.methodology.model.key() for r in runs]
     if len(set(keys)) < len(keys):
         notes.append("Some model has several runs here; each run counts as a separate taker.")
     return ItemStats(
-        task=task, metric=metric, runs=[r.label for r in runs], n_runs=len(runs),
-        n_items=len(ids), binary=binary, items=rows, **_estimates(x, confidence),
+        task=task,
+        metric=metric,
+        runs=[r.label for r in runs],
+        n_runs=len(runs),
+        n_items=len(ids),
+        binary=binary,
+        items=rows,
+        **_estimates(x, confidence),
         n_discrimination_defined=int(defined.size),
         n_negative_discrimination=int((defined < 0).sum()),
         median_discrimination=float(np.median(defined)) if defined.size else None,
@@ -197,17 +230,22 @@ def _pct(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def _flags(rep: dict[str, Any], at_ceiling: bool, shares: dict[str, float],
-           thresholds: tuple[float, float]) -> tuple[bool, list[str]]:
+def _flags(
+    rep: dict[str, Any], at_ceiling: bool, shares: dict[str, float], thresholds: tuple[float, float]
+) -> tuple[bool, list[str]]:
     """Saturated or not, and the flags in words (see :func:`saturation`)."""
     same_min, wrong_min = thresholds
     top, n_models = rep["top_tied"], rep["n_models"]
     if n_models < 2:
         return False, []
-    ceiling = (f"best score's interval reaches {100 * rep['best']['high']:.1f}%"
-               if at_ceiling else None)
-    uniform = (f"{_pct(shares['same'])} of items answered the same by every model"
-               if shares["same"] >= same_min else None)
+    ceiling = (
+        f"best score's interval reaches {100 * rep['best']['high']:.1f}%" if at_ceiling else None
+    )
+    uniform = (
+        f"{_pct(shares['same'])} of items answered the same by every model"
+        if shares["same"] >= same_min
+        else None
+    )
     saturated = len(top) >= 2 and (at_ceiling or shares["all_right"] >= same_min)
     flags = []
     if saturated:
@@ -215,22 +253,33 @@ def _flags(rep: dict[str, Any], at_ceiling: bool, shares: dict[str, float],
         flags.append("saturated: " + "; ".join(p for p in parts if p))
     else:
         if not rep["separates"]:
-            flags.append(f"no separation: all {n_models} models within noise on "
-                         f"{rep['n_items']} items")
+            flags.append(
+                f"no separation: all {n_models} models within noise on {rep['n_items']} items"
+            )
         if ceiling:
             flags.append(f"near ceiling: {ceiling}")
         if uniform:
             flags.append(uniform)
     if shares["all_wrong"] >= wrong_min:
-        flags.append(f"{_pct(shares['all_wrong'])} of items every model gets wrong "
-                     "(check labels: calipers audit)")
+        flags.append(
+            f"{_pct(shares['all_wrong'])} of items every model gets wrong "
+            "(check labels: calipers audit)"
+        )
     return saturated, flags
 
 
 def saturation(
-    runs: Sequence[StoredRun], task: str, *, metric: str | None = None, seed: int = 0,
-    n_resamples: int = 1000, confidence: float = 0.95, ranking: Leaderboard | None = None,
-    headroom_margin: float = 0.05, same_share: float = 0.5, wrong_share: float = 0.25,
+    runs: Sequence[StoredRun],
+    task: str,
+    *,
+    metric: str | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    ranking: Leaderboard | None = None,
+    headroom_margin: float = 0.05,
+    same_share: float = 0.5,
+    wrong_share: float = 0.25,
 ) -> SaturationReport:
     """Does ``task`` still separate the models of ``runs`` (one run per model, same
     methodology)?
@@ -250,22 +299,32 @@ def saturation(
     stats = _item_stats(runs, task, metric, matrix, confidence)
     x = matrix[2]
     if ranking is None:
-        rng = np.random.default_rng([seed, int(text_hash(task, length=8), 16)])
-        ranking = rank_models({r.label: x[j] for j, r in enumerate(runs)}, rng=rng,
-                              n_resamples=n_resamples, confidence=confidence)
+        rng = derived_rng(seed, task)
+        ranking = rank_models(
+            {r.label: x[j] for j, r in enumerate(runs)},
+            rng=rng,
+            n_resamples=n_resamples,
+            confidence=confidence,
+        )
     live = [m for m in ranking.models if not m.score.is_empty]
     best = live[0] if live else ranking.models[0]
     unit = bool(np.all((x >= 0.0) & (x <= 1.0)))
     headroom = 1.0 - best.score.high if unit and not best.score.is_empty else None
     rep: dict[str, Any] = dict(
-        task=task, metric=metric, n_items=stats.n_items, n_models=len(runs),
-        best_model=best.name, best=best.score.to_dict(), headroom=headroom,
+        task=task,
+        metric=metric,
+        n_items=stats.n_items,
+        n_models=len(runs),
+        best_model=best.name,
+        best=best.score.to_dict(),
+        headroom=headroom,
         top_tied=[m.name for m in live if m.tie_group == 1],
         n_tie_groups=len({m.tie_group for m in live}),
     )
     rep["separates"] = rep["n_tie_groups"] >= 2
-    shares = {k: float(getattr(stats, k)["value"] or 0.0)
-              for k in ("same", "all_right", "all_wrong")}
+    shares = {
+        k: float(getattr(stats, k)["value"] or 0.0) for k in ("same", "all_right", "all_wrong")
+    }
     at_ceiling = headroom is not None and headroom <= headroom_margin
     saturated, flags = _flags(rep, at_ceiling, shares, (same_share, wrong_share))
     return SaturationReport(**rep, saturated=saturated, flags=flags, items=stats)

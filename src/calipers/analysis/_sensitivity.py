@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun, pair
 from calipers.errors import ConfigError
 from calipers.stats import adjust, clustered_mean, paired_compare, summarize, wilson
@@ -35,8 +35,15 @@ __all__ = [
 
 # Methodology fields a formulation may change; anything else differing means other items or
 # another measurement (refused).
-_FORMAT_FIELDS = ("formulation", "prompt_template", "chat_template", "system_prompt",
-                  "few_shot", "few_shot_seed", "variant")
+_FORMAT_FIELDS = (
+    "formulation",
+    "prompt_template",
+    "chat_template",
+    "system_prompt",
+    "few_shot",
+    "few_shot_seed",
+    "variant",
+)
 
 
 class _Out(BaseModel):
@@ -92,14 +99,18 @@ def describe_formulation(ref: StoredRun, run: StoredRun, task: str) -> str:
             continue
         if key == "variant":
             va, vb = a.get(key) or {}, b.get(key) or {}
-            parts += [f"{k}={vb.get(k)!r}" if isinstance(vb.get(k), str) else f"{k}={vb.get(k)}"
-                      for k in sorted(set(va) | set(vb)) if va.get(k) != vb.get(k)]
+            parts += [
+                f"{k}={vb.get(k)!r}" if isinstance(vb.get(k), str) else f"{k}={vb.get(k)}"
+                for k in sorted(set(va) | set(vb))
+                if va.get(k) != vb.get(k)
+            ]
         elif key == "chat_template":
             parts.append("chat template " + ("on" if b[key] else "off"))
         elif key == "system_prompt":
             parts.append("no system prompt" if not b[key] else f"system prompt {b[key]!r}")
-        elif key != "prompt_template" or (a.get("formulation") == b.get("formulation")
-                                          and a.get("variant") == b.get("variant")):
+        elif key != "prompt_template" or (
+            a.get("formulation") == b.get("formulation") and a.get("variant") == b.get("variant")
+        ):
             parts.append(f"{key}={b.get(key)}")
     return ", ".join(parts) or ("reference" if run is ref else "same format")
 
@@ -110,38 +121,51 @@ def _check_same_measurement(ref: StoredRun, run: StoredRun, task: str) -> None:
     if run.methodology.model.key() != ref.methodology.model.key():
         raise ConfigError(
             f"Runs {ref.record.id} and {run.record.id} are of different models; a "
-            "sensitivity study varies the format for one model.")
+            "sensitivity study varies the format for one model."
+        )
     a = ref.methodology.tasks[task].model_dump(mode="json")
     b = run.methodology.tasks[task].model_dump(mode="json")
     # another formulation (cloze, letter, generate) brings its own scorer and decoding
-    fixed = ("task", "version", "dynamic") if a.get("formulation") != b.get("formulation") else (
-        "task", "version", "decoding", "scorers", "dynamic")
+    fixed = (
+        ("task", "version", "dynamic")
+        if a.get("formulation") != b.get("formulation")
+        else ("task", "version", "decoding", "scorers", "dynamic")
+    )
     other = [k for k in fixed if a.get(k) != b.get(k)]
     if other:
-        raise ConfigError(f"Run {run.record.id} measures {task} differently ("
-                          f"{', '.join(other)}); only the format may differ.")
+        raise ConfigError(
+            f"Run {run.record.id} measures {task} differently ("
+            f"{', '.join(other)}); only the format may differ."
+        )
 
 
-def _rng(seed: int, *parts: str) -> np.random.Generator:
-    return np.random.default_rng([seed, int(text_hash("\x00".join(parts), length=8), 16)])
-
-
-def _rows(runs: Sequence[StoredRun], task: str, metric: str, seed: int,
-          confidence: float) -> list[FormulationRow]:
+def _rows(
+    runs: Sequence[StoredRun], task: str, metric: str, seed: int, confidence: float
+) -> list[FormulationRow]:
     ref, rows = runs[0], []
     for run in runs:
         p = pair(ref, run, task, metric)
-        res = paired_compare(p.a, p.b, rng=_rng(seed, task, run.record.id),
-                             confidence=confidence)
+        res = paired_compare(
+            p.a, p.b, rng=derived_rng(seed, task, run.record.id), confidence=confidence
+        )
         own = pair(run, run, task, metric)
-        score = summarize(own.a, clusters=list(own.clusters) if own.clusters else None,
-                          rng=_rng(seed, run.record.id), confidence=confidence)
+        score = summarize(
+            own.a,
+            clusters=list(own.clusters) if own.clusters else None,
+            rng=derived_rng(seed, run.record.id),
+            confidence=confidence,
+        )
         is_ref = run is ref
-        rows.append(FormulationRow(
-            label=describe_formulation(ref, run, task), run_id=run.record.id,
-            score=score.to_dict(), diff=None if is_ref else res.diff.to_dict(),
-            p_value=None if is_ref or math.isnan(res.p_value) else float(res.p_value),
-            n_paired=res.n))
+        rows.append(
+            FormulationRow(
+                label=describe_formulation(ref, run, task),
+                run_id=run.record.id,
+                score=score.to_dict(),
+                diff=None if is_ref else res.diff.to_dict(),
+                p_value=None if is_ref or math.isnan(res.p_value) else float(res.p_value),
+                n_paired=res.n,
+            )
+        )
     return rows
 
 
@@ -167,8 +191,9 @@ def _only_rotated(ref: StoredRun, run: StoredRun, task: str) -> bool:
     return same and va == vb
 
 
-def _circular(runs: Sequence[StoredRun], task: str, metric: str,
-              confidence: float) -> tuple[dict[str, Any] | None, str]:
+def _circular(
+    runs: Sequence[StoredRun], task: str, metric: str, confidence: float
+) -> tuple[dict[str, Any] | None, str]:
     """CircularEval: an item counts as right only if it is right under every rotation of its
     options. Needs the runs of rotations 0..n-1 that differ in nothing else."""
     ref = runs[0]
@@ -181,16 +206,27 @@ def _circular(runs: Sequence[StoredRun], task: str, metric: str,
             by_rot.setdefault(int(_variant(run, task).get("rotate", 0)) % n_opts, run)
     missing = [r for r in range(n_opts) if r not in by_rot]
     if missing:
-        return None, (f"needs all {n_opts} rotations; missing rotate="
-                      f"{', '.join(map(str, missing))}")
-    per_run = [{s.sample_id: s.scores[metric] == 1.0 for s in run.samples
-                if s.task == task and s.error is None and s.scores and metric in s.scores
-                and not math.isnan(s.scores[metric])} for run in by_rot.values()]
+        return None, (
+            f"needs all {n_opts} rotations; missing rotate={', '.join(map(str, missing))}"
+        )
+    per_run = [
+        {
+            s.sample_id: s.scores[metric] == 1.0
+            for s in run.samples
+            if s.task == task
+            and s.error is None
+            and s.scores
+            and metric in s.scores
+            and not math.isnan(s.scores[metric])
+        }
+        for run in by_rot.values()
+    ]
     ids = set.intersection(*(set(d) for d in per_run))
     right = sum(all(d[i] for d in per_run) for i in ids)
     est = wilson(right, len(ids), confidence)
-    return est.to_dict(), (f"right under all {n_opts} rotations, on the {len(ids)} items "
-                           "scored in every rotation")
+    return est.to_dict(), (
+        f"right under all {n_opts} rotations, on the {len(ids)} items scored in every rotation"
+    )
 
 
 def _n_options(samples: Sequence[SampleRecord], task: str) -> int | None:
@@ -212,8 +248,9 @@ def _chosen_position(s: SampleRecord) -> int | None:
     return None
 
 
-def position_bias(runs: Sequence[StoredRun], task: str,
-                  confidence: float = 0.95) -> PositionBias | None:
+def position_bias(
+    runs: Sequence[StoredRun], task: str, confidence: float = 0.95
+) -> PositionBias | None:
     """Chosen vs right positions, pooled over ``runs`` (a mix of option orders balances
     where the right answer sits)."""
     chosen: list[int] = []
@@ -233,20 +270,24 @@ def position_bias(runs: Sequence[StoredRun], task: str,
     if not chosen:
         return None
     picks, rights = np.array(chosen), np.array(correct)
-    shares = [clustered_mean((picks == j).astype(np.float64), items, confidence)
-              for j in range(k)]
+    shares = [clustered_mean((picks == j).astype(np.float64), items, confidence) for j in range(k)]
     right = [float(np.mean(rights == j)) for j in range(k)]
     return PositionBias(
-        n=len(chosen), n_items=len(set(items)), chosen=[e.to_dict() for e in shares],
-        correct=right, over_chosen=[j for j, e in enumerate(shares) if e.low > right[j]])
+        n=len(chosen),
+        n_items=len(set(items)),
+        chosen=[e.to_dict() for e in shares],
+        correct=right,
+        over_chosen=[j for j, e in enumerate(shares) if e.low > right[j]],
+    )
 
 
 def _checked_metric(runs: Sequence[StoredRun], task: str, metric: str | None) -> str:
     """The metric to compare (default: the reference's primary), after checking that every
     run measures ``task`` like the reference except for the format."""
     if len(runs) < 2:
-        raise ConfigError("A sensitivity study needs the reference run and at least one "
-                          "other formulation.")
+        raise ConfigError(
+            "A sensitivity study needs the reference run and at least one other formulation."
+        )
     ref = runs[0]
     for run in runs[1:]:
         _check_same_measurement(ref, run, task)
@@ -258,7 +299,11 @@ def _checked_metric(runs: Sequence[StoredRun], task: str, metric: str | None) ->
 
 
 def sensitivity(
-    runs: Sequence[StoredRun], task: str, *, metric: str | None = None, seed: int = 0,
+    runs: Sequence[StoredRun],
+    task: str,
+    *,
+    metric: str | None = None,
+    seed: int = 0,
     confidence: float = 0.95,
 ) -> SensitivityReport:
     """The format sensitivity of one model on ``task``; ``runs[0]`` is the reference."""
@@ -266,21 +311,35 @@ def sensitivity(
     ref = runs[0]
     rows = _rows(runs, task, metric, seed, confidence)
     spread = _spread(rows)
-    floor = (None if spread["min"] is None or spread["max"] is None
-             else float(spread["max"]) - float(spread["min"]))
+    floor = (
+        None
+        if spread["min"] is None or spread["max"] is None
+        else float(spread["max"]) - float(spread["min"])
+    )
     circular, note = _circular(runs, task, metric, confidence)
-    reorder = [r for r in runs if "rotate" in _variant(r, task)
-               or "permute_seed" in _variant(r, task)] or list(runs)
+    reorder = [
+        r for r in runs if "rotate" in _variant(r, task) or "permute_seed" in _variant(r, task)
+    ] or list(runs)
     notes = []
     if len(rows) < 4:
-        notes.append(f"Only {len(rows)} formulations: the spread and noise floor rest on few "
-                     "points.")
+        notes.append(
+            f"Only {len(rows)} formulations: the spread and noise floor rest on few points."
+        )
     return SensitivityReport(
-        task=task, metric=metric, model=ref.record.model_name, reference=ref.record.id,
-        rows=rows, spread=spread, noise_floor=floor, circular=circular, circular_note=note,
-        position_bias=position_bias([*reorder, ref] if ref not in reorder else reorder, task,
-                                    confidence),
-        notes=notes)
+        task=task,
+        metric=metric,
+        model=ref.record.model_name,
+        reference=ref.record.id,
+        rows=rows,
+        spread=spread,
+        noise_floor=floor,
+        circular=circular,
+        circular_note=note,
+        position_bias=position_bias(
+            [*reorder, ref] if ref not in reorder else reorder, task, confidence
+        ),
+        notes=notes,
+    )
 
 
 class RobustnessRow(_Out):
@@ -303,23 +362,44 @@ class RobustnessReport(_Out):
     alpha: float
 
 
-def robustness(runs: Sequence[StoredRun], task: str, *, metric: str | None = None,
-               seed: int = 0, confidence: float = 0.95, alpha: float = 0.05,
-               ) -> RobustnessReport:
+def robustness(
+    runs: Sequence[StoredRun],
+    task: str,
+    *,
+    metric: str | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+) -> RobustnessReport:
     """The robustness gap of each perturbation: the paired difference from the clean run
     (``runs[0]``), with Holm-corrected p-values across the perturbations."""
     metric = _checked_metric(runs, task, metric)  # the gaps only: no floor, no CircularEval
     all_rows = _rows(runs, task, metric, seed, confidence)
     perturbed = all_rows[1:]
-    adjusted = adjust([r.p_value if r.p_value is not None else float("nan")
-                       for r in perturbed], method="holm")
+    adjusted = adjust(
+        [r.p_value if r.p_value is not None else float("nan") for r in perturbed], method="holm"
+    )
     rows = []
     for run, r, p_adj in zip(runs[1:], perturbed, adjusted, strict=True):
         v = run.methodology.tasks[task].variant or {}
         ok = p_adj is not None and not math.isnan(p_adj)
-        rows.append(RobustnessRow(
-            perturbation=str(v.get("perturb") or r.label), run_id=r.run_id,
-            n_paired=r.n_paired, score=r.score, gap=r.diff or {}, p_value=r.p_value,
-            p_adjusted=float(p_adj) if ok else None, significant=ok and p_adj < alpha))
-    return RobustnessReport(task=task, metric=metric, model=runs[0].record.model_name,
-                            clean=all_rows[0], rows=rows, alpha=alpha)
+        rows.append(
+            RobustnessRow(
+                perturbation=str(v.get("perturb") or r.label),
+                run_id=r.run_id,
+                n_paired=r.n_paired,
+                score=r.score,
+                gap=r.diff or {},
+                p_value=r.p_value,
+                p_adjusted=float(p_adj) if ok else None,
+                significant=ok and p_adj < alpha,
+            )
+        )
+    return RobustnessReport(
+        task=task,
+        metric=metric,
+        model=runs[0].record.model_name,
+        clean=all_rows[0],
+        rows=rows,
+        alpha=alpha,
+    )

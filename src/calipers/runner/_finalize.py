@@ -16,17 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from calipers._util.hashing import text_hash
+from calipers._util.seeding import derived_rng
 from calipers.stats import bootstrap_mean, summarize
 from calipers.store import SampleRecord
 from calipers.tasks import Derived
 from calipers.types import Estimate
 
 __all__ = ["summarize_records", "summarize_task", "tampering_of"]
-
-
-def _rng(seed: int, *parts: str) -> np.random.Generator:
-    return np.random.default_rng([seed, int(text_hash("\x00".join(parts), length=8), 16)])
 
 
 def _estimate(
@@ -38,8 +34,10 @@ def _estimate(
     cl = [r.cluster if r.cluster is not None else f"__item:{r.sample_id}" for r in scored]
     has_clusters = any(r.cluster is not None for r in scored) or len(set(cl)) < len(cl)
     return summarize(
-        values, clusters=cl if has_clusters else None,
-        rng=_rng(seed, metric, *tag), confidence=confidence,
+        values,
+        clusters=cl if has_clusters else None,
+        rng=derived_rng(seed, metric, *tag),
+        confidence=confidence,
     )
 
 
@@ -78,7 +76,10 @@ def tampering_of(r: SampleRecord) -> list[str]:
 
 
 def summarize_task(
-    task: str, recs: Sequence[SampleRecord], metrics: Sequence[str], seed: int,
+    task: str,
+    recs: Sequence[SampleRecord],
+    metrics: Sequence[str],
+    seed: int,
     confidence: float,
 ) -> dict[str, Any]:
     scored = [r for r in recs if r.error is None]
@@ -95,8 +96,7 @@ def summarize_task(
                 "n": len(crecs),
                 "n_errors": sum(r.error is not None for r in crecs),
                 "metrics": {
-                    m: _estimate(crecs, m, seed, confidence, task, cat).to_dict()
-                    for m in metrics
+                    m: _estimate(crecs, m, seed, confidence, task, cat).to_dict() for m in metrics
                 },
             }
     lat = np.array([r.latency_s for r in scored if r.latency_s is not None], dtype=float)
@@ -109,7 +109,7 @@ def summarize_task(
         "metrics": {m: _estimate(recs, m, seed, confidence, task).to_dict() for m in metrics},
         "categories": categories,
         "latency_s": bootstrap_mean(
-            lat, _rng(seed, "latency", task), confidence=confidence
+            lat, derived_rng(seed, "latency", task), confidence=confidence
         ).to_dict(),
         "input_tokens": sum(r.input_tokens or 0 for r in recs),
         "output_tokens": sum(r.output_tokens or 0 for r in recs),
