@@ -23,6 +23,7 @@ KEY_PACKAGES = (
 )
 
 
+@cache
 def calipers_version() -> str:
     try:
         return metadata.version("calipers")

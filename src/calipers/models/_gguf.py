@@ -32,6 +32,7 @@ __all__ = [
     "file_sha256",
     "quantization_name",
     "read_metadata",
+    "template_hash",
 ]
 
 GGUF_MAGIC = b"GGUF"
@@ -295,6 +296,12 @@ def _parse_header(path: Path) -> dict[str, Any]:
     return {"metadata": out, "special": special}
 
 
+def template_hash(source: str) -> str:
+    """The hash a methodology card records for a chat template: of its source text, so a
+    model's identity needs no compiled template (compiling costs a re-run ~30 ms)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
 class ChatTemplate:
     """A GGUF ``tokenizer.chat_template`` rendered the way llama-cpp-python's
     ``Jinja2ChatFormatter`` renders it: a sandboxed Jinja environment with ``trim_blocks``,
@@ -326,7 +333,7 @@ class ChatTemplate:
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()[:16]
+        return template_hash(self.source)
 
     def render(
         self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool = True

@@ -42,6 +42,7 @@ from calipers.models._gguf import (
     file_sha256,
     quantization_name,
     read_metadata,
+    template_hash,
 )
 from calipers.models._llamacpp_spec import parse_llamacpp_spec
 from calipers.models._llamacpp_tokens import N_BATCH, Logits
@@ -122,7 +123,7 @@ class LlamaCppModel(ModelProvider):
                 name=info.get_str("general.name") or self.path.stem,
                 sha256=file_sha256(self.path),
                 quantization=quantization_name(info.metadata, self.path),
-                chat_template_hash=self._chat_template().hash if template else None,
+                chat_template_hash=template_hash(template) if template else None,
             )
         return self._identity
 

@@ -10,7 +10,6 @@ import functools
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from calipers.store._records import RunRecord
@@ -18,6 +17,7 @@ from calipers.store._schema import SAMPLE_KEY_COLUMNS, response_cache, runs, sam
 
 __all__ = [
     "NEWEST_FIRST",
+    "dialect_insert",
     "insert",
     "row_to_run",
     "runs_with_prefix",
@@ -44,10 +44,21 @@ def runs_with_prefix(conn: Connection, prefix: str) -> list[sa.Row[Any]]:
     return list(conn.execute(stmt))
 
 
-def insert(conn: Connection, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+def insert(conn: Connection, table: sa.Table) -> Any:
     """``INSERT`` with ``ON CONFLICT`` support, in the connection's dialect."""
-    if conn.dialect.name == "postgresql":
+    return dialect_insert(conn.dialect.name, table)
+
+
+def dialect_insert(dialect: str, table: sa.Table) -> Any:
+    """``INSERT`` with ``ON CONFLICT`` support for ``dialect`` (``postgresql`` or SQLite's).
+    The dialect's module is imported here, when used: PostgreSQL's costs every SQLite run
+    its import otherwise."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
         return postgresql.insert(table)
+    from sqlalchemy.dialects import sqlite
+
     return sqlite.insert(table)
 
 
@@ -68,7 +79,7 @@ def upsert_cache(conn: Connection) -> Any:
 
 @functools.cache
 def _upsert_cache(dialect: str) -> Any:
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(response_cache)
+    stmt = dialect_insert(dialect, response_cache)
     return stmt.on_conflict_do_update(
         index_elements=[response_cache.c.key],
         set_={"value": stmt.excluded.value, "created_at": stmt.excluded.created_at},
@@ -77,7 +88,7 @@ def _upsert_cache(dialect: str) -> Any:
 
 @functools.cache
 def _upsert_samples(dialect: str) -> Any:
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(samples)
+    stmt = dialect_insert(dialect, samples)
     keep = {"id", *SAMPLE_KEY_COLUMNS}
     return stmt.on_conflict_do_update(
         index_elements=[samples.c[name] for name in SAMPLE_KEY_COLUMNS],

@@ -17,7 +17,6 @@ from types import TracebackType
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from calipers._util.clock import utc_now
@@ -44,6 +43,7 @@ from calipers.store._records import (
 from calipers.store._schema import online_scores, response_cache, runs, samples, traffic
 from calipers.store._sql import (
     NEWEST_FIRST,
+    dialect_insert,
     row_to_run,
     runs_with_prefix,
     upsert_cache,
@@ -399,7 +399,7 @@ def _row_to_score(row: sa.Row[Any]) -> OnlineScoreRecord:
 @functools.cache
 def _upsert_online_scores(dialect: str) -> Any:
     """Insert scores; on a stored key, replace only a stored NaN (NULL) with a real value."""
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(online_scores)
+    stmt = dialect_insert(dialect, online_scores)
     return stmt.on_conflict_do_update(
         index_elements=[online_scores.c.pair_id, online_scores.c.role, online_scores.c.scorer],
         set_={c: stmt.excluded[c] for c in ("value", "details", "scored_at")},
@@ -410,7 +410,7 @@ def _upsert_online_scores(dialect: str) -> Any:
 @functools.cache
 def _insert_traffic(dialect: str) -> Any:
     """``INSERT ... ON CONFLICT DO NOTHING RETURNING id``, built once per dialect."""
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(traffic)
+    stmt = dialect_insert(dialect, traffic)
     return stmt.on_conflict_do_nothing(
         index_elements=[traffic.c.pair_id, traffic.c.role]
     ).returning(traffic.c.id)
