@@ -92,7 +92,8 @@ def test_methodology_card(capitals_task: Path) -> None:
     card = run.methodology
     task = card["tasks"]["capitals"]
     assert card["model"]["provider"] == "fake" and card["model"]["name"] == "oracle"
-    assert task["version"] == "2" and task["n_items"] == 8 and task["seed"] == 3
+    assert task["version"] == "2" and task["n_items"] == 8 and "seed" not in task
+    assert card["seeds"]["items"] == 3  # the run's seeds are recorded once, not per task
     assert task["prompt_template"]["template"] == "Q: {input}\nA:"
     assert len(task["data_hash"]) == 32 and len(task["prompt_hash"]) == 16
     assert task["scorers"] == [{"name": "exact_match", "args": {}}]

@@ -14,8 +14,8 @@ from calipers.errors import StoreError
 from calipers.store import Store
 from calipers.store._engine import create_engine, resolve_url
 from calipers.store._migrations import MIGRATIONS, current_version, m001_initial, migrate
-from calipers.store._schema import metadata, runs
-from tests.store.conftest import postgres_url, run_record, wipe
+from calipers.store._schema import metadata, runs, samples
+from tests.store.conftest import postgres_url, run_record, sample_record, wipe
 
 DOCS = Path(__file__).parents[2] / "docs" / "store.md"
 
@@ -94,6 +94,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "cached BOOLEAN NOT NULL DEFAULT 0",
             "error TEXT NULL",
             "created_at DATETIME NOT NULL",
+            "seed INTEGER NULL",
         ],
         "primary_key": "pk_samples (id)",
         "foreign_keys": ["fk_samples_run_id_runs (run_id) -> runs (id)"],
@@ -212,7 +213,7 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 3
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 4
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
@@ -220,6 +221,7 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
         (1, "m001_initial"),
         (2, "m002_traffic"),
         (3, "m003_online_scores"),
+        (4, "m004_sample_seed"),
     ]
 
 
@@ -234,6 +236,29 @@ def test_a_version_1_store_gains_the_traffic_table_and_keeps_its_data(tmp_path: 
         with Store.open(path) as store:
             assert [r.id for r in store.list_runs()] == ["r1"]
             assert store.get_traffic() == []
+        assert describe(engine) == EXPECTED
+    finally:
+        engine.dispose()
+
+
+def test_a_version_3_store_reads_its_seeds_and_its_sample_rows_gain_them(tmp_path: Path) -> None:
+    path = str(tmp_path / "v3.db")
+    engine = create_engine(resolve_url(path))
+    try:
+        migrate(engine, MIGRATIONS[:3])  # what calipers left behind before samples.seed
+        with engine.begin() as conn:
+            for rid, config in (("r7", {"tasks": ["capitals"], "seed": 7}), ("r_none", {})):
+                conn.execute(runs.insert().values(**run_record(rid, config=config).model_dump()))
+                for i in range(2):  # the version-3 columns only: there was no seed
+                    row = sample_record(rid, i).model_dump(exclude={"id", "seed"})
+                    conn.execute(samples.insert().values(**row))
+        with Store.open(path) as store:
+            assert store.get_run("r7").seed == 7
+            assert [s.seed for s in store.get_samples("r7")] == [7, 7]
+            assert store.get_run("r_none").seed is None  # recorded no seed: none is made up
+            assert [s.seed for s in store.get_samples("r_none")] == [None, None]
+            store.add_samples([sample_record("r7", 2, seed=7)])
+            assert [s.seed for s in store.get_samples("r7")] == [7, 7, 7]
         assert describe(engine) == EXPECTED
     finally:
         engine.dispose()
@@ -289,7 +314,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 3
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 4
 
 
 def add_note(conn: Connection) -> None:
@@ -318,11 +343,11 @@ def test_a_failing_migration_changes_nothing(store_url: str) -> None:
     engine = create_engine(resolve_url(store_url))
     try:
         migrate(engine)
-        with pytest.raises(StoreError, match=r"Migration 4 \(broken\) of the store failed"):
+        with pytest.raises(StoreError, match=r"Migration 5 \(broken\) of the store failed"):
             migrate(engine, [*MIGRATIONS, broken])
         assert not sa.inspect(engine).has_table("half_done")
         with engine.connect() as conn:
-            assert current_version(conn) == 3
+            assert current_version(conn) == 4
     finally:
         engine.dispose()
 

@@ -123,7 +123,8 @@ def test_prompt_is_lm_evals_zero_shot(tmp_path: Path) -> None:
     config = RunConfig(
         model="fake:echo", tasks=("gpqa",), limit=1, chat_template=False, data_dir=str(d), seed=3
     )
-    [pt] = make_plan(config, FakeModel()).tasks
+    plan = make_plan(config, FakeModel())
+    [pt] = plan.tasks
     req = pt.samples[0].request
     assert isinstance(req, LoglikelihoodRequest)
     s = pt.samples[0].sample
@@ -135,7 +136,7 @@ def test_prompt_is_lm_evals_zero_shot(tmp_path: Path) -> None:
         + "\nAnswer:"
     )
     assert req.continuations == (" (A)", " (B)", " (C)", " (D)")
-    assert pt.methodology.seed == 3
+    assert plan.methodology.seeds.items == 3 and s.metadata["shuffle_seed"] == 3
 
 
 def test_generate_scores_and_domain_breakdown(tmp_path: Path) -> None:

@@ -164,11 +164,11 @@ def _model_rows(m: dict[str, Any], spec: str | None) -> list[tuple[str, str]]:
     return rows
 
 
-def _task_line(name: str, t: dict[str, Any]) -> str:
+def _task_line(name: str, t: dict[str, Any], seed: Any) -> str:
     parts = [f"{name} v{t.get('version', '?')}", str(t.get("kind", "?")), str(t.get("source", "?"))]
     parts.append(f"{t.get('n_items', '?')} items")
     if t.get("dynamic"):
-        parts.append(f"dynamic, seed {t.get('seed')}")
+        parts.append(f"dynamic, seed {t.get('seed', seed)}")  # a task's own: older cards
     if t.get("limit") is not None:
         parts.append(f"limit {t['limit']}")
     return " · ".join(parts)
@@ -179,7 +179,7 @@ def _formulation(t: dict[str, Any]) -> str:
     return f"{t['formulation']} (fallback: {fallback})" if fallback else str(t["formulation"])
 
 
-def _task_rows(name: str, t: dict[str, Any]) -> list[tuple[str, str]]:
+def _task_rows(name: str, t: dict[str, Any], seed: Any = None) -> list[tuple[str, str]]:
     template = {k: v for k, v in (t.get("prompt_template") or {}).items() if v}
     chat = t.get("chat_template")
     shots = int(t.get("few_shot") or 0)
@@ -187,7 +187,7 @@ def _task_rows(name: str, t: dict[str, Any]) -> list[tuple[str, str]]:
     system = t.get("system_prompt")
     formulation = [("formulation", _formulation(t))] if t.get("formulation") else []
     return [
-        ("task", _task_line(name, t)),
+        ("task", _task_line(name, t, seed)),
         *formulation,
         ("data hash", _short(t.get("data_hash"), 16)),
         ("prompt hash", _short(t.get("prompt_hash"), 16)),
@@ -232,9 +232,12 @@ def methodology_rows(
     if m.get("model_runtime"):  # e.g. llama.cpp's thread counts
         rows.append(("model runtime", _kv(m["model_runtime"])))
     tasks: dict[str, dict[str, Any]] = m.get("tasks") or {}
+    seeds = m.get("seeds") or {}
     for name, t in tasks.items():
-        task_rows = _task_rows(name, t)
+        task_rows = _task_rows(name, t, seeds.get("items"))
         rows += task_rows if len(tasks) == 1 else [(f"{name} · {k}", v) for k, v in task_rows]
+    if seeds:
+        rows.append(("seeds", _kv(seeds)))
     conf = m.get("confidence")
     packages = m.get("packages") or {}
     rows += [

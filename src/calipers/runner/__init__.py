@@ -6,6 +6,7 @@ from calipers.runner._finalize import summarize_records
 from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
 from calipers.runner._plan import Plan, make_plan
 from calipers.runner._schedule import Progress
+from calipers.runner._seeds import RunSeeds
 
 __all__ = [
     "Methodology",
@@ -13,6 +14,7 @@ __all__ = [
     "Progress",
     "RunConfig",
     "RunResult",
+    "RunSeeds",
     "TaskMethodology",
     "aresume",
     "arun",

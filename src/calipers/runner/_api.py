@@ -83,7 +83,7 @@ def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResul
     summary = summarize_records(
         store.get_samples(run_id),
         metrics,
-        seed=plan.config.seed,
+        seed=plan.methodology.seeds.bootstrap,  # the recorded stream: the stored card's on resume
         confidence=plan.config.confidence,
         derived=derived,
     )

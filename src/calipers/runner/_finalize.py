@@ -4,8 +4,9 @@ Errored samples are excluded from every score and counted on their own, with the
 error message; a NaN metric value (unscorable) is excluded the same way. Samples a scorer
 flagged for tampering (code that exits before its tests ran, ...) stay scored, as failures,
 and are counted apart as well. Retried model calls are counted per task and run (``calls``):
-retries change what latencies mean. Bootstrap randomness is seeded from the run's seed, the
-task and the metric, so a summary is reproducible from the stored records alone.
+retries change what latencies mean. Bootstrap randomness is seeded from the run's bootstrap
+stream (``seed``: the card's ``seeds.bootstrap``), the task and the metric, so a summary is
+reproducible from the stored records alone.
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calipers._util.clock import utc_now_iso
 from calipers._util.environment import calipers_version, git_revision, package_versions
 from calipers._util.hashing import json_hash
+from calipers.runner._seeds import RunSeeds
 from calipers.types import GenerateParams, ModelIdentity
 
 __all__ = ["Methodology", "TaskMethodology", "chat_hash", "comparable_hash", "prompt_hash"]
@@ -28,7 +29,6 @@ class TaskMethodology(BaseModel):
     data_hash: str
     n_items: int
     dynamic: bool
-    seed: int
     limit: int | None
     prompt_template: dict[str, str]
     prompt_hash: str
@@ -52,6 +52,9 @@ class Methodology(BaseModel):
     model: ModelIdentity
     model_spec: str
     tasks: dict[str, TaskMethodology]
+    # The run's streams, derived from the user's seed (``RunConfig.seed``, stored in the run's
+    # config): the items (and each sample row) drew from ``items``, finalize from ``bootstrap``.
+    seeds: RunSeeds
     confidence: float
     calipers_version: str
     git_revision: str | None
@@ -61,12 +64,31 @@ class Methodology(BaseModel):
     # n_threads_batch); recorded, never compared.
     model_runtime: dict[str, int | str] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _seeds_of_older_cards(cls, data: Any) -> Any:
+        """A card stored before the streams were separate copied the user's seed into every
+        task (``tasks[t]["seed"]``) and drew both streams from it: read it as such."""
+        if not isinstance(data, dict) or "seeds" in data:
+            return data
+        tasks = data.get("tasks") or {}
+        old = [t["seed"] for t in tasks.values() if isinstance(t, dict) and "seed" in t]
+        return {
+            **data,
+            "seeds": RunSeeds.legacy(int(old[0]) if old else 0),
+            "tasks": {
+                name: {k: v for k, v in t.items() if k != "seed"} if isinstance(t, dict) else t
+                for name, t in tasks.items()
+            },
+        }
+
     @classmethod
     def create(
         cls,
         model: ModelIdentity,
         model_spec: str,
         tasks: dict[str, TaskMethodology],
+        seeds: RunSeeds,
         confidence: float,
         model_runtime: dict[str, int | str] | None = None,
     ) -> Methodology:
@@ -74,6 +96,7 @@ class Methodology(BaseModel):
             model=model,
             model_spec=model_spec,
             tasks=tasks,
+            seeds=seeds,
             confidence=confidence,
             calipers_version=calipers_version(),
             git_revision=git_revision(),
@@ -91,12 +114,12 @@ def chat_hash(enabled: bool, model: ModelIdentity) -> str | None:
     return model.chat_template_hash if enabled else None
 
 
-# Not compared between runs of different models: the seed and limit are implied by the data
-# hash (same items, same measurement), and the chat template's text belongs to the model
-# (whether it is used, ``chat_template``, is compared). A formulation run as a fallback measures
+# Not compared between runs of different models: the limit is implied by the data hash (same
+# items, same measurement; the seeds are the run's, ``Methodology.seeds``, not a task's), and
+# the chat template's text belongs to the model (whether it is used, ``chat_template``, is
+# compared). A formulation run as a fallback measures
 # the same as when asked for (``formulation`` and the prompt are compared).
 _NOT_COMPARED = {
-    "seed",
     "limit",
     "n_items",
     "chat_template_hash",

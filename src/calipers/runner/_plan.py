@@ -1,4 +1,5 @@
-"""Plan: resolve the model and tasks, load items, draw few-shot examples, build every request.
+"""Plan: resolve the model and tasks, derive the run's seeds (once: ``RunSeeds``), load items,
+draw few-shot examples, build every request.
 
 Planning does no model calls (the provider loads its weights lazily), so a plan is cheap and
 its methodology card is known before the first sample runs.
@@ -18,6 +19,7 @@ from calipers.models import ModelProvider, resolve_model
 from calipers.runner._config import RunConfig
 from calipers.runner._fallback import fit_to_provider
 from calipers.runner._methodology import Methodology, TaskMethodology, chat_hash, prompt_hash
+from calipers.runner._seeds import RunSeeds
 from calipers.tasks import LoadContext, Task, apply_variant, data_hash, resolve_task
 from calipers.types import (
     GenerateParams,
@@ -37,6 +39,7 @@ class PlannedSample:
     request: ModelRequest | LoglikelihoodRequest
     prompt_text: str | None  # for log-likelihood: the full rendered context
     epoch: int = 0  # the n-th generation for this item (``--epochs``), seeded apart
+    seed: int | None = None  # the run's items stream (``RunSeeds.items``), stored on its row
 
 
 @dataclass(frozen=True)
@@ -158,10 +161,14 @@ def _check_epochs(task: Task, config: RunConfig, params: GenerateParams) -> None
 
 
 def _plan_task(
-    task: Task, config: RunConfig, provider: ModelProvider, fallback: str | None = None
+    task: Task,
+    config: RunConfig,
+    seeds: RunSeeds,
+    provider: ModelProvider,
+    fallback: str | None = None,
 ) -> PlannedTask:
     ctx = LoadContext(
-        seed=config.seed, n=config.limit or task.default_n, data_dir=_data_dir(config)
+        seed=seeds.items, n=config.limit or task.default_n, data_dir=_data_dir(config)
     )
     samples = list(task.load(ctx))
     if config.limit is not None:
@@ -197,7 +204,8 @@ def _plan_task(
             req = ModelRequest(
                 prompt=task.prompt.plain(s, shots, config.system_prompt), params=params
             )
-        planned.extend(_epochs(PlannedSample(task.name, i, s, req, text), config.epochs))
+        ps = PlannedSample(task.name, i, s, req, text, seed=seeds.items)
+        planned.extend(_epochs(ps, config.epochs))
     template = task.prompt.card()
     card = TaskMethodology(
         task=task.name,
@@ -209,7 +217,6 @@ def _plan_task(
         data_hash=data_hash(samples),
         n_items=len(samples),
         dynamic=task.dynamic,
-        seed=config.seed,
         limit=config.limit,
         prompt_template=template,
         prompt_hash=prompt_hash(template),
@@ -244,11 +251,13 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise ConfigError(f"A task is listed twice: {', '.join(names)}.")
-    planned = tuple(_plan_task(t, config, provider, fallbacks.get(t.name)) for t in tasks)
+    seeds = RunSeeds.derive(config.seed)  # the one place the user's seed becomes streams
+    planned = tuple(_plan_task(t, config, seeds, provider, fallbacks.get(t.name)) for t in tasks)
     card = Methodology.create(
         provider.identity(),
         config.model,
         {p.task.name: p.methodology for p in planned},
+        seeds,
         config.confidence,
         model_runtime=provider.runtime(),
     )

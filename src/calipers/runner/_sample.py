@@ -106,6 +106,7 @@ async def run_sample(
         task=planned.task,
         sample_id=s.id,
         epoch=planned.epoch,
+        seed=planned.seed,
         position=planned.position,
         category=s.category,
         cluster=s.cluster,

@@ -144,7 +144,34 @@ def m003_online_scores(conn: Connection) -> None:
     md.create_all(conn, checkfirst=False)
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_traffic, m003_online_scores]
+def m004_sample_seed(conn: Connection) -> None:
+    """``samples.seed``: the seed each sample's item was made with (the run's items stream).
+    Rows already stored take their run's seed (``config["seed"]``: before the streams were
+    derived apart, the items drew from it); rows of a run that recorded none stay NULL."""
+    conn.execute(sa.text("ALTER TABLE samples ADD COLUMN seed INTEGER"))
+    md = sa.MetaData()
+    runs = sa.Table("runs", md, sa.Column("id", sa.Text), sa.Column("config", JSONText))
+    samples = sa.Table("samples", md, sa.Column("run_id", sa.Text), sa.Column("seed", sa.Integer))
+    seeds = [
+        {"rid": rid, "run_seed": config["seed"]}
+        for rid, config in conn.execute(sa.select(runs.c.id, runs.c.config))
+        if isinstance(config, dict) and type(config.get("seed")) is int
+    ]
+    if seeds:
+        conn.execute(
+            samples.update()
+            .where(samples.c.run_id == sa.bindparam("rid"))
+            .values(seed=sa.bindparam("run_seed")),
+            seeds,
+        )
+
+
+MIGRATIONS: list[Migration] = [
+    m001_initial,
+    m002_traffic,
+    m003_online_scores,
+    m004_sample_seed,
+]
 
 
 def current_version(conn: Connection) -> int:

@@ -73,10 +73,18 @@ class RunRecord(_Record):
 
     _utc = field_validator("created_at", "finished_at")(_as_utc)
 
+    @property
+    def seed(self) -> int | None:
+        """The seed the user gave (``config["seed"]``, its one place in the run row; the
+        streams derived from it are the card's ``methodology["seeds"]``); None if not recorded."""
+        seed = self.config.get("seed")
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
 
 class SampleRecord(_Record):
     """One sample of a run: the request as sent, the raw response, the parsed answer, the
-    scores, latency, tokens and cost.
+    scores, latency, tokens and cost, and the seed its item was made with (the run's items
+    stream; ``None`` on rows stored before migration 4 whose run recorded no seed).
 
     A sample whose model call or scoring failed has ``error`` set and ``scores=None``: it is
     kept (nothing is lost) but is not "done", so a resumed run retries it. ``id`` is assigned by
@@ -103,6 +111,7 @@ class SampleRecord(_Record):
     cached: bool = False
     error: str | None = None
     created_at: datetime = Field(default_factory=utc_now)
+    seed: int | None = None  # the run's items stream that made the item; None: not recorded
     id: int | None = None
 
     _utc = field_validator("created_at")(_as_utc)

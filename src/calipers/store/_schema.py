@@ -91,6 +91,7 @@ samples = sa.Table(
     sa.Column("cached", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("seed", sa.Integer, nullable=True),  # migration 4: last, as ALTER TABLE adds it
     # Its index also serves every lookup by run_id (the leading column).
     sa.UniqueConstraint(*SAMPLE_KEY_COLUMNS),
 )

@@ -4,7 +4,8 @@ Item ``i`` of seed ``s`` is drawn from its own generator, ``random.Random("calip
 <split>/<s>/<i>")`` (string seeds are hashed with SHA-512, so this is stable across Python
 processes and versions). Hence the same seed gives the same items, ``n=10`` gives the first ten
 items of ``n=50``, and the few-shot split draws from different streams than the evaluation
-split.
+split. In a run, ``s`` (``LoadContext.seed``) is the run's items stream, passed down by the
+planner (``RunSeeds.items``, the user's ``--seed``); nothing here reads a run's config.
 """
 
 from __future__ import annotations
