@@ -25,7 +25,9 @@ class RunConfig(BaseModel):
     formulation: str | None = Field(
         None, description="cloze | letter | generate, for tasks that offer several"
     )
-    limit: int | None = Field(None, ge=1, description="Items per task (dynamic: generated)")
+    limit: int | None = Field(
+        None, ge=1, description="Items per task (a dynamic task generates this many)"
+    )
     seed: int = Field(0, description="Seed for generated items and bootstrap intervals")
     few_shot: int | None = Field(None, ge=0, description="Few-shot examples per item")
     few_shot_seed: int | None = Field(None, description="Seed of the few-shot draw")
