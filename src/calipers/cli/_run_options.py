@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
+from click.types import OptionHelpExtra
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -150,14 +151,14 @@ def _click_type(info: FieldInfo) -> click.ParamType[Any]:
 
 
 class _Option(click.Option):
-    """An option whose ``[default: ...]`` is the field's default, or what unset means, in the
-    same brackets as click's range; also where the option itself is unset (``None``)."""
+    """Shows ``[default: ...]`` from the field (its default, or what unset means) in click's
+    own brackets, next to the range, also where the option's value is ``None`` until given."""
 
     def __init__(self, *args: Any, shown_default: str | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.shown_default = shown_default
 
-    def get_help_extra(self, ctx: click.Context) -> Any:
+    def get_help_extra(self, ctx: click.Context) -> OptionHelpExtra:
         extra = super().get_help_extra(ctx)
         if self.shown_default:
             extra["default"] = self.shown_default
