@@ -225,7 +225,9 @@ def run_options(
 def run_fields(opts: Mapping[str, Any]) -> dict[str, Any]:
     """RunConfig fields from a command's parsed options (``model_options`` as a dict). Only
     the options given: one left unset (``None``, or nothing for a repeatable one) is left out,
-    so its field keeps RunConfig's default, or a stored run's value."""
+    so its field keeps RunConfig's default, or a stored run's value. A command's own option
+    named like a run option (sensitivity's single ``--task``) goes in ``run_config``'s
+    ``fields``, which win."""
     fields: dict[str, Any] = {}
     for name, spec in RUN_OPTIONS.items():
         value = opts.get(name)
