@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -11,8 +11,12 @@ from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
 from calipers.cli._progress import BarProgress
+from calipers.cli._run_options import run_config, run_options
 from calipers.errors import ConfigError
 from calipers.types import Estimate
+
+if TYPE_CHECKING:
+    from calipers.runner import RunConfig
 
 __all__ = ["PROBE_NAMES", "contamination_group"]
 
@@ -128,7 +132,7 @@ def index_cmd(
     metavar="RUN",
     help="A stored run of the task: scores on clean vs overlapping items.",
 )
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
+@run_options("data_dir")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Only the first N items.")
 @click.option(
     "--min-ratio",
@@ -190,7 +194,7 @@ def _pts(e: dict[str, Any] | None) -> str:
 
 
 @contamination_group.command("perturbation")
-@click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC")
+@run_options("model")
 @click.option(
     "-t", "--task", required=True, metavar="NAME|PATH", help="The benchmark (multiple choice)."
 )
@@ -201,31 +205,20 @@ def _pts(e: dict[str, Any] | None) -> str:
     metavar="NAME|PATH",
     help="A task whose items cannot have been memorised ('none': no control).",
 )
-@click.option(
-    "--formulation",
-    metavar="NAME",
-    help="cloze | letter | generate, for the benchmark and (if it has it) the control.",
+@run_options(
+    "formulation",
+    "limit",
+    "seed",
+    "chat_template",
+    "data_dir",
+    help_for={
+        "formulation": "cloze | letter | generate, for the benchmark and (if it has it) the control"
+    },
 )
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--chat-template/--no-chat-template", default=True, show_default=True)
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
 @click.option("--json", "as_json", is_flag=True)
 @store_option
 @click.pass_obj
-def perturbation_cmd(
-    obj: Context,
-    /,
-    model: str,
-    task: str,
-    control: str,
-    formulation: str | None,
-    limit: int | None,
-    seed: int,
-    chat_template: bool,
-    data_dir: str | None,
-    as_json: bool,
-) -> None:
+def perturbation_cmd(obj: Context, /, **opts: Any) -> None:
     """Do benchmark items lose more than fresh items when their surface form changes?
 
     Runs the benchmark and the control as they are, with the options shuffled, and with one
@@ -239,21 +232,19 @@ def perturbation_cmd(
     """
     from calipers.analysis import load_study, plan_study, run_study
     from calipers.contamination import perturbation_gap
-    from calipers.runner import RunConfig
     from calipers.store import Store
     from calipers.tasks import formulations
 
+    task, control, formulation, as_json = (
+        opts["task"],
+        opts["control"],
+        opts["formulation"],
+        opts["as_json"],
+    )
+
     def config(name: str) -> RunConfig:
         form = formulation if (formulation and formulation in formulations(name)) else None
-        return RunConfig(
-            model=model,
-            tasks=(name,),
-            formulation=form,
-            limit=limit,
-            seed=seed,
-            chat_template=chat_template,
-            data_dir=data_dir,
-        )
+        return run_config(opts, tasks=(name,), formulation=form)
 
     from calipers._util.ids import new_run_id
     from calipers.contamination._flags import GAP_PREFIX
@@ -283,7 +274,9 @@ def perturbation_cmd(
                     )
                 run_study(plan, store, progress=progress)
                 studies.append(load_study(store, plan.study))
-    report = perturbation_gap(studies[0], studies[1] if len(studies) > 1 else None, seed=seed)
+    report = perturbation_gap(
+        studies[0], studies[1] if len(studies) > 1 else None, seed=opts["seed"]
+    )
     if as_json:
         obj.print_json(report.model_dump(mode="json"))
         return
@@ -322,13 +315,8 @@ def _probe_names(
 
 
 @contamination_group.command("probes")
-@click.option(
-    "-m",
-    "--model",
-    default="smollm2",
-    show_default=True,
-    metavar="SPEC",
-    help="A model with log-probabilities for Min-K%++ (llamacpp, fake).",
+@run_options(
+    "model", help_for={"model": "A model with log-probabilities for Min-K%++ (llamacpp, fake)"}
 )
 @click.option("-t", "--task", required=True, metavar="NAME|PATH", help="The benchmark.")
 @click.option(
@@ -347,8 +335,7 @@ def _probe_names(
     help="Only these probes (repeatable; default: all three).",
 )
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=60, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
+@run_options("seed", "data_dir")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def probes_cmd(

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from calipers._util.home import make_folder
 from calipers.cli._app import EXIT_INTERRUPTED, Context, cli, store_option
+from calipers.cli._run_options import run_fields, run_options
 from calipers.errors import EXIT_DECISION_ERROR, EXIT_DECISION_INTERNAL, CalipersError
 from calipers.types import Estimate
 
@@ -244,30 +245,7 @@ def _print(obj: Context, result: GateResult) -> None:
 def _config(opts: dict[str, Any]) -> Any:
     from calipers.analysis._gate import GateConfig
 
-    run: dict[str, Any] = {
-        k: opts[k]
-        for k in (
-            "limit",
-            "seed",
-            "few_shot",
-            "system_prompt",
-            "data_dir",
-            "max_tokens",
-            "temperature",
-            "concurrency",
-            "formulation",
-        )
-        if opts[k] is not None
-    }
-    if opts["no_cache"]:
-        run["use_cache"] = False
-    model = {
-        k: opts[k]
-        for k in ("base_url", "api_key_env", "n_ctx", "concurrency")
-        if opts[k] is not None
-    }
-    if model:
-        run["model_options"] = model
+    run = run_fields(opts)  # only the options given: the rest come from a stored run
     metrics = tuple(opts["metrics"]) or ("primary",)
     try:
         return GateConfig(
@@ -381,25 +359,21 @@ def _fail(
     is_flag=True,
     help="Exit 2 before running anything if the suite is too small for --max-drop.",
 )
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
-@click.option("--seed", type=int, help="Seed for generated items and bootstrap intervals.")
-@click.option("--few-shot", "few_shot", type=click.IntRange(min=0), metavar="K")
-@click.option("--formulation", metavar="NAME", help="cloze | letter | generate.")
-@click.option("--system-prompt", metavar="TEXT")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False),
-    envvar="CALIPERS_DATA",
-    help="Local benchmark data directory.",
+@run_options(
+    "limit",
+    "seed",
+    "few_shot",
+    "formulation",
+    "system_prompt",
+    "data_dir",
+    "base_url",
+    overrides=True,
+    help_for={"base_url": "OpenAI-compatible server for the models"},
 )
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible server for the models.")
 @click.option("--baseline-base-url", metavar="URL", help="Server of the baseline, if another.")
-@click.option("--api-key-env", metavar="VAR", help="Variable holding the API key.")
-@click.option("--concurrency", type=click.IntRange(min=1), help="Parallel requests.")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Override max new tokens.")
-@click.option("--temperature", type=click.FloatRange(min=0), help="Override temperature.")
-@click.option("--n-ctx", type=click.IntRange(min=256), help="Context size for llamacpp.")
-@click.option("--no-cache", is_flag=True, help="Do not reuse stored responses.")
+@run_options(
+    "api_key_env", "concurrency", "max_tokens", "temperature", "n_ctx", "cache", overrides=True
+)
 @click.option("--junit", metavar="FILE", help="Write JUnit XML here (also on failure).")
 @click.option("--markdown", metavar="FILE", help="Write a Markdown summary here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -411,7 +385,8 @@ def gate_cmd(obj: Context, /, **opts: Any) -> None:
     Runs what is missing, pairs the two runs item by item and tests non-inferiority per task
     and metric: PASS (exit 0) when the whole interval of candidate − baseline is above
     −max-drop, FAIL (exit 1) when it is all below, INCONCLUSIVE (exit 2) otherwise, with the
-    items needed to decide. Errors exit 3 (4 for a bug).
+    items needed to decide. Errors exit 3 (4 for a bug). A run option left out (--limit to
+    --cache) takes a stored side's setting, else the default shown.
 
     \b
     Examples:

@@ -23,14 +23,20 @@ from calipers.cli._app import (
 from calipers.cli._duration import DURATION
 from calipers.cli._progress import BarProgress
 from calipers.cli._render import summary_table
+from calipers.cli._run_options import (
+    DECODING,
+    LLAMACPP,
+    PROMPT,
+    SERVER,
+    run_config,
+    run_fields,
+    run_options,
+)
 from calipers.errors import ConfigError, DeadlineError
 
-if TYPE_CHECKING:  # the runner pulls in scipy and statsmodels: import it when a run starts
+if TYPE_CHECKING:
     from calipers.runner import RunConfig, RunResult
     from calipers.store import Store
-
-DEFAULT_MODEL = "smollm2"  # calipers.models.DEFAULT_MODEL; a test keeps the two equal
-DEFAULT_TASK = "dynamic"  # calipers.tasks.DEFAULT_TASK
 
 __all__ = ["run_cmd"]
 
@@ -42,45 +48,17 @@ def _report_dir(explicit: str | None) -> Path:
 
 
 def _config(opts: dict[str, Any]) -> RunConfig:
-    from calipers.models import ModelOptions
-    from calipers.runner import RunConfig
-
-    model_opts: dict[str, Any] = {
-        k: opts[k] for k in ("base_url", "api_key_env", "n_ctx") if opts[k] is not None
-    }
-    if opts["threads"] is not None:
-        model_opts["n_threads"] = opts["threads"]
-    if opts["concurrency"] is not None:
-        model_opts["concurrency"] = opts["concurrency"]
-    model_opts.update(_request_options(opts))
     try:
-        return RunConfig(
-            model=opts["model"],
-            tasks=tuple(opts["task"]) or (DEFAULT_TASK,),
-            formulation=opts["formulation"],
-            limit=opts["limit"],
-            seed=opts["seed"],
-            few_shot=opts["few_shot"],
-            few_shot_seed=opts["few_shot_seed"],
-            chat_template=opts["chat_template"],
-            system_prompt=opts["system_prompt"],
-            data_dir=opts["data_dir"],
-            max_tokens=opts["max_tokens"],
-            temperature=opts["temperature"],
-            epochs=opts["epochs"],
-            concurrency=opts["concurrency"],
-            use_cache=opts["cache"],
-            model_options=ModelOptions(**model_opts),
-            confidence=0.95,
-        )
+        return run_config(opts)
     except ValueError as e:
         raise ConfigError(f"Invalid run option: {e}") from None
 
 
 def _request_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """--timeout and --max-retries: how requests are made, never what is measured."""
-    pairs = (("timeout_s", opts["timeout"]), ("max_retries", opts["max_retries"]))
-    return {k: v for k, v in pairs if v is not None}
+    """--timeout and --max-retries: how requests are made, never what is measured (so a
+    resumed run may change them)."""
+    given = run_fields({k: opts[k] for k in ("timeout", "max_retries")})
+    return dict(given.get("model_options", {}))
 
 
 def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None) -> str:
@@ -118,75 +96,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 
 
 @cli.command("run")
-@click.option(
-    "-m",
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    metavar="SPEC",
-    help="smollm2 | llamacpp:PATH.gguf | openai:MODEL | fake:echo ...",
-)
-@click.option(
-    "-t",
-    "--task",
-    multiple=True,
-    metavar="NAME|PATH",
-    help=f"Task, suite or task file; repeatable. [default: {DEFAULT_TASK}]",
-)
-@click.option(
-    "--formulation",
-    metavar="NAME",
-    help="cloze | letter | generate, for tasks that offer several (default: the "
-    "one their published figures use).",
-)
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items per task.")
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed for generated items and bootstrap intervals.",
-)
-@click.option(
-    "--few-shot",
-    "few_shot",
-    type=click.IntRange(min=0),
-    metavar="K",
-    help="Few-shot examples per item (default: the task's).",
-)
-@click.option("--few-shot-seed", type=int, help="Seed of the few-shot draw.")
-@click.option(
-    "--chat-template/--no-chat-template",
-    default=True,
-    show_default=True,
-    help="Send chat messages through the model's chat template, or a plain prompt.",
-)
-@click.option("--system-prompt", metavar="TEXT", help="System prompt for every item.")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False),
-    envvar="CALIPERS_DATA",
-    help="Local benchmark data directory.",
-)
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
-@click.option(
-    "--api-key-env",
-    metavar="VAR",
-    help="Environment variable holding the API key [default: OPENAI_API_KEY].",
-)
-@click.option("--concurrency", type=click.IntRange(min=1), help="Parallel requests.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Longest one attempt of one request may take (openai) [default: 120].",
-)
-@click.option(
-    "--max-retries",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Retries of a request after 429, 5xx or a timeout (openai) [default: 4].",
-)
+@run_options("model", "task", "formulation", "limit", "seed", *PROMPT, "data_dir", *SERVER)
 @click.option(
     "--deadline",
     type=DURATION,
@@ -194,30 +104,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
     help="Stop the run after this long (90s, 30m, 2h); what is left stays pending "
     "for --resume (exit code 4).",
 )
-@click.option(
-    "--epochs",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Generations per item, each with its own sampling seed (pass@k, "
-    "stability); needs --temperature > 0.",
-)
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Override max new tokens.")
-@click.option("--temperature", type=click.FloatRange(min=0), help="Override temperature.")
-@click.option("--n-ctx", type=click.IntRange(min=256), help="Context size for llamacpp.")
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="llama.cpp threads [default: one core fewer than usable for generation, "
-    "all for prompts]; see docs/models.md.",
-)
-@click.option(
-    "--cache/--no-cache",
-    default=True,
-    show_default=True,
-    help="Reuse stored responses to identical requests.",
-)
+@run_options(*DECODING, *LLAMACPP, "cache")
 @click.option("--resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
 @click.option(
     "--report-dir",

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
 from calipers.cli._progress import BarProgress
+from calipers.cli._run_options import run_config, run_options
 from calipers.errors import ConfigError
 from calipers.types import Estimate
 
@@ -93,11 +94,17 @@ def _print(obj: Context, report: Any, skipped: list[tuple[str, str]]) -> None:
 
 
 @cli.command("sensitivity")
-@click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC")
+@run_options("model")
 @click.option("-t", "--task", metavar="NAME|PATH", help="The task to vary (one).")
-@click.option("--formulation", metavar="NAME", help="Reference formulation (cloze|letter|...).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items (the same in every run).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@run_options(
+    "formulation",
+    "limit",
+    "seed",
+    help_for={
+        "formulation": "Reference formulation (cloze | letter | generate)",
+        "limit": "Items (the same in every run)",
+    },
+)
 @click.option(
     "--axes",
     default=",".join(
@@ -122,21 +129,16 @@ def _print(obj: Context, report: Any, skipped: list[tuple[str, str]]) -> None:
     show_default=True,
     help="Random option orders, with the 'permutations' axis.",
 )
-@click.option(
-    "--chat-template/--no-chat-template",
-    default=True,
-    show_default=True,
-    help="Reference: use the chat template or a plain prompt.",
-)
-@click.option(
-    "--few-shot",
+@run_options(
+    "chat_template",
     "few_shot",
-    type=click.IntRange(min=0),
-    metavar="K",
-    help="Reference few-shot k (default: the task's).",
+    "data_dir",
+    "base_url",
+    help_for={
+        "chat_template": "Reference: use the chat template or a plain prompt",
+        "few_shot": "Reference few-shot k",
+    },
 )
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
 @click.option("--study", "study", metavar="ID", help="Show a stored study instead of running.")
 @click.option("--list", "list_studies", is_flag=True, help="List stored studies.")
 @click.option("--dry-run", is_flag=True, help="Show the formulations that would run.")
@@ -162,8 +164,6 @@ def sensitivity_cmd(obj: Context, /, **opts: Any) -> None:
     """
     from calipers.analysis._sensitivity import sensitivity
     from calipers.analysis._study import load_study, plan_study, run_study
-    from calipers.models import ModelOptions
-    from calipers.runner import RunConfig
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
@@ -177,18 +177,7 @@ def sensitivity_cmd(obj: Context, /, **opts: Any) -> None:
             if not opts["task"]:
                 raise ConfigError("Which task? Pass -t TASK.", hint="calipers tasks lists them.")
             axes = [a.strip() for a in opts["axes"].split(",") if a.strip()]
-            model_opts = {"base_url": opts["base_url"]} if opts["base_url"] else {}
-            base = RunConfig(
-                model=opts["model"],
-                tasks=(opts["task"],),
-                formulation=opts["formulation"],
-                limit=opts["limit"],
-                seed=opts["seed"],
-                chat_template=opts["chat_template"],
-                few_shot=opts["few_shot"],
-                data_dir=opts["data_dir"],
-                model_options=ModelOptions(**model_opts),
-            )
+            base = run_config(opts, tasks=(opts["task"],))
             plan = plan_study(base, axes, permutations=opts["permutations"])
             skipped = list(plan.skipped)
             if opts["dry_run"]:
@@ -262,20 +251,16 @@ def _list(obj: Context, store: Any, as_json: bool) -> None:
 
 
 @cli.command("robustness")
-@click.option("-m", "--model", default="smollm2", show_default=True, metavar="SPEC")
+@run_options("model")
 @click.option("-t", "--task", metavar="NAME|PATH", help="The task (one).")
-@click.option("--formulation", metavar="NAME", help="cloze | letter | generate, where offered.")
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Items (the same in every run).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@run_options("formulation", "limit", "seed", help_for={"limit": "Items (the same in every run)"})
 @click.option(
     "--only",
     metavar="LIST",
     help="Comma-separated subset of: typos, case, "
     "whitespace, missing_context, two_questions, distractor.",
 )
-@click.option("--chat-template/--no-chat-template", default=True, show_default=True)
-@click.option("--data-dir", type=click.Path(file_okay=False), envvar="CALIPERS_DATA")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible server, e.g. .../v1.")
+@run_options("chat_template", "data_dir", "base_url")
 @click.option("--study", "study", metavar="ID", help="Show a stored study instead of running.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_option
@@ -296,8 +281,6 @@ def robustness_cmd(obj: Context, /, **opts: Any) -> None:
     """
     from calipers.analysis._sensitivity import robustness
     from calipers.analysis._study import load_study, plan_study, run_study
-    from calipers.models import ModelOptions
-    from calipers.runner import RunConfig
     from calipers.store import Store
     from calipers.tasks._perturb import PERTURBATIONS
 
@@ -316,17 +299,7 @@ def robustness_cmd(obj: Context, /, **opts: Any) -> None:
                     f"Unknown perturbation(s): {', '.join(unknown)}.",
                     hint=f"Use some of: {', '.join(PERTURBATIONS)}.",
                 )
-            model_opts = {"base_url": opts["base_url"]} if opts["base_url"] else {}
-            base = RunConfig(
-                model=opts["model"],
-                tasks=(opts["task"],),
-                formulation=opts["formulation"],
-                limit=opts["limit"],
-                seed=opts["seed"],
-                chat_template=opts["chat_template"],
-                data_dir=opts["data_dir"],
-                model_options=ModelOptions(**model_opts),
-            )
+            base = run_config(opts, tasks=(opts["task"],))
             plan = plan_study(base, ["robustness"])
             wanted = {k.replace("_", " ") for k in only}
             plan = plan.__class__(

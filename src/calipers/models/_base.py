@@ -27,13 +27,21 @@ class ModelOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"  # the *name* of the variable; the key is never stored
+    base_url: str | None = Field(None, description="OpenAI-compatible server, e.g. .../v1")
+    api_key_env: str = Field(  # the *name* of the variable; the key is never stored
+        "OPENAI_API_KEY", description="Environment variable holding the API key"
+    )
     concurrency: int | None = None
-    timeout_s: float = Field(120.0, gt=0)  # per attempt of one request, all of it
-    max_retries: int = Field(4, ge=0)  # attempts after the first (429, 5xx, timeouts)
-    n_ctx: int = 4096
-    n_threads: int | None = None  # llamacpp: threads generating tokens (and prompts, unless
+    timeout_s: float = Field(  # per attempt of one request, all of it
+        120.0, gt=0, description="Longest one attempt of one request may take (openai)"
+    )
+    max_retries: int = Field(  # attempts after the first (429, 5xx, timeouts)
+        4, ge=0, description="Retries of a request after 429, 5xx or a timeout (openai)"
+    )
+    n_ctx: int = Field(4096, description="Context size for llamacpp")
+    n_threads: int | None = Field(  # llamacpp: threads generating tokens (and prompts, unless
+        None, description="llama.cpp threads (see docs/models.md)"
+    )
     n_threads_batch: int | None = None  # ... this is set); None: see calipers.models._threads
 
 

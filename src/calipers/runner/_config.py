@@ -15,22 +15,39 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str = DEFAULT_MODEL
-    tasks: tuple[str, ...] = (DEFAULT_TASK,)
-    formulation: str | None = None
-    limit: int | None = Field(None, ge=1, description="items per task (dynamic: generated)")
-    seed: int = 0
-    few_shot: int | None = Field(None, ge=0)
-    few_shot_seed: int | None = None
-    chat_template: bool = True
-    system_prompt: str | None = None
-    data_dir: str | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0)
-    concurrency: int | None = Field(None, ge=1)
-    use_cache: bool = True
+    # The descriptions are the command line's help too (calipers.cli._run_options).
+    model: str = Field(
+        DEFAULT_MODEL,
+        description="ALIAS | llamacpp:PATH.gguf | openai:MODEL | fake:echo ... "
+        "(aliases: calipers models)",
+    )
+    tasks: tuple[str, ...] = Field((DEFAULT_TASK,), description="Task, suite or task file")
+    formulation: str | None = Field(
+        None, description="cloze | letter | generate, for tasks that offer several"
+    )
+    limit: int | None = Field(
+        None, ge=1, description="Items per task (a dynamic task generates this many)"
+    )
+    seed: int = Field(0, description="Seed for generated items and bootstrap intervals")
+    few_shot: int | None = Field(None, ge=0, description="Few-shot examples per item")
+    few_shot_seed: int | None = Field(None, description="Seed of the few-shot draw")
+    chat_template: bool = Field(
+        True,
+        description="Send chat messages through the model's chat template, or a plain prompt",
+    )
+    system_prompt: str | None = Field(None, description="System prompt for every item")
+    data_dir: str | None = Field(None, description="Local benchmark data directory")
+    max_tokens: int | None = Field(None, ge=1, description="Most new tokens per response")
+    temperature: float | None = Field(None, ge=0, description="Sampling temperature")
+    concurrency: int | None = Field(None, ge=1, description="Parallel requests")
+    use_cache: bool = Field(True, description="Reuse stored responses to identical requests")
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     confidence: float = Field(0.95, gt=0, lt=1)
-    epochs: int = Field(1, ge=1, description="generations per item (pass@k, stability)")
+    epochs: int = Field(
+        1,
+        ge=1,
+        description="Generations per item, each with its own sampling seed (pass@k, "
+        "stability); needs a temperature above 0",
+    )
     variant: Variant | None = None  # a presentation change (sensitivity studies)
     study: str | None = None  # groups the runs of one sensitivity study
