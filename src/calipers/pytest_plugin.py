@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from calipers.analysis import StoredRun
-    from calipers.analysis._gate import GateResult
+    from calipers.analysis import GateResult, StoredRun
     from calipers.models import ModelProvider
     from calipers.types import Estimate
 
@@ -121,10 +120,10 @@ class EvalResult:
     ) -> GateCheck:
         """Is this run worse than ``baseline`` by more than ``by`` (score units: 0.02 = 2
         points)? The gate's paired non-inferiority test on every shared task."""
-        from calipers.analysis._gate import judge
+        from calipers.analysis import gate_verdict
 
         metrics = (metric,) if isinstance(metric, str) else tuple(metric)
-        result = judge(
+        result = gate_verdict(
             baseline.run, self.run, max_drop=by, metrics=metrics, alpha=alpha, power=power
         )
         return GateCheck(result, allow_inconclusive=allow_inconclusive)

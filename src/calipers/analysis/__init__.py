@@ -21,10 +21,26 @@ if TYPE_CHECKING:
     )
     from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
     from calipers.analysis._floors import Floor, format_floors
-    from calipers.analysis._gate import GateConfig, GateResult, GateRow, gate
-    from calipers.analysis._judge_calibration import JudgeCalibrationReport, calibrate_judge
+    from calipers.analysis._gate import (
+        GateConfig,
+        GateResult,
+        GateRow,
+        gate,
+        prepare_gate,
+        run_gate,
+    )
+    from calipers.analysis._gate import judge as gate_verdict
+    from calipers.analysis._judge_calibration import (
+        JUDGE_SCORERS,
+        JudgeCalibrationReport,
+        calibrate_judge,
+        calibrate_similarity,
+        save_judge_calibration,
+    )
     from calipers.analysis._judge_line import judge_agreement_line
+    from calipers.analysis._leaderboard import Board, leaderboard
     from calipers.analysis._practical import RunFactors, Stability, run_factors, stability
+    from calipers.analysis._reuse import find_reusable
     from calipers.analysis._saturation import (
         ItemRow,
         ItemStats,
@@ -38,11 +54,13 @@ if TYPE_CHECKING:
         robustness,
         sensitivity,
     )
+    from calipers.analysis._sizing import plan_size
     from calipers.analysis._study import StudyPlan, load_study, plan_study, run_study
 
 _MODULES = {
     "Annotation": "_audit",
     "AuditReport": "_audit",
+    "Board": "_leaderboard",
     "ComparisonRow": "_compare",
     "ComparisonSet": "_compare",
     "FlagAgreement": "_audit",
@@ -53,6 +71,7 @@ _MODULES = {
     "GateRow": "_gate",
     "ItemRow": "_saturation",
     "ItemStats": "_saturation",
+    "JUDGE_SCORERS": "_judge_calibration",
     "JudgeCalibrationReport": "_judge_calibration",
     "Paired": "_align",
     "RobustnessReport": "_sensitivity",
@@ -65,27 +84,37 @@ _MODULES = {
     "StudyPlan": "_study",
     "audit": "_audit",
     "calibrate_judge": "_judge_calibration",
+    "calibrate_similarity": "_judge_calibration",
     "compare": "_compare",
+    "find_reusable": "_reuse",
     "format_floors": "_floors",
     "gate": "_gate",
+    "gate_verdict": "_gate",
     "item_statistics": "_saturation",
     "judge_agreement_line": "_judge_line",
+    "leaderboard": "_leaderboard",
     "load_runs": "_compare",
     "load_study": "_study",
     "methodology_differences": "_align",
     "pair": "_align",
+    "plan_size": "_sizing",
     "plan_study": "_study",
+    "prepare_gate": "_gate",
     "robustness": "_sensitivity",
     "run_factors": "_practical",
+    "run_gate": "_gate",
     "run_study": "_study",
     "saturation": "_saturation",
+    "save_judge_calibration": "_judge_calibration",
     "sensitivity": "_sensitivity",
     "stability": "_practical",
 }
 
 __all__ = [
+    "JUDGE_SCORERS",
     "Annotation",
     "AuditReport",
+    "Board",
     "ComparisonRow",
     "ComparisonSet",
     "FlagAgreement",
@@ -108,22 +137,30 @@ __all__ = [
     "StudyPlan",
     "audit",
     "calibrate_judge",
+    "calibrate_similarity",
     "compare",
+    "find_reusable",
     "format_floors",
     "gate",
+    "gate_verdict",
     "item_statistics",
     "judge_agreement_line",
+    "leaderboard",
     "load_runs",
     "load_study",
     "methodology_differences",
     "pair",
+    "plan_size",
     "plan_study",
+    "prepare_gate",
     "robustness",
     "run_factors",
+    "run_gate",
     "run_study",
     "saturation",
+    "save_judge_calibration",
     "sensitivity",
     "stability",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _MODULES)
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, renamed={"gate_verdict": "judge"})

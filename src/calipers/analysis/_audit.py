@@ -27,8 +27,7 @@ from calipers.analysis._audit_data import Annotation, annotations_from, task_sam
 from calipers.analysis._saturation import task_metric
 from calipers.errors import ConfigError
 from calipers.runner import comparable_hash
-from calipers.stats import summarize, wilson
-from calipers.stats._items import subset_difference
+from calipers.stats import subset_difference, summarize, wilson
 from calipers.store import SampleRecord
 from calipers.types import Sample
 

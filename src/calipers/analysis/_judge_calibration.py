@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from calipers.analysis._judge_line import JUDGE_SCORERS, judge_agreement_line
 from calipers.datasets import read_records
 from calipers.errors import ConfigError, DataError
-from calipers.scorers._similarity import ThresholdCalibration, calibrate_threshold
+from calipers.scorers import ThresholdCalibration, calibrate_threshold
 from calipers.stats import cohens_kappa, krippendorff_alpha, length_bias, position_bias, wilson
 from calipers.store import RunRecord, SampleRecord, Store
 from calipers.types import Estimate

@@ -29,8 +29,7 @@ from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun
 from calipers.cards import ModelCard
 from calipers.runner import comparable_hash
-from calipers.stats import bootstrap_mean
-from calipers.stats._quantile import quantile_interval
+from calipers.stats import bootstrap_mean, quantile_interval
 from calipers.store import SampleRecord
 from calipers.types import Estimate
 

@@ -24,8 +24,15 @@ from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun, methodology_differences
 from calipers.errors import ConfigError, DataError
 from calipers.runner import comparable_hash
-from calipers.stats import Leaderboard, is_binary, rank_models, wilson
-from calipers.stats._items import item_difficulty, item_rest_correlations, uniform_items
+from calipers.stats import (
+    Leaderboard,
+    is_binary,
+    item_difficulty,
+    item_rest_correlations,
+    rank_models,
+    uniform_items,
+    wilson,
+)
 
 __all__ = [
     "ItemRow",

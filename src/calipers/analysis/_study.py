@@ -18,8 +18,7 @@ from calipers.errors import CalipersError, ConfigError
 from calipers.models import ModelProvider, resolve_model
 from calipers.runner import Progress, RunConfig, arun, make_plan
 from calipers.store import Store
-from calipers.tasks import Variant, formulations
-from calipers.tasks._perturb import PERTURBATIONS
+from calipers.tasks import PERTURBATIONS, Variant, formulations
 
 __all__ = [
     "AXES",

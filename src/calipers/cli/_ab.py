@@ -21,7 +21,7 @@ from calipers.cli._gate import EXIT_GATE_ERROR, EXIT_GATE_INTERNAL, GateCommand
 from calipers.errors import CalipersError, ConfigError
 
 if TYPE_CHECKING:
-    from calipers.monitor._ab import ABResult
+    from calipers.monitor import ABResult
 
 __all__ = ["ab_cmd", "parse_time"]
 
@@ -43,13 +43,13 @@ _ACTION = {
 
 def parse_time(value: str, *, now: datetime | None = None) -> datetime:
     """An ISO time (naive = UTC), ``now``, or a span back from now: ``90m``, ``24h``, ``7d``."""
-    from calipers.monitor._when import parse_when
+    from calipers.monitor import parse_when
 
     return parse_when(value, now or datetime.now(UTC))
 
 
 def _prices(values: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    from calipers.monitor._when import arm_prices
+    from calipers.monitor import arm_prices
 
     return arm_prices(values)
 
@@ -70,7 +70,7 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, float]:
 
 
 def _config(opts: dict[str, Any]) -> Any:
-    from calipers.monitor._ab import ABConfig
+    from calipers.monitor import ABConfig
 
     try:
         return ABConfig(
@@ -170,7 +170,7 @@ def _print(obj: Context, result: ABResult) -> None:
 def _evaluate(obj: Context, opts: dict[str, Any]) -> ABResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from calipers.monitor._ab import run_ab
+    from calipers.monitor import run_ab
     from calipers.store import Store
 
     cfg = _config(opts)

@@ -218,7 +218,7 @@ def audit_cmd(
       calipers audit RUN1 RUN2 RUN3 --task mmlu_redux
       calipers audit RUN1 RUN2 --min-confidence 0.7 --min-models 2 --json
     """
-    from calipers.analysis._audit import audit
+    from calipers.analysis import audit
 
     loaded, name = _load(obj, runs, task)
     rep = audit(
@@ -314,7 +314,7 @@ def items_cmd(
     Example:
       calipers items RUN1 RUN2 RUN3 --task arc_easy
     """
-    from calipers.analysis._saturation import saturation
+    from calipers.analysis import saturation
 
     loaded, name = _load(obj, runs, task)
     rep = saturation(loaded, name, seed=seed, n_resamples=resamples)

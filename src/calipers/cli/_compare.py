@@ -113,8 +113,7 @@ def compare_cmd(
       calipers compare 20261130-0545 20261130-0612
       calipers compare BASE CAND1 CAND2 --correction bh --json
     """
-    from calipers.analysis import compare, load_runs
-    from calipers.analysis._floors import format_floors
+    from calipers.analysis import compare, format_floors, load_runs
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:

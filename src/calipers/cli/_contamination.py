@@ -247,7 +247,7 @@ def perturbation_cmd(obj: Context, /, **opts: Any) -> None:
         return run_config(opts, tasks=(name,), formulation=form)
 
     from calipers._util.ids import new_run_id
-    from calipers.contamination._flags import GAP_PREFIX
+    from calipers.contamination import GAP_PREFIX
 
     names = [task] + ([] if control == "none" else [control])
     gap_id = f"{GAP_PREFIX}{new_run_id()}"  # the control's study is gap_id + "-control"

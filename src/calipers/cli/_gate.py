@@ -25,7 +25,7 @@ from calipers.errors import EXIT_DECISION_ERROR, EXIT_DECISION_INTERNAL, Caliper
 from calipers.types import Estimate
 
 if TYPE_CHECKING:
-    from calipers.analysis._gate import GateResult, GateRow
+    from calipers.analysis import GateResult, GateRow
 
 __all__ = ["EXIT_GATE_ERROR", "EXIT_GATE_INTERNAL", "gate_cmd", "junit_xml", "markdown_summary"]
 
@@ -243,7 +243,7 @@ def _print(obj: Context, result: GateResult) -> None:
 
 
 def _config(opts: dict[str, Any]) -> Any:
-    from calipers.analysis._gate import GateConfig
+    from calipers.analysis import GateConfig
 
     run = run_fields(opts)  # only the options given: the rest come from a stored run
     metrics = tuple(opts["metrics"]) or ("primary",)
@@ -268,7 +268,7 @@ def _config(opts: dict[str, Any]) -> Any:
 
 
 def _evaluate(obj: Context, opts: dict[str, Any]) -> GateResult:
-    from calipers.analysis._gate import prepare_gate, run_gate
+    from calipers.analysis import prepare_gate, run_gate
     from calipers.cli._progress import BarProgress
     from calipers.store import Store
 

@@ -143,7 +143,7 @@ def judge_calibrate_cmd(
       calipers judge-calibrate RUN --labels human.csv --task qa --json
       calipers judge-calibrate RUN --labels match.jsonl --threshold-out threshold.json
     """
-    from calipers.analysis._judge_calibration import (
+    from calipers.analysis import (
         JUDGE_SCORERS,
         calibrate_judge,
         calibrate_similarity,

@@ -44,10 +44,8 @@ def leaderboard_cmd(
     sensitivity` studies in the store) is flagged, and so is a model whose benchmark items
     lose more than fresh items under `calipers contamination perturbation`.
     """
-    from calipers.analysis import load_runs
-    from calipers.analysis._floors import format_floors
-    from calipers.analysis._leaderboard import leaderboard
-    from calipers.contamination._flags import contamination_flags
+    from calipers.analysis import format_floors, leaderboard, load_runs
+    from calipers.contamination import contamination_flags
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:

@@ -14,7 +14,7 @@ from rich.table import Table
 from calipers.cli._app import EXIT_ERROR, Context, cli, store_option
 
 if TYPE_CHECKING:
-    from calipers.analysis._practical import RunFactors, Stability
+    from calipers.analysis import RunFactors, Stability
     from calipers.cards import CardCatalog, CatalogEntry
     from calipers.types import Estimate
 
@@ -289,8 +289,7 @@ def _measure(
     catalog: CardCatalog | None = None,
     seed: int = 0,
 ) -> tuple[list[RunFactors], list[Stability]]:
-    from calipers.analysis import load_runs
-    from calipers.analysis._practical import run_factors, stability
+    from calipers.analysis import load_runs, run_factors, stability
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:

@@ -117,8 +117,8 @@ def _merge(ctx: click.Context, opts: dict[str, Any]) -> dict[str, Any]:
 
 def _config(o: dict[str, Any]) -> Any:
     from calipers._util.clock import utc_now
-    from calipers.monitor._report import MonitorConfig
-    from calipers.monitor._when import (
+    from calipers.monitor import (
+        MonitorConfig,
         floor_time,
         is_relative,
         parse_duration,
@@ -157,7 +157,7 @@ def _config(o: dict[str, Any]) -> Any:
 
 
 def _run(obj: Context, o: dict[str, Any]) -> Any:
-    from calipers.monitor._report import monitor
+    from calipers.monitor import monitor
     from calipers.store import Store
 
     config = _config(o)
@@ -202,7 +202,7 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
     if opts["as_json"]:
         obj.print_json(report.to_dict())
     else:
-        from calipers.monitor._render import render_report
+        from calipers.monitor import render_report
 
         render_report(report, obj.out)
     if fail_on_drift and report.alarms:
@@ -235,8 +235,7 @@ def export_cmd(
       calipers monitor export --since 24h --suite support --to-suite support --build
       calipers monitor export --since 24h --suite support --to-review queue.jsonl
     """
-    from calipers.monitor._export import export_to_review, export_to_suite
-    from calipers.monitor._render import render_export
+    from calipers.monitor import export_to_review, export_to_suite, render_export
 
     if (to_suite is None) == (to_review is None):
         raise ConfigError("Give one of --to-suite NAME or --to-review FILE.jsonl.")
@@ -316,10 +315,7 @@ def simulate_cmd(
     """
     import numpy as np
 
-    from calipers.monitor._drift import DriftOptions
-    from calipers.monitor._render import render_simulation
-    from calipers.monitor._simulate import simulate_alarms
-    from calipers.monitor._synthetic import TrafficProfile
+    from calipers.monitor import DriftOptions, TrafficProfile, render_simulation, simulate_alarms
 
     base = TrafficProfile()
     current = {

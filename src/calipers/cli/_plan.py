@@ -91,8 +91,7 @@ def plan_cmd(
       calipers plan --delta 0.03 --baseline-acc 0.7 --correlation 0.5
       calipers plan -t dyn_arithmetic --delta 0.05 --pilot RUN_A --pilot RUN_B
     """
-    from calipers.analysis import load_runs
-    from calipers.analysis._sizing import plan_size
+    from calipers.analysis import load_runs, plan_size
     from calipers.store import Store
 
     loaded: list[Any] = []

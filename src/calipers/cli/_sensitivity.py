@@ -162,8 +162,7 @@ def sensitivity_cmd(obj: Context, /, **opts: Any) -> None:
       calipers sensitivity --list
       calipers sensitivity --study study-20261130-0800-ab12
     """
-    from calipers.analysis._sensitivity import sensitivity
-    from calipers.analysis._study import load_study, plan_study, run_study
+    from calipers.analysis import load_study, plan_study, run_study, sensitivity
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
@@ -279,10 +278,9 @@ def robustness_cmd(obj: Context, /, **opts: Any) -> None:
       calipers robustness -t gsm8k -n 50 --data-dir ../shared/data
       calipers robustness -m fake:echo -t dyn_arithmetic -n 30 --only typos,case
     """
-    from calipers.analysis._sensitivity import robustness
-    from calipers.analysis._study import load_study, plan_study, run_study
+    from calipers.analysis import load_study, plan_study, robustness, run_study
     from calipers.store import Store
-    from calipers.tasks._perturb import PERTURBATIONS
+    from calipers.tasks import PERTURBATIONS
 
     with Store.open(obj.store_url) as store:
         if opts["study"]:

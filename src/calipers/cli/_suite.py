@@ -197,7 +197,7 @@ def _size(
         return SizeRationale(method="size", requested=size, available=0, chosen=0)
     if delta is None:
         return None
-    from calipers.analysis._sizing import plan_size
+    from calipers.analysis import plan_size
 
     p = plan_size(
         delta=delta, baseline_acc=baseline_acc, correlation=correlation, alpha=alpha, power=power

@@ -9,6 +9,7 @@ does not apply is skipped with a reason, never reported as zero contamination.
 
 from calipers.contamination._completion import completion_probe
 from calipers.contamination._controls import item_text
+from calipers.contamination._flags import GAP_PREFIX, contamination_flags
 from calipers.contamination._items import task_item_texts
 from calipers.contamination._minkpp import min_k_pp, min_k_pp_probe
 from calipers.contamination._ngram import ItemOverlap, NgramReport, ngram_check
@@ -21,6 +22,7 @@ from calipers.contamination._result import ItemScore, ProbeResult, render_probe,
 from calipers.contamination._tsguess import ts_guessing_probe
 
 __all__ = [
+    "GAP_PREFIX",
     "PROBES",
     "CorpusIndex",
     "GapRow",
@@ -33,6 +35,7 @@ __all__ = [
     "ScoreSplit",
     "build_index",
     "completion_probe",
+    "contamination_flags",
     "item_text",
     "min_k_pp",
     "min_k_pp_probe",

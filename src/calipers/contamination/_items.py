@@ -14,8 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from calipers.errors import ConfigError
-from calipers.tasks import LoadContext, Task, resolve_task
-from calipers.tasks._prompt import template_fields
+from calipers.tasks import LoadContext, Task, resolve_task, template_fields
 from calipers.types import Sample
 
 __all__ = ["item_text", "task_item_texts"]

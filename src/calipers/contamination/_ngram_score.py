@@ -10,8 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from calipers.errors import ConfigError
-from calipers.stats import summarize
-from calipers.stats._unpaired import unpaired_difference
+from calipers.stats import summarize, unpaired_difference
 from calipers.types import Estimate
 
 if TYPE_CHECKING:

@@ -1,9 +1,16 @@
-"""The production side (layer 4): A/B decisions on the gateway's logged traffic
+"""The production side (layer 5, applications): A/B decisions on the gateway's logged traffic
 (``calipers ab``) and monitoring with drift detection (``calipers monitor``). Both read what
 the gateway wrote to the store. See ``docs/ab.md`` and ``docs/monitor.md``.
+
+The console renderers (``render_*``, which import rich) load on first use
+(``calipers._util.lazy``).
 """
 
+from typing import TYPE_CHECKING
+
+from calipers._util.lazy import lazy_exports
 from calipers.monitor._ab import ABConfig, ABResult, MetricResult, analyze_ab, run_ab
+from calipers.monitor._drift import DriftOptions, WindowDrift
 from calipers.monitor._export import ExportResult, export_to_review, export_to_suite
 from calipers.monitor._novelty import Novelty, find_novelty
 from calipers.monitor._online import OnlineScorer, ScoringReport, parse_scorer, score_exchanges
@@ -17,10 +24,23 @@ from calipers.monitor._traffic import (
     pair_records,
     prompt_text,
 )
+from calipers.monitor._when import (
+    arm_prices,
+    floor_time,
+    is_relative,
+    parse_duration,
+    parse_prices,
+    parse_range,
+    parse_when,
+)
+
+if TYPE_CHECKING:
+    from calipers.monitor._render import render_export, render_report, render_simulation
 
 __all__ = [
     "ABConfig",
     "ABResult",
+    "DriftOptions",
     "Exchange",
     "ExportResult",
     "MetricResult",
@@ -30,18 +50,34 @@ __all__ = [
     "OnlineScorer",
     "ScoringReport",
     "TrafficProfile",
+    "WindowDrift",
     "analyze_ab",
+    "arm_prices",
     "export_to_review",
     "export_to_suite",
     "find_novelty",
+    "floor_time",
+    "is_relative",
     "load_exchanges",
     "messages_of",
     "monitor",
     "pair_records",
+    "parse_duration",
+    "parse_prices",
+    "parse_range",
     "parse_scorer",
+    "parse_when",
     "prompt_text",
+    "render_export",
+    "render_report",
+    "render_simulation",
     "run_ab",
     "score_exchanges",
     "simulate_alarms",
     "synthetic_traffic",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {"render_export": "_render", "render_report": "_render", "render_simulation": "_render"},
+)

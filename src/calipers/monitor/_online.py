@@ -29,8 +29,13 @@ from typing import Any
 from calipers._util.hashing import json_hash
 from calipers.errors import CalipersError, ConfigError
 from calipers.monitor._traffic import Exchange
-from calipers.scorers import Scorer, build_scorer
-from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
+from calipers.scorers import (
+    DEFAULT_PAIRWISE_RUBRIC,
+    JudgeClient,
+    Scorer,
+    build_scorer,
+    pairwise_judge,
+)
 from calipers.store import OnlineScoreRecord, Store, TrafficRecord
 from calipers.types import ModelResponse, Sample, SampleOutput
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from calipers.scorers._similarity import ENCODE_LOCK, resolve_backend, sentence_model
+from calipers.scorers import ENCODE_LOCK, resolve_backend, sentence_model
 
 __all__ = ["Embedder", "EmbeddingChoice", "cluster_vectors", "resolve_embeddings"]
 

@@ -20,28 +20,47 @@ from pathlib import Path
 
 from calipers._util.home import make_folder
 from calipers._util.private import write_private_text
-from calipers.reports._html import render_html
+from calipers.reports._axis import Axis, diff_axis, nice_step, score_axis, unit_scale
+from calipers.reports._html import clip, render_html, when
 from calipers.reports._markdown import render_markdown
 from calipers.reports._multi import render_multi_html, write_multi_report
+from calipers.reports._panels import diff_panels, diff_text, num
+from calipers.reports._svg import PlotRow, interval_svg
 from calipers.reports._view import (
+    TaskView,
     calls_text,
     error_items,
     failing_items,
     methodology_rows,
     prompt_text,
+    task_views,
     worst_categories,
 )
 from calipers.store import RunRecord, SampleRecord
 
 __all__ = [
+    "Axis",
+    "PlotRow",
+    "TaskView",
     "calls_text",
+    "clip",
+    "diff_axis",
+    "diff_panels",
+    "diff_text",
     "error_items",
     "failing_items",
+    "interval_svg",
     "methodology_rows",
+    "nice_step",
+    "num",
     "prompt_text",
     "render_html",
     "render_markdown",
     "render_multi_html",
+    "score_axis",
+    "task_views",
+    "unit_scale",
+    "when",
     "worst_categories",
     "write_multi_report",
     "write_report",

@@ -17,8 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
-from calipers.analysis import StoredRun, compare, load_runs, run_factors
-from calipers.analysis._reuse import find_reusable
+from calipers.analysis import StoredRun, compare, find_reusable, load_runs, run_factors
 from calipers.cards import CardCatalog, CatalogEntry
 from calipers.errors import ConfigError
 from calipers.models import ModelOptions

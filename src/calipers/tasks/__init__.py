@@ -1,6 +1,7 @@
 """Tasks: samples + prompt formulation + scorers + version; registry and spec files."""
 
-from calipers.tasks._prompt import PromptTemplate
+from calipers.tasks._perturb import PERTURBATIONS
+from calipers.tasks._prompt import PromptTemplate, template_fields
 from calipers.tasks._registry import (
     formulations,
     generative_formulation,
@@ -18,6 +19,7 @@ DEFAULT_TASK = "dynamic"
 
 __all__ = [
     "DEFAULT_TASK",
+    "PERTURBATIONS",
     "Derived",
     "LoadContext",
     "PromptTemplate",
@@ -35,4 +37,5 @@ __all__ = [
     "register_suite",
     "register_task",
     "resolve_task",
+    "template_fields",
 ]

@@ -20,9 +20,8 @@ from typing import Any
 
 from calipers._util.clock import utc_now
 from calipers.errors import ConfigError, DataError
-from calipers.monitor import ABConfig, ABResult, MetricResult, analyze_ab
-from calipers.monitor._when import arm_prices, parse_when
-from calipers.reports._axis import diff_axis
+from calipers.monitor import ABConfig, ABResult, MetricResult, analyze_ab, arm_prices, parse_when
+from calipers.reports import diff_axis
 from calipers.store import Store
 from calipers.types import Estimate
 from calipers.web._charts import Rule, Series, TimePoint, time_series_svg

@@ -19,8 +19,15 @@ from datetime import UTC, datetime
 
 from markupsafe import Markup, escape
 
-from calipers.reports._axis import Axis, diff_axis, nice_step, score_axis, unit_scale
-from calipers.reports._svg import PlotRow, interval_svg
+from calipers.reports import (
+    Axis,
+    PlotRow,
+    diff_axis,
+    interval_svg,
+    nice_step,
+    score_axis,
+    unit_scale,
+)
 from calipers.types import Estimate
 
 __all__ = [

@@ -18,10 +18,11 @@ from typing import Any
 
 from calipers._util.clock import utc_now
 from calipers.errors import ConfigError
-from calipers.monitor import MonitorConfig, monitor
-from calipers.monitor._when import (
+from calipers.monitor import (
+    MonitorConfig,
     floor_time,
     is_relative,
+    monitor,
     parse_duration,
     parse_prices,
     parse_range,

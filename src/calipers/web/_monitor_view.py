@@ -12,9 +12,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from calipers.monitor import MonitorConfig, MonitorReport
-from calipers.monitor._drift import WindowDrift
-from calipers.reports._html import clip
+from calipers.monitor import MonitorConfig, MonitorReport, WindowDrift
+from calipers.reports import clip
 from calipers.types import Estimate
 from calipers.web._charts import Marker, Series, TimePoint, time_series_svg
 from calipers.web._params import command, iso

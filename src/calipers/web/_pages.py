@@ -9,9 +9,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from calipers.errors import CalipersError, ConfigError
-from calipers.reports import methodology_rows
-from calipers.reports._panels import diff_panels, diff_text, num
-from calipers.reports._view import task_views
+from calipers.reports import diff_panels, diff_text, methodology_rows, num, task_views
 from calipers.store import Store
 from calipers.types import Estimate
 from calipers.web._charts import forest_svg, plot_row

@@ -10,8 +10,7 @@ from calipers.errors import ConfigError
 from calipers.store import RunRecord, Store
 
 if TYPE_CHECKING:
-    from calipers.analysis import ComparisonSet
-    from calipers.analysis._leaderboard import Board
+    from calipers.analysis import Board, ComparisonSet
 
 __all__ = ["compare_runs", "leaderboard_boards", "list_runs", "order_runs", "report_html"]
 
@@ -43,8 +42,7 @@ def compare_runs(
 ) -> ComparisonSet:
     """As ``calipers compare``: paired, corrected, format noise floors flagged. Raises
     :class:`ConfigError` when the runs cannot be compared (the message says why)."""
-    from calipers.analysis import compare, load_runs
-    from calipers.analysis._floors import format_floors
+    from calipers.analysis import compare, format_floors, load_runs
 
     if len(ids) < 2:
         raise ConfigError(
@@ -62,10 +60,8 @@ def leaderboard_boards(
     store: Store, *, tasks: Sequence[str] = (), seed: int = 0, resamples: int = 1000
 ) -> list[Board]:
     """As ``calipers leaderboard``: every finished run, ranked per task with rank intervals."""
-    from calipers.analysis import load_runs
-    from calipers.analysis._floors import format_floors
-    from calipers.analysis._leaderboard import leaderboard
-    from calipers.contamination._flags import contamination_flags
+    from calipers.analysis import format_floors, leaderboard, load_runs
+    from calipers.contamination import contamination_flags
 
     records = store.list_runs()
     ids = tuple(r.id for r in records if r.status == "finished")

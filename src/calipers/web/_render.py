@@ -20,8 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from calipers._util.environment import calipers_version
-from calipers.reports._html import clip, when
-from calipers.reports._view import prompt_text
+from calipers.reports import clip, prompt_text, when
 
 __all__ = ["css", "environment", "json_response", "page", "plain"]
 

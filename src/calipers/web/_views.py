@@ -13,9 +13,7 @@ from typing import Any, Literal
 
 from markupsafe import Markup
 
-from calipers.reports import failing_items
-from calipers.reports._axis import unit_scale
-from calipers.reports._view import TaskView
+from calipers.reports import TaskView, failing_items, unit_scale
 from calipers.store import RunRecord, SampleRecord
 from calipers.types import Estimate
 from calipers.web._charts import forest_svg, plot_row

@@ -32,8 +32,7 @@ from typing import Any
 
 from calipers.datasets import DATA_SOURCE_KEY, benchmark_dir, data_root
 from calipers.errors import ConfigError, DataError
-from calipers.scorers import build_scorer, scorer
-from calipers.scorers._base import ScoreFn
+from calipers.scorers import ScoreFn, build_scorer, scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from calipers.datasets import DATA_SOURCE_KEY, benchmark_file, read_records
 from calipers.errors import DataError
-from calipers.scorers import build_scorer
-from calipers.scorers._numeric import extract_strict, format_number
+from calipers.scorers import build_scorer, extract_strict, format_number
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task

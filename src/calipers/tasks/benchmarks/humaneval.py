@@ -37,7 +37,7 @@ from calipers._util.hashing import text_hash
 from calipers.datasets import DATA_SOURCE_KEY, benchmark_file
 from calipers.errors import DataError
 from calipers.scorers import build_scorer
-from calipers.stats._passk import pass_at_k_estimate
+from calipers.stats import pass_at_k_estimate
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task

@@ -26,8 +26,7 @@ import numpy as np
 
 from calipers.datasets import benchmark_file, read_records
 from calipers.errors import DataError
-from calipers.scorers import build_scorer
-from calipers.scorers._ifeval import langdetect_available
+from calipers.scorers import build_scorer, langdetect_available
 from calipers.stats import clustered_mean, summarize
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
