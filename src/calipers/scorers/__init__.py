@@ -1,6 +1,6 @@
-"""Scorers: async ``(sample, output) -> Score`` callables built by registered factories."""
+"""Scorers: async ``(sample, output) -> Score`` callables built by registered factories
+(entry point group ``calipers.scorers``: each built-in is loaded on first use by name)."""
 
-from calipers.scorers import _checks, _judge, _refusal, _similarity  # noqa: F401 - registers
 from calipers.scorers._base import Scorer, ScorerSpec, build_scorer, list_scorers, scorer
 from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
 
