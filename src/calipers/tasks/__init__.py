@@ -1,5 +1,6 @@
 """Tasks: samples + prompt formulation + scorers + version; registry and spec files."""
 
+from calipers.tasks._perturb import list_perturbations, register_perturbation
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import (
     formulations,
@@ -30,9 +31,11 @@ __all__ = [
     "formulations",
     "generative_formulation",
     "get_task",
+    "list_perturbations",
     "list_suites",
     "list_tasks",
     "permutation_for",
+    "register_perturbation",
     "register_resolver",
     "register_suite",
     "register_task",
