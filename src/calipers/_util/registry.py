@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from calipers.errors import ConfigError, UnknownNameError
 
-__all__ = ["PluginError", "Plugins", "Registry"]
+__all__ = ["Plugins", "Registry"]
 
 T = TypeVar("T")
 
@@ -42,10 +42,6 @@ _ORIGIN: list[str] = []  # the plugin whose entry point is loading now (innermos
 def _all_entry_points() -> EntryPoints:
     """Read once: every group's lookup would otherwise read every installed distribution."""
     return cast(EntryPoints, entry_points())  # 3.11: SelectableGroups, with the same select()
-
-
-class PluginError(ConfigError):
-    """An entry point could not be loaded, or its ``register()`` failed."""
 
 
 def _origin(ep: EntryPoint) -> str:
@@ -114,15 +110,15 @@ class Plugins:
             if registry.accepts(obj) and own == ep.name:
                 registry.add(ep.name, obj)
                 return
-        raise PluginError(
+        raise ConfigError(
             f"Entry point {ep.name!r} ({ep.value}) in group {self.group!r} names neither a "
             "register() callable, a module, nor an info object of this group named as the "
             "entry point.",
             hint="See docs/plugins.md for what an entry point may name.",
         )
 
-    def _failed(self, ep: EntryPoint, e: BaseException) -> PluginError:
-        return PluginError(
+    def _failed(self, ep: EntryPoint, e: BaseException) -> ConfigError:
+        return ConfigError(
             f"The {_origin(ep)} in group {self.group!r} failed to load: {type(e).__name__}: {e}",
             hint="Reinstall or upgrade the package that provides it, or uninstall it.",
         )
