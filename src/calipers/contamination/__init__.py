@@ -17,7 +17,7 @@ from calipers.contamination._ngram_index import CorpusIndex, IndexInfo, build_in
 from calipers.contamination._ngram_render import render_ngram_report
 from calipers.contamination._ngram_score import ScoreSplit
 from calipers.contamination._perturbation import GapRow, PerturbationGapReport, perturbation_gap
-from calipers.contamination._probes import PROBES, probe_name, run_probes
+from calipers.contamination._probes import PROBES, probe_name, register_probe, run_probes
 from calipers.contamination._result import ItemScore, ProbeResult, render_probe, with_reference
 from calipers.contamination._tsguess import ts_guessing_probe
 
@@ -43,6 +43,7 @@ __all__ = [
     "open_index",
     "perturbation_gap",
     "probe_name",
+    "register_probe",
     "render_ngram_report",
     "render_probe",
     "run_probes",

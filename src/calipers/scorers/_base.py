@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from calipers.errors import ConfigError, UnknownNameError
+from calipers._util.registry import Plugins, Registry
+from calipers.errors import ConfigError
 from calipers.types import Sample, SampleOutput, Score
 
-__all__ = ["Scorer", "ScorerSpec", "build_scorer", "list_scorers", "scorer"]
+__all__ = ["Scorer", "ScorerInfo", "ScorerSpec", "build_scorer", "list_scorers", "scorer"]
 
 ScoreFn = Callable[[Sample, SampleOutput], Awaitable[Score]]
 
@@ -50,7 +52,20 @@ class _BoundScorer:
 
 
 F = TypeVar("F", bound=Callable[..., ScoreFn])
-_FACTORIES: dict[str, tuple[Callable[..., ScoreFn], tuple[str, ...], str, str]] = {}
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    name: str
+    factory: Callable[..., ScoreFn]
+    metrics: tuple[str, ...]
+    needs: str
+    doc: str
+
+
+# Entry point group ``calipers.scorers``: built-ins (one entry point per scorer, naming the
+# module whose ``@scorer`` registers it) and plugins.
+_scorers = Registry("scorer", Plugins("calipers.scorers"), ScorerInfo)
 
 
 def scorer(
@@ -67,7 +82,9 @@ def scorer(
                 raise ConfigError(f"Bad arguments for scorer {name!r}: {e}") from None
             return _BoundScorer(fn, ScorerSpec(name=name, args=kwargs), metrics, needs)
 
-        _FACTORIES[name] = (factory, metrics, needs, (factory.__doc__ or "").strip())
+        _scorers.add(
+            name, ScorerInfo(name, factory, metrics, needs, (factory.__doc__ or "").strip())
+        )
         return make
 
     return wrap
@@ -75,27 +92,21 @@ def scorer(
 
 def build_scorer(spec: ScorerSpec | str | dict[str, Any]) -> Scorer:
     """Rebuild a scorer from its spec (or its bare name)."""
-    from calipers.scorers import _builtins  # noqa: F401 - registers built-ins
-
     if isinstance(spec, str):
         spec = ScorerSpec(name=spec)
     elif isinstance(spec, dict):
         spec = ScorerSpec.model_validate(spec)
-    if spec.name not in _FACTORIES:
-        raise UnknownNameError("scorer", spec.name, _FACTORIES)
-    factory, metrics, needs, _doc = _FACTORIES[spec.name]
+    info = _scorers.get(spec.name)
     try:
-        fn = factory(**spec.args)
+        fn = info.factory(**spec.args)
     except TypeError as e:
         raise ConfigError(f"Bad arguments for scorer {spec.name!r}: {e}") from None
-    return _BoundScorer(fn, spec, metrics, needs)
+    return _BoundScorer(fn, spec, info.metrics, info.needs)
 
 
 def list_scorers() -> dict[str, tuple[tuple[str, ...], str, str]]:
     """name -> (metrics, needs, first docstring line)."""
-    from calipers.scorers import _builtins  # noqa: F401
-
     return {
-        n: (m, needs, doc.splitlines()[0] if doc else "")
-        for n, (_f, m, needs, doc) in sorted(_FACTORIES.items())
+        n: (i.metrics, i.needs, i.doc.splitlines()[0] if i.doc else "")
+        for n, i in _scorers.items().items()
     }

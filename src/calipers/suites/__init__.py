@@ -14,6 +14,7 @@ from calipers.suites._import import (
     LogFormat,
     detect_format,
     import_file,
+    register_parser,
 )
 from calipers.suites._raw import FieldMapping
 from calipers.suites._records import ImportReport, LogRecord, Skip, Source, Turn
@@ -68,6 +69,7 @@ __all__ = [
     "luhn_ok",
     "parse_suite_ref",
     "read_pool",
+    "register_parser",
     "stratified_sample",
     "suite_task",
     "suites_home",

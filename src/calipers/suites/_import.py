@@ -1,5 +1,7 @@
 """Import one log file: detect its format, parse, check, cap, redact, and account for every
-record (imported, or skipped with a reason and where)."""
+record (imported, or skipped with a reason and where). Plugins add log formats through entry
+point group ``calipers.suite_parsers`` (:func:`register_parser`), where the built-ins are
+declared too."""
 
 from __future__ import annotations
 
@@ -10,25 +12,47 @@ from typing import Literal
 
 from calipers._util.hashing import file_sha256, text_hash
 from calipers._util.redact import Redactor
+from calipers._util.registry import Plugins, Registry
 from calipers.errors import ConfigError, DataError
-from calipers.suites._formats import parse_csv, parse_jsonl, parse_openai
-from calipers.suites._otel import parse_otel
 from calipers.suites._raw import BadRecord, FieldMapping, Raw
 from calipers.suites._records import ImportReport, LogRecord, Skip, Source, Turn
 
-__all__ = ["DEFAULT_MAX_CHARS", "FORMATS", "LogFormat", "detect_format", "import_file"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "FORMATS",
+    "LogFormat",
+    "Parser",
+    "detect_format",
+    "import_file",
+    "register",
+    "register_parser",
+]
 
 LogFormat = Literal["jsonl", "csv", "openai", "otel"]
 FORMATS: tuple[LogFormat, ...] = ("jsonl", "csv", "openai", "otel")
 DEFAULT_MAX_CHARS = 32_000
 OnLong = Literal["truncate", "skip"]
 
-_PARSERS: dict[str, Callable[[Path, ImportReport, FieldMapping], Iterator[Raw | Skip]]] = {
-    "jsonl": parse_jsonl,
-    "csv": parse_csv,
-    "openai": parse_openai,
-    "otel": parse_otel,
-}
+# ``parse(path, report, mapping)``: every record of the file, or a Skip saying why not.
+Parser = Callable[[Path, ImportReport, FieldMapping], Iterator[Raw | Skip]]
+_parsers: Registry[Parser] = Registry(
+    "log format", Plugins("calipers.suite_parsers"), hint=f"Use one of {', '.join(FORMATS)}."
+)
+
+
+def register_parser(name: str, parse: Parser) -> None:
+    _parsers.add(name, parse)
+
+
+def register() -> None:
+    """The built-ins (named by calipers' own entry points)."""
+    from calipers.suites._formats import parse_csv, parse_jsonl, parse_openai
+    from calipers.suites._otel import parse_otel
+
+    for name, parse in zip(
+        FORMATS, (parse_jsonl, parse_csv, parse_openai, parse_otel), strict=True
+    ):
+        register_parser(name, parse)
 
 
 def detect_format(path: Path) -> LogFormat:
@@ -133,7 +157,7 @@ def _record(
 def import_file(
     path: str | Path,
     *,
-    fmt: LogFormat | None = None,
+    fmt: LogFormat | str | None = None,
     mapping: FieldMapping | None = None,
     redactor: Redactor | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
@@ -148,14 +172,13 @@ def import_file(
     if max_chars < 1:
         raise ConfigError(f"--max-chars must be positive, got {max_chars}.")
     fmt = fmt or detect_format(p)
-    if fmt not in _PARSERS:
-        raise ConfigError(f"Unknown log format {fmt!r}.", hint=f"Use one of {', '.join(FORMATS)}.")
+    parse = _parsers.get(fmt)
     sha = file_sha256(p)
     report = ImportReport(file=str(p), sha256=sha, format=fmt)
     redactor = redactor or Redactor.create()
     records: list[LogRecord] = []
     n_dropped = 0
-    for item in _PARSERS[fmt](p, report, mapping or FieldMapping()):
+    for item in parse(p, report, mapping or FieldMapping()):
         report.n_read += 1
         if isinstance(item, Skip):
             report.skip(item.reason, item.where)

@@ -20,10 +20,17 @@ from typing import Literal
 from calipers.errors import ConfigError
 from calipers.scorers import Scorer, build_scorer, scorer
 from calipers.suites._suite import Manifest, SuiteItem, load_suite
-from calipers.tasks import LoadContext, PromptTemplate, Task
+from calipers.tasks import LoadContext, PromptTemplate, Task, register_resolver
 from calipers.types import ChatMessage, Sample, SampleOutput, Score
 
-__all__ = ["PREFIX", "ConversationPrompt", "parse_suite_ref", "reference_match", "suite_task"]
+__all__ = [
+    "PREFIX",
+    "ConversationPrompt",
+    "parse_suite_ref",
+    "reference_match",
+    "register",
+    "suite_task",
+]
 
 PREFIX = "suite:"
 _REF = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*?)(?:@v?(?P<v>\d+))?$")
@@ -143,3 +150,15 @@ def suite_task(spec: str) -> Task:
         license="private (production logs)",
         tags=("suite", "production"),
     )
+
+
+def _resolve(spec: str, formulation: str | None) -> list[Task]:
+    if formulation is not None:
+        raise ConfigError("--formulation applies to built-in tasks, not suites from logs.")
+    return [suite_task(spec)]
+
+
+def register() -> None:
+    """``suite:NAME[@vN]`` resolves through this package (entry point ``suite`` of group
+    ``calipers.tasks``), so tasks, a lower layer, never import suites."""
+    register_resolver(PREFIX.rstrip(":"), _resolve)

@@ -1,6 +1,6 @@
 """Tasks: samples + prompt formulation + scorers + version; registry and spec files."""
 
-from calipers.tasks._perturb import PERTURBATIONS
+from calipers.tasks._perturb import PERTURBATIONS, list_perturbations, register_perturbation
 from calipers.tasks._prompt import PromptTemplate, template_fields
 from calipers.tasks._registry import (
     formulations,
@@ -8,6 +8,7 @@ from calipers.tasks._registry import (
     get_task,
     list_suites,
     list_tasks,
+    register_resolver,
     register_suite,
     register_task,
     resolve_task,
@@ -31,9 +32,12 @@ __all__ = [
     "formulations",
     "generative_formulation",
     "get_task",
+    "list_perturbations",
     "list_suites",
     "list_tasks",
     "permutation_for",
+    "register_perturbation",
+    "register_resolver",
     "register_suite",
     "register_task",
     "resolve_task",

@@ -1,4 +1,7 @@
-"""Registration of the built-in tasks and suites, through the same path plugins use."""
+"""The built-in dynamic tasks and their suite. calipers' own entry points (group
+``calipers.tasks`` in pyproject.toml) name this ``register`` for each of them, and each
+benchmark module's ``register`` for its tasks, so built-ins load the way plugins do, and
+only when a name asks for them."""
 
 from __future__ import annotations
 
@@ -13,21 +16,6 @@ from calipers.tasks.dynamic import (
 
 __all__ = ["register"]
 
-# Standard benchmarks: each module registers its tasks (data from --data-dir, else the hub).
-_BENCHMARKS = (
-    "commonsense",
-    "winogrande",
-    "knowledge",
-    "gsm8k",
-    "truthfulqa",
-    "humaneval",
-    "bbq",
-    "ifeval",
-    "mmlu_pro",
-    "gpqa",
-    "bbh",
-)
-
 
 def register() -> None:
     register_task("dyn_word_problems", word_problems_task)
@@ -35,7 +23,3 @@ def register() -> None:
     register_task("dyn_dates", dates_task)
     register_task("dyn_dates_mc", dates_mc_task, formulations=("cloze", "letter", "generate"))
     register_suite("dynamic", SUITE)
-    import importlib
-
-    for name in _BENCHMARKS:
-        importlib.import_module(f"calipers.tasks.benchmarks.{name}").register()

@@ -4,6 +4,8 @@ whitespace, missing context, two questions in one message, an irrelevant sentenc
 Each perturbation is a pure function of the text and a ``random.Random`` seeded by
 ``(seed, item id)``, so a perturbed run is reproducible and its items pair with the clean
 run's. Digits are never touched (a typo in a number would change a math problem's answer).
+Plugins add perturbations through entry point group ``calipers.perturbations``
+(:func:`register_perturbation`); the built-ins below are declared there too.
 """
 
 from __future__ import annotations
@@ -14,8 +16,17 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from calipers._util.hashing import json_hash
+from calipers._util.registry import Plugins, Registry
 
-__all__ = ["PERTURBATIONS", "Perturbation", "perturb_text"]
+__all__ = [
+    "PERTURBATIONS",
+    "Perturbation",
+    "PerturbationFn",
+    "list_perturbations",
+    "perturb_text",
+    "register",
+    "register_perturbation",
+]
 
 Perturbation = Literal[
     "typos", "case", "whitespace", "missing_context", "two_questions", "distractor"
@@ -103,20 +114,39 @@ def _distractor(text: str, rng: random.Random, _others: Sequence[str]) -> str:
     return f"{rng.choice(_DISTRACTORS)} {text}"
 
 
-_FUNCS: dict[str, Callable[[str, random.Random, Sequence[str]], str]] = {
-    "typos": _typos,
-    "case": _case,
-    "whitespace": _whitespace,
-    "missing_context": _missing_context,
-    "two_questions": _two_questions,
-    "distractor": _distractor,
-}
+# ``fn(text, rng, others)``: ``text`` perturbed with draws from ``rng`` only; ``others`` are
+# the other items' texts.
+PerturbationFn = Callable[[str, random.Random, Sequence[str]], str]
+_perturbations: Registry[PerturbationFn] = Registry(
+    "perturbation", Plugins("calipers.perturbations")
+)
+
+
+def register_perturbation(name: str, fn: PerturbationFn) -> None:
+    _perturbations.add(name, fn)
+
+
+def list_perturbations() -> list[str]:
+    """Every perturbation's name, built-ins and plugins' (:data:`PERTURBATIONS`: built-ins)."""
+    return _perturbations.names()
+
+
+def register() -> None:
+    """The built-ins (named by calipers' own entry points)."""
+    for name, fn in zip(
+        PERTURBATIONS,
+        (_typos, _case, _whitespace, _missing_context, _two_questions, _distractor),
+        strict=True,
+    ):
+        register_perturbation(name, fn)
 
 
 def perturb_text(
-    kind: Perturbation, text: str, *, seed: int, item_id: str, others: Sequence[str] = ()
+    kind: str, text: str, *, seed: int, item_id: str, others: Sequence[str] = ()
 ) -> str:
     """``text`` perturbed by ``kind``, reproducibly for ``(seed, item_id)``. ``others`` are
-    the other items' texts (for ``two_questions``)."""
+    the other items' texts (for ``two_questions``). Raises UnknownNameError for an unknown
+    kind."""
+    fn = _perturbations.get(kind)
     rng = random.Random(json_hash([kind, seed, item_id]))
-    return _FUNCS[kind](text, rng, others)
+    return fn(text, rng, others)

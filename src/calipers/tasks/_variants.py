@@ -15,12 +15,12 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from calipers._util.hashing import json_hash
 from calipers.errors import ConfigError
 from calipers.tasks._fresh_numbers import renumber
-from calipers.tasks._perturb import Perturbation, perturb_text
+from calipers.tasks._perturb import _perturbations, perturb_text
 from calipers.tasks._prompt import LabelStyle
 from calipers.tasks._task import LoadContext, Task
 from calipers.types import Sample
@@ -55,8 +55,16 @@ class Variant(BaseModel):
     permute_seed: int | None = None
     none_of_the_other: bool | None = None
     fresh_numbers: bool | None = None
-    perturb: Perturbation | None = None
+    perturb: str | None = None  # a registered perturbation (built-ins: PERTURBATIONS)
     perturb_seed: int | None = None
+
+    @field_validator("perturb")
+    @classmethod
+    def _registered(cls, name: str | None) -> str | None:
+        if name is not None and name not in _perturbations:
+            known = ", ".join(_perturbations.names())
+            raise ValueError(f"unknown perturbation {name!r} (known: {known})")
+        return name
 
     @property
     def reorders(self) -> bool:

@@ -165,12 +165,11 @@ def gpqa_task(formulation: str = "letter", subset: str = "diamond") -> Task:
     )
 
 
+_SUBSET_TASKS = {s: functools.partial(gpqa_task, subset=s) for s in ("main", "extended")}
+
+
 def register() -> None:
     """Register ``gpqa`` (diamond), ``gpqa_main`` and ``gpqa_extended`` (idempotent)."""
     register_task(NAME, gpqa_task, formulations=FORMULATIONS)
-    for subset in ("main", "extended"):
-        register_task(
-            f"{NAME}_{subset}",
-            functools.partial(gpqa_task, subset=subset),
-            formulations=FORMULATIONS,
-        )
+    for subset, factory in _SUBSET_TASKS.items():
+        register_task(f"{NAME}_{subset}", factory, formulations=FORMULATIONS)

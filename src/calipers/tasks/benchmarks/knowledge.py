@@ -425,12 +425,12 @@ def mmlu_redux_task(formulation: str = "cloze", *, only_ok: bool = False) -> Tas
     )
 
 
+def _mmlu_redux_correct(formulation: str) -> Task:
+    return mmlu_redux_task(formulation, only_ok=True)
+
+
 def register() -> None:
     """Register mmlu, mmlu_redux and mmlu_redux_correct (idempotent)."""
     register_task("mmlu", mmlu_task, formulations=FORMULATIONS)
     register_task("mmlu_redux", mmlu_redux_task, formulations=FORMULATIONS)
-    register_task(
-        "mmlu_redux_correct",
-        lambda formulation: mmlu_redux_task(formulation, only_ok=True),
-        formulations=FORMULATIONS,
-    )
+    register_task("mmlu_redux_correct", _mmlu_redux_correct, formulations=FORMULATIONS)

@@ -188,7 +188,15 @@ def truthfulqa_task(which: str) -> Task:
     )
 
 
+def _mc1() -> Task:
+    return truthfulqa_task("mc1")
+
+
+def _mc2() -> Task:
+    return truthfulqa_task("mc2")
+
+
 def register() -> None:
     """Register truthfulqa_mc1 and truthfulqa_mc2 (idempotent)."""
-    register_task("truthfulqa_mc1", lambda: truthfulqa_task("mc1"))
-    register_task("truthfulqa_mc2", lambda: truthfulqa_task("mc2"))
+    register_task("truthfulqa_mc1", _mc1)
+    register_task("truthfulqa_mc2", _mc2)
