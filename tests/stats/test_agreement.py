@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -126,7 +127,7 @@ def test_kappa_interval_coverage_by_simulation() -> None:
     rng = np.random.default_rng(7)
     names = ["a", "b", "c"]
     covered = {"asymptotic": 0, "bootstrap": 0}
-    reps = {"asymptotic": 1000, "bootstrap": 250}
+    reps: dict[Literal["asymptotic", "bootstrap"], int] = {"asymptotic": 1000, "bootstrap": 250}
     for interval, r in reps.items():
         for _ in range(r):
             table = rng.multinomial(200, p.ravel()).reshape(3, 3).tolist()
@@ -135,7 +136,7 @@ def test_kappa_interval_coverage_by_simulation() -> None:
                 a,
                 b,
                 interval=interval,
-                rng=rng,  # type: ignore[arg-type]
+                rng=rng,
                 n_resamples=1000,
             )
             covered[interval] += e.low <= true <= e.high
