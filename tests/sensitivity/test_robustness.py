@@ -100,12 +100,10 @@ def test_none_of_the_other_keeps_the_answer_and_replaces_one_wrong_option(tmp_pa
     task = apply_variant(resolve_task(str(spec))[0], Variant(none_of_the_other=True))
     for s in task.load(LoadContext(data_dir=tmp_path)):
         original = ITEMS[int(s.id[1:])]
+        options = original["options"]
+        assert s.choices is not None and isinstance(options, list)
         assert s.target == original["answer"] and s.target_text.startswith("right")
-        changed = [
-            i
-            for i, (a, b) in enumerate(zip(s.choices or (), original["options"], strict=True))
-            if a != b
-        ]
+        changed = [i for i, (a, b) in enumerate(zip(s.choices, options, strict=True)) if a != b]
         assert len(changed) == 1 and s.choices[changed[0]] == "None of the other choices"
         assert changed[0] != s.target
 
