@@ -39,7 +39,7 @@ def right_on(items: range, name: str) -> FakeModel:
 
 
 def make_run(spec: Path, model: FakeModel, **cfg: object) -> str:
-    config = RunConfig(model=f"fake:{model.identity().name}", tasks=(str(spec),), **cfg)  # type: ignore[arg-type]
+    config = RunConfig(model=f"fake:{model.identity().name}", tasks=(str(spec),), **cfg)
     with Store.open() as store:
         return asyncio.run(arun(config, store, provider=model)).run_id
 

@@ -30,7 +30,7 @@ def prompt(text: str, **params: Any) -> ModelRequest:
 
 
 def chat(*turns: tuple[str, str]) -> ModelRequest:
-    return ModelRequest(messages=tuple(ChatMessage(role=r, content=c) for r, c in turns))  # type: ignore[arg-type]
+    return ModelRequest(messages=tuple(ChatMessage(role=r, content=c) for r, c in turns))
 
 
 def test_echo_answers_the_prompt_or_last_user_message() -> None:

@@ -219,9 +219,9 @@ def test_differences_plot_has_zero_line_and_symmetric_axis(
     html, _md, cs = report
     comparison = html[html.index('<section id="comparison">') : html.index('class="task"')]
     [svg] = svgs(comparison, "forest")
-    lo, hi = (
-        float(v) for v in re.search(r'data-lo="([-\d.e]+)" data-hi="([-\d.e]+)"', svg).groups()
-    )  # type: ignore[union-attr]
+    m = re.search(r'data-lo="([-\d.e]+)" data-hi="([-\d.e]+)"', svg)
+    assert m, svg
+    lo, hi = (float(v) for v in m.groups())
     assert lo == -hi
     for r in cs.rows:
         d = Estimate.from_dict(r.diff)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from scipy.stats import norm
 from calipers.errors import ConfigError, ModelCallError, ModelLoadError, ResumeError
 from calipers.models import FakeModel
 from calipers.runner import RunConfig, aresume, arun
-from calipers.store import Store
+from calipers.store import SampleRecord, Store
 from calipers.types import ModelRequest
 from tests.conftest import CAPITALS
 
@@ -241,7 +242,7 @@ def test_task_level_derived_metrics_reach_the_summary(capitals_task: Path) -> No
     from calipers.tasks._spec import load_task_spec
     from calipers.types import Estimate
 
-    def ratio(records: list) -> dict[str, Estimate]:  # type: ignore[type-arg]
+    def ratio(records: Sequence[SampleRecord]) -> dict[str, Estimate]:
         right = sum(1 for r in records if r.scores and r.scores["exact_match"] == 1)
         wrong = sum(1 for r in records if r.scores and r.scores["exact_match"] == 0)
         return {"right_per_wrong": Estimate(right / wrong, 0.0, 99.0, len(records), "test")}

@@ -85,6 +85,7 @@ def test_items_link_to_their_log_line_and_cluster(imported: list[dict[str, Any]]
     assert m.n_items == m.dedupe["n_unique"] and not m.size.too_small
     names = {c.id: c.name for c in m.clusters}
     for it in items:
+        assert it.source.line is not None
         row = imported[it.source.line - 1]  # one record per line
         assert it.source.record_id == row["req_id"]
         assert names[it.cluster.id] == it.cluster.name
