@@ -140,7 +140,9 @@ def test_metrics_match_hand_counts(planted: tuple[str, dict[str, list[float]]]) 
 
 def test_online_scores_and_feedback(planted: tuple[str, dict[str, list[float]]]) -> None:
     url, _truth = planted
-    b = run(url)["windows"][0]["arms"]["baseline"]  # type: ignore[index]
+    windows = run(url)["windows"]
+    assert isinstance(windows, list)
+    b = windows[0]["arms"]["baseline"]
     helpful = b["score:helpful"]
     assert helpful["n"] == 8  # the two NaN (unscorable) values are left out, not zeros
     assert helpful["value"] == pytest.approx(np.mean([(i % 4) / 4 for i in range(8)]))

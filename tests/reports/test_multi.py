@@ -57,7 +57,8 @@ def model(right: range, name: str, errors: tuple[int, ...] = ()) -> FakeModel:
     """Answers "yes" (right) on ``right`` items, "no" elsewhere, and fails on ``errors``."""
 
     def answer(req: ModelRequest) -> str:
-        i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
+        assert req.messages is not None
+        i = int(req.messages[-1].content.split()[1])
         if i in errors:
             raise RuntimeError("server hiccup")
         return "yes" if i in right else "no"

@@ -13,8 +13,8 @@ from scipy.stats import norm
 
 from calipers.errors import ConfigError, ModelCallError, ModelLoadError, ResumeError
 from calipers.models import FakeModel
-from calipers.runner import RunConfig, aresume, arun
-from calipers.store import SampleRecord, Store
+from calipers.runner import RunConfig, RunResult, aresume, arun
+from calipers.store import RunRecord, SampleRecord, Store
 from calipers.types import ModelRequest
 from tests.conftest import CAPITALS
 
@@ -23,7 +23,11 @@ ANSWERS["Capital of Japan?"] = "Kyoto"  # one wrong answer
 
 
 def _question(req: ModelRequest) -> str:
-    text = req.prompt if req.prompt is not None else req.messages[-1].content  # type: ignore[index]
+    if req.prompt is not None:
+        text = req.prompt
+    else:
+        assert req.messages is not None
+        text = req.messages[-1].content
     return text.removeprefix("Q: ").removesuffix("\nA:")
 
 
@@ -42,7 +46,7 @@ def wilson(k: int, n: int, z: float = norm.ppf(0.975)) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def _run(config: RunConfig, model: FakeModel):  # type: ignore[no-untyped-def]
+def _run(config: RunConfig, model: FakeModel) -> tuple[RunResult, list[SampleRecord], RunRecord]:
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=model))
         return result, store.get_samples(result.run_id), store.get_run(result.run_id)

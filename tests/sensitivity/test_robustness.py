@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from calipers.analysis import StoredRun
 from calipers.analysis._sensitivity import robustness
 from calipers.analysis._study import load_study, plan_study, run_study
 from calipers.contamination._perturbation import perturbation_gap
@@ -154,7 +155,7 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
 
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
 
-        def study(spec: Path, model: FakeModel) -> list:  # type: ignore[type-arg]
+        def study(spec: Path, model: FakeModel) -> list[StoredRun]:
             plan = plan_study(
                 RunConfig(model="fake:x", tasks=(str(spec),), chat_template=False),
                 ["perturbation_gap"],

@@ -17,6 +17,7 @@ from calipers.errors import DataError
 from calipers.stats import wilson
 from calipers.suites import (
     FieldMapping,
+    References,
     SizeRationale,
     build_suite,
     content_hash,
@@ -150,11 +151,11 @@ def test_size_from_plan_flags_a_pool_too_small(imported: list[dict[str, Any]]) -
 
 
 @pytest.mark.parametrize("policy", ["accepted", "logged", "none"])
-def test_reference_policies(imported: list[dict[str, Any]], policy: str) -> None:
+def test_reference_policies(imported: list[dict[str, Any]], policy: References) -> None:
     res = build_suite(
         "prod",
         backend="tfidf",
-        references=policy,  # type: ignore[arg-type]
+        references=policy,
         threshold=1.0,
     )
     # threshold 1: only exact duplicates merge; group the log's records the same way
