@@ -83,7 +83,7 @@ def _ifeval(cases: list[dict[str, Any]]) -> dict[str, Any]:
     from lm_eval.tasks.ifeval import utils
 
     langdetect.DetectorFactory.seed = 0
-    out = {}
+    out: dict[str, dict[str, float | str | None]] = {}
     for case in cases:
         inp = utils.InputExample(
             key=0,

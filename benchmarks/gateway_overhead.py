@@ -120,7 +120,9 @@ class Pool:
         return int(status_line.split()[1])
 
 
-async def _load(port: int, path: str, rate: float, seconds: float, warmup_s: float) -> dict:
+async def _load(
+    port: int, path: str, rate: float, seconds: float, warmup_s: float
+) -> dict[str, Any]:
     pool = Pool(port, path)
     loop = asyncio.get_running_loop()
     latencies: list[float] = []
@@ -165,7 +167,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=1):
                 return
@@ -276,7 +278,7 @@ def run_all(rate: float, seconds: float) -> dict[str, Any]:
             with tempfile.TemporaryDirectory() as d:
                 gw, gw_port = start_gateway(base_port, cand_port, fraction, mode, Path(d) / "gw.db")
                 try:
-                    row = summary(load(gw_port, rate, seconds))
+                    row: dict[str, Any] = {**summary(load(gw_port, rate, seconds))}
                     row["gateway"] = fetch_stats(gw_port)
                 finally:
                     stop(gw)

@@ -79,18 +79,20 @@ def main() -> None:
     plan = make_plan(cfg)
     model = plan.provider
     assert isinstance(model, LlamaCppModel)
-    reqs = [ps.request for ps in plan.tasks[0].samples]
-    assert all(isinstance(r, LoglikelihoodRequest) for r in reqs)
+    reqs: list[LoglikelihoodRequest] = []
+    for ps in plan.tasks[0].samples:
+        assert isinstance(ps.request, LoglikelihoodRequest)
+        reqs.append(ps.request)
     asyncio.run(model.loglikelihood(reqs[0]))  # load the weights outside the timings
-    naive_tokens, raw_s = _raw(model, reqs, all_logits=False)  # type: ignore[arg-type]
-    _, raw_all_s = _raw(model, reqs, all_logits=True)  # type: ignore[arg-type]
-    evaluated, ours_s = asyncio.run(_calipers(model, reqs))  # type: ignore[arg-type]
+    naive_tokens, raw_s = _raw(model, reqs, all_logits=False)
+    _, raw_all_s = _raw(model, reqs, all_logits=True)
+    evaluated, ours_s = asyncio.run(_calipers(model, reqs))
     raw_rate, our_rate = naive_tokens / raw_s, evaluated / ours_s
     raw_all_rate = naive_tokens / raw_all_s
     table = Table(
         title=f"Log-likelihood MC on llama.cpp: {args.task}, {len(reqs)} items, "
         f"{sum(len(r.continuations) for r in reqs)} options"
-    )  # type: ignore[union-attr]
+    )
     for c in ("path", "tokens evaluated", "seconds", "tokens/s", "items/s"):
         table.add_column(c, justify="right")
     table.add_row(

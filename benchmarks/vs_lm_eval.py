@@ -122,7 +122,8 @@ async def _noop() -> None:
 
 def load_calipers(spec: str, threads: int | None) -> tuple[ModelProvider, dict[str, Any]]:
     provider = resolve_model(spec, ModelOptions(n_threads=threads))
-    provider.aclose = _noop  # keep the weights across runs
+    # keep the weights across runs: the runner closes the provider after each run
+    provider.aclose = _noop  # type: ignore[method-assign]
     stats: dict[str, Any] = {}
     with measured(stats):
         provider.identity()

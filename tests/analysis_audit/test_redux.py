@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import csv
+from typing import TypedDict
 
 import pytest
 from statsmodels.stats.proportion import proportion_confint
@@ -24,12 +25,20 @@ LIMIT = 100  # the first 100 items: all of abstract_algebra
 pytestmark = needs_data("mmlu_redux")
 
 
-def _rows() -> list[dict[str, object]]:
+class Row(TypedDict):
+    question: str
+    options: list[str]
+    gold: int
+    fix: int | None  # the annotators' proposed answer
+    type: str  # the Redux error type
+
+
+def _rows() -> list[Row]:
     assert DATA is not None
     path = DATA / "mmlu_redux" / "mmlu_abstract_algebra.csv"
     with path.open(newline="", encoding="utf-8-sig") as f:
         raw = list(csv.DictReader(f))[:LIMIT]
-    rows = []
+    rows: list[Row] = []
     for r in raw:
         fix = (r["correct_answer"] or "").strip().upper()
         fixed = (
@@ -64,17 +73,14 @@ def test_flagging_against_the_redux_annotations() -> None:
     first_ok = next(i for i, r in enumerate(rows) if r["type"] == "ok")
     wanted: list[int] = []
     for i, r in enumerate(rows):
-        gold = int(r["gold"])  # type: ignore[call-overload]
+        gold = r["gold"]
         if r["type"] == "wrong_groundtruth" and r["fix"] is not None:
-            wanted.append(int(r["fix"]))  # type: ignore[call-overload]  # the annotators' fix
+            wanted.append(r["fix"])  # the annotators' fix
         elif r["type"] == "no_correct_answer" or i == first_ok:
             wanted.append((gold + 1) % 4)  # agree on a wrong option: a flag Redux
         else:  # calls "no correct answer" (any error) and one on an "ok" item
             wanted.append(gold)
-    keys = [
-        f"{r['question']}\nA. {r['options'][0]}\nB. {r['options'][1]}"  # type: ignore[index]
-        for r in rows
-    ]
+    keys = [f"{r['question']}\nA. {r['options'][0]}\nB. {r['options'][1]}" for r in rows]
     assert len(set(keys)) == len(keys)
     choose = dict(zip(keys, wanted, strict=True))
     ids = [
@@ -110,4 +116,4 @@ def test_flagging_against_the_redux_annotations() -> None:
     flagged = {f.id: f for f in rep.flagged}
     ok_item = flagged[f"abstract_algebra/{first_ok}"]
     assert ok_item.annotation is not None and ok_item.annotation.error_type == "ok"
-    assert ok_item.gold_text == rows[first_ok]["options"][rows[first_ok]["gold"]]  # type: ignore[index]
+    assert ok_item.gold_text == rows[first_ok]["options"][rows[first_ok]["gold"]]

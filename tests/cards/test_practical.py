@@ -142,7 +142,8 @@ def yes_task(tmp_path: Path) -> Path:
 
 def right_below(k: int) -> FakeModel:
     def answer(req: ModelRequest) -> str:
-        i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
+        assert req.messages is not None
+        i = int(req.messages[-1].content.split()[1])
         return "yes" if i < k else "no"
 
     return FakeModel(answer, name="m")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from calipers.analysis import compare, load_runs
+from calipers.analysis import ComparisonSet, compare, load_runs
 from calipers.cli import cli
 from calipers.errors import ConfigError
 from calipers.models import FakeModel
@@ -32,21 +32,22 @@ def yes_task(tmp_path: Path) -> Path:
 
 def right_on(items: range, name: str) -> FakeModel:
     def answer(req: ModelRequest) -> str:
-        i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
+        assert req.messages is not None
+        i = int(req.messages[-1].content.split()[1])
         return "yes" if i in items else "no"
 
     return FakeModel(answer, name=name)
 
 
 def make_run(spec: Path, model: FakeModel, **cfg: object) -> str:
-    config = RunConfig(model=f"fake:{model.identity().name}", tasks=(str(spec),), **cfg)  # type: ignore[arg-type]
+    config = RunConfig(model=f"fake:{model.identity().name}", tasks=(str(spec),), **cfg)
     with Store.open() as store:
         return asyncio.run(arun(config, store, provider=model)).run_id
 
 
-def run_compare(*ids: str, **kw: object):  # type: ignore[no-untyped-def]
+def run_compare(*ids: str, force: bool = False) -> ComparisonSet:
     with Store.open() as store:
-        return compare(load_runs(store, ids), **kw)  # type: ignore[arg-type]
+        return compare(load_runs(store, ids), force=force)
 
 
 def test_clear_improvement_matches_exact_mcnemar(yes_task: Path) -> None:
@@ -100,7 +101,8 @@ def test_errors_and_unpaired_items_are_excluded_and_counted(yes_task: Path) -> N
         inner = right_on(items, name)
 
         def answer(req: ModelRequest) -> str:
-            if req.messages[-1].content.endswith(" 3"):  # type: ignore[index]
+            assert req.messages is not None
+            if req.messages[-1].content.endswith(" 3"):
                 raise RuntimeError("server hiccup")
             return inner._responder(req)
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from scipy import stats
 
 from calipers.analysis import load_runs
-from calipers.analysis._leaderboard import leaderboard
+from calipers.analysis._leaderboard import Board, leaderboard
 from calipers.analysis._sizing import plan_size
 from calipers.cli import cli
 from calipers.store import Store
@@ -29,7 +29,7 @@ def big_task(tmp_path: Path) -> Path:
     return spec
 
 
-def boards() -> list:  # type: ignore[type-arg]
+def boards() -> list[Board]:
     with Store.open() as store:
         runs = load_runs(store, [r.id for r in store.list_runs()])
     return leaderboard(runs, n_resamples=500)

@@ -322,9 +322,9 @@ def test_no_corpus_is_skipped_with_a_reason_never_zero() -> None:
 
 
 def _text(report: NgramReport) -> str:
-    console = Console(file=io.StringIO(), width=200)
-    console.print(render_ngram_report(report))
-    return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+    out = io.StringIO()
+    Console(file=out, width=200).print(render_ngram_report(report))
+    return out.getvalue()
 
 
 def _fake_run(scores: dict[str, float]) -> StoredRun:

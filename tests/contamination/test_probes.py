@@ -9,9 +9,9 @@ import io
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import pytest
@@ -38,13 +38,24 @@ from calipers.contamination._result import (
 )
 from calipers.contamination._tsguess import clean_guess, masked_option, ts_guessing_probe
 from calipers.errors import ConfigError
-from calipers.models import FakeModel, ModelOptions
+from calipers.models import FakeModel, ModelOptions, ModelProvider
 from calipers.models._openai import OpenAIModel
 from calipers.tasks import LoadContext, get_task
-from calipers.types import Sample, TokenStatsResult
+from calipers.types import ModelRequest, Sample, TokenStatsResult
 from tests._data import DATA, require
 
-PROBE_FNS = {
+T = TypeVar("T")
+
+
+class ProbeFn(Protocol):
+    """What the three probes share: model and items, and a seed."""
+
+    def __call__(
+        self, model: ModelProvider, samples: Sequence[Sample], *, seed: int = ...
+    ) -> Coroutine[Any, Any, ProbeResult]: ...
+
+
+PROBE_FNS: dict[str, ProbeFn] = {
     "min-k%++": min_k_pp_probe,
     "completion": completion_probe,
     "ts-guessing": ts_guessing_probe,
@@ -82,8 +93,13 @@ def arc(n: int, seed: int | None = None) -> list[Sample]:
     return [pool[int(i)] for i in np.random.default_rng(seed).choice(len(pool), n, replace=False)]
 
 
-def run(coro: Any) -> Any:
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
+
+
+def replying(text: str) -> Callable[[ModelRequest], str]:
+    """A responder that always answers ``text``."""
+    return lambda _request: text
 
 
 @pytest.fixture(params=["synthetic", "arc"])
@@ -284,7 +300,7 @@ def test_ts_counts_a_reply_as_written_when_the_option_looks_like_a_label() -> No
     )
     hits: list[float] = []
     for answer in ("C.S. Lewis", "J. Austen", "Roald Dahl"):
-        model = FakeModel(lambda _r, a=answer: a)
+        model = FakeModel(replying(answer))
         result: ProbeResult = run(ts_guessing_probe(model, [item], seed=0))
         hits.append(result.items[0].item)
     assert sum(hits) == 1.0  # exactly the one hidden option is matched

@@ -150,7 +150,8 @@ class Rig:
         return f"{self.gateway.url}/v1"
 
     def stats(self) -> dict[str, Any]:
-        return httpx.get(f"{self.gateway.url}/calipers/stats").json()  # type: ignore[no-any-return]
+        stats: dict[str, Any] = httpx.get(f"{self.gateway.url}/calipers/stats").json()
+        return stats
 
     def settled_stats(self, timeout_s: float = 10.0) -> dict[str, Any]:
         """The stats once every accepted shadow copy has its record (or ``timeout_s``)."""

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from calipers.cli import cli
 from calipers.store import Store
-from tests.gateway.conftest import UPSTREAM, FakeUpstream, ServerThread, chat_body, free_port
+from tests._servers import ServerThread, free_port
+from tests.gateway.conftest import UPSTREAM, FakeUpstream, chat_body
 
 
 @pytest.mark.parametrize(
@@ -107,8 +108,8 @@ def test_serves_until_sigint_then_has_logged_everything(tmp_path: Path) -> None:
     assert f"listening on http://127.0.0.1:{port}/v1" in err
     assert "100% of requests mirrored" in " ".join(err.split())
     assert cand.seen[0]["headers"]["authorization"] == "Bearer sk-gatewayheldkey0123456789"
-    with Store.open(str(store)) as s:
-        rows = s.get_traffic()
+    with Store.open(str(store)) as db:
+        rows = db.get_traffic()
     assert sorted((r.role, r.response) for r in rows) == sorted(
         [("baseline", f"baseline: c{i}") for i in range(5)]
         + [("candidate", f"candidate: c{i}") for i in range(5)]

@@ -8,15 +8,21 @@ import numpy as np
 from calipers.gateway._deadline import MIN_SAMPLES, WINDOW, FirstByteDeadline
 
 
-def make(**kw: float | None) -> FirstByteDeadline:
-    settings: dict[str, float | None] = {
-        "fixed_ms": None,
-        "margin_ms": 500.0,
-        "floor_ms": 250.0,
-        "start_ms": 2000.0,
-        "ceiling_ms": 30_000.0,
-    } | kw
-    return FirstByteDeadline(**settings)  # type: ignore[arg-type]
+def make(
+    *,
+    fixed_ms: float | None = None,
+    margin_ms: float = 500.0,
+    floor_ms: float = 250.0,
+    start_ms: float = 2000.0,
+    ceiling_ms: float = 30_000.0,
+) -> FirstByteDeadline:
+    return FirstByteDeadline(
+        fixed_ms=fixed_ms,
+        margin_ms=margin_ms,
+        floor_ms=floor_ms,
+        start_ms=start_ms,
+        ceiling_ms=ceiling_ms,
+    )
 
 
 def test_follows_the_baseline_p95_of_its_own_kind() -> None:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from calipers.gateway import GatewayConfig, create_app
-from tests.gateway.conftest import ServerThread, free_port
+from tests._servers import ServerThread, free_port
 from tests.models.conftest import N_THREADS, SERVER_START_TIMEOUT_S, smollm2_path  # noqa: F401
 
 PIRATE = (

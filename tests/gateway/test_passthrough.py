@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import UPSTREAM, FakeUpstream, ServerThread, chat_body, sse_bytes
+from tests._servers import ServerThread
+from tests.gateway.conftest import UPSTREAM, FakeUpstream, chat_body, sse_bytes
 
 
 def test_chat_and_completions_pass_through(rig_factory: Any) -> None:

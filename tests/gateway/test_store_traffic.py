@@ -68,4 +68,4 @@ def test_filters(store: Store) -> None:  # noqa: F811
         "p002",
     ]
     with pytest.raises(ValueError, match="role"):
-        store.get_traffic(role="shadow")  # type: ignore[arg-type,unused-ignore]
+        store.get_traffic(role="shadow")  # type: ignore[arg-type]  # not a role, on purpose

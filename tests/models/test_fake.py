@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from calipers.errors import ConfigError, ModelCallError, UnknownNameError
-from calipers.models import FakeModel, ModelOptions, resolve_model
+from calipers.models import FakeModel, ModelOptions, ModelProvider, resolve_model
 from calipers.models._fake import fake_from_spec
 from calipers.types import (
     ChatMessage,
@@ -21,8 +21,8 @@ from calipers.types import (
 )
 
 
-def gen(model: Any, request: ModelRequest) -> ModelResponse:
-    return asyncio.run(model.generate(request))  # type: ignore[no-any-return]
+def gen(model: ModelProvider, request: ModelRequest) -> ModelResponse:
+    return asyncio.run(model.generate(request))
 
 
 def prompt(text: str, **params: Any) -> ModelRequest:
@@ -30,7 +30,7 @@ def prompt(text: str, **params: Any) -> ModelRequest:
 
 
 def chat(*turns: tuple[str, str]) -> ModelRequest:
-    return ModelRequest(messages=tuple(ChatMessage(role=r, content=c) for r, c in turns))  # type: ignore[arg-type]
+    return ModelRequest(messages=tuple(ChatMessage(role=r, content=c) for r, c in turns))
 
 
 def test_echo_answers_the_prompt_or_last_user_message() -> None:

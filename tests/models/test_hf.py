@@ -141,7 +141,9 @@ async def _all(model: HfModel, requests: Sequence[LoglikelihoodRequest]) -> list
     return list(await asyncio.gather(*(model.loglikelihood(r) for r in requests)))
 
 
-def test_loglikelihood_matches_a_full_forward_pass(tiny_dir: Path, reference: Any) -> None:
+def test_loglikelihood_matches_a_full_forward_pass(
+    tiny_dir: Path, reference: tuple[Any, Any]
+) -> None:
     model = _tiny(tiny_dir)
     results = asyncio.run(_all(model, REQUESTS))
     assert model.forward_passes == 1  # all five requests in one batch
@@ -269,7 +271,7 @@ def test_head_reads_log_softmax_and_settles_ties_like_argmax() -> None:
 
 
 def test_packed_pass_is_used_and_equals_the_one_tree_at_a_time_fallback(
-    tiny_dir: Path, reference: Any
+    tiny_dir: Path, reference: tuple[Any, Any]
 ) -> None:
     from calipers.models import _hf_loglik
 
@@ -307,7 +309,9 @@ SHARED = [  # few-shot-like: each context starts with tokens an earlier one alre
 ]
 
 
-def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path, reference: Any) -> None:
+def test_shared_prefixes_across_requests_are_computed_once(
+    tiny_dir: Path, reference: tuple[Any, Any]
+) -> None:
     ref, tok = reference
     model = _tiny(tiny_dir)
     results = asyncio.run(_all(model, SHARED))
@@ -340,7 +344,7 @@ def test_shared_prefixes_across_requests_are_computed_once(tiny_dir: Path, refer
 
 
 def test_onednn_packed_linears_give_the_same_logits(
-    tiny_dir: Path, reference: Any, monkeypatch: pytest.MonkeyPatch
+    tiny_dir: Path, reference: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from calipers.models import _hf_kernels
     from calipers.models._hf_kernels import pack_linears
@@ -363,7 +367,7 @@ def test_onednn_packed_linears_give_the_same_logits(
     assert torch.allclose(got, want, atol=1e-5)
 
 
-def test_generate_is_the_greedy_argmax(tiny_dir: Path, reference: Any) -> None:
+def test_generate_is_the_greedy_argmax(tiny_dir: Path, reference: tuple[Any, Any]) -> None:
     ref, tok = reference
     ids = tok.encode("The sky is")
     with torch.no_grad():
@@ -387,7 +391,7 @@ def test_chat_uses_the_tokenizer_template(tiny_dir: Path) -> None:
     assert _tiny(tiny_dir).render_chat(msgs) == "<bos>user\nHi<eos>\n<bos>assistant\n"
 
 
-def test_token_stats_match_a_direct_computation(tiny_dir: Path, reference: Any) -> None:
+def test_token_stats_match_a_direct_computation(tiny_dir: Path, reference: tuple[Any, Any]) -> None:
     ref, tok = reference
     text = "Hello world, a tiny tokenizer"
     stats = asyncio.run(_tiny(tiny_dir).token_stats(TokenStatsRequest(text=text)))

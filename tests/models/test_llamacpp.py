@@ -102,7 +102,8 @@ def test_context_is_evaluated_once(model: LlamaCppModel) -> None:
     options = (" Paris", " London", " Berlin", " Madrid is")
     loglik(model, "Unrelated text first.", "x")  # nothing of FEW_SHOT left in the cache
     result = loglik(model, FEW_SHOT, *options)
-    n_ctx = result.input_tokens - sum(result.n_tokens)  # type: ignore[operator]
+    assert result.input_tokens is not None
+    n_ctx = result.input_tokens - sum(result.n_tokens)
     naive = sum(n_ctx + n for n in result.n_tokens)
     assert result.tokens_evaluated is not None
     assert result.tokens_evaluated == n_ctx - 1 + sum(1 + n for n in result.n_tokens)

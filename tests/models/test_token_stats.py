@@ -16,7 +16,8 @@ import pytest
 from calipers.errors import ConfigError, NotSupportedError
 from calipers.models import FakeModel, ModelOptions, resolve_model
 from calipers.models._fake import MEMORISED_Z
-from calipers.models._llamacpp import LlamaCppModel, _next_token_stats
+from calipers.models._llamacpp import LlamaCppModel
+from calipers.models._llamacpp_tokens import next_token_stats
 from calipers.models._openai import OpenAIModel
 from calipers.types import (
     LoglikelihoodRequest,
@@ -49,7 +50,7 @@ def test_next_token_stats_closed_forms() -> None:
     p1 = np.array([0.5, 0.25, 0.25])  # log-probs ln .5 (mass .5) and ln .25 (mass .5)
     p2 = np.array([0.8, 0.1, 0.1])  # ln .8 (mass .8) and ln .1 (mass .2)
     logits = np.log(np.vstack([p1, p2, p1])) + np.array([[3.0], [-1.0], [0.5]])  # any shift
-    out = _next_token_stats(logits, [0, 1])  # the last row has no next token
+    out = next_token_stats(logits, [0, 1])  # the last row has no next token
     assert out.shape == (2, 3)
     mu1 = 0.5 * math.log(0.5) + 0.5 * math.log(0.25)
     mu2 = 0.8 * math.log(0.8) + 0.2 * math.log(0.1)
@@ -66,8 +67,8 @@ def test_next_token_stats_in_blocks_equals_one_pass() -> None:
     logits = rng.normal(size=(9, 50)) * 3
     targets = [int(t) for t in rng.integers(0, 50, size=8)]
     np.testing.assert_allclose(
-        _next_token_stats(logits, targets, block=2),
-        _next_token_stats(logits, targets),
+        next_token_stats(logits, targets, block=2),
+        next_token_stats(logits, targets),
         rtol=1e-12,
     )
 

@@ -37,7 +37,7 @@ def call(
         pair_id=pair_id,
         role=role,
         served=served,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         endpoint="/v1/chat/completions",
         upstream=f"http://{role}.invalid/v1",
         request={

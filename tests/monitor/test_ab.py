@@ -16,7 +16,7 @@ from calipers.errors import ConfigError, DataError
 from calipers.monitor._ab import ABConfig, ABResult, analyze_ab, run_ab
 from calipers.monitor._online import parse_scorer, sample_exchanges, score_exchanges
 from calipers.monitor._traffic import load_exchanges
-from calipers.store import OnlineScoreRecord, Store
+from calipers.store import OnlineScoreRecord, Store, TrafficRecord
 from tests.monitor._ab_fixtures import Arm, canary_traffic, judge_script, shadow_traffic
 
 PRICES = {"baseline": {"input": 0.15, "output": 0.60}, "candidate": {"input": 0.15, "output": 0.60}}
@@ -210,7 +210,7 @@ def test_pairwise_in_canary_and_missing_tokens_are_skipped_not_zero(store: Store
     assert d["primary"]["effect"]["value"] is None and d["decision"] == "keep_watching"
 
 
-def _outage(n_healthy: int, n_down: int, **kw: float) -> list:  # type: ignore[type-arg]
+def _outage(n_healthy: int, n_down: int, **kw: float) -> list[TrafficRecord]:
     """Both arms at 1% errors, then the candidate at 29% (+28 points) for ``n_down``."""
     healthy = shadow_traffic(n_healthy, Arm(error=0.01), Arm(error=0.01), seed=21)
     down = shadow_traffic(n_down, Arm(error=0.01), Arm(error=0.29), seed=22, start=n_healthy)

@@ -11,6 +11,7 @@ goes far above it. The guardrails and the alpha split are those of ``calipers ab
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -107,28 +108,33 @@ def _two_sample(
     a_g = ALPHA / 2 / 5
     tol = DEFAULT_TOLERANCES
 
-    def metric(
-        name: str, values: np.ndarray, t: np.ndarray, alpha: float, **kw: object
-    ) -> MetricPath:
-        return two_sample_metric(name, values, t, alpha=alpha, what="", **kw)
-
-    primary = metric("judge", x["score"], treated, ALPHA / 2, binary=True, higher_is_better=True)
+    metric = partial(two_sample_metric, what="")
+    primary = metric(
+        "judge", x["score"], treated, alpha=ALPHA / 2, binary=True, higher_is_better=True
+    )
     over, keep = exceed_p95(x["latency"], treated, warm=100, blocks=40)
     rails = [
-        metric("error_rate", x["error"], treated, a_g, binary=True, tolerance=tol["error_rate"]),
+        metric(
+            "error_rate", x["error"], treated, alpha=a_g, binary=True, tolerance=tol["error_rate"]
+        ),
         metric(
             "latency_p50",
             np.log(x["latency"]),
             treated,
-            a_g,
+            alpha=a_g,
             tolerance=tol["latency_p50"],
             transform="expm1",
         ),
         _p95_two_sample(over[:, keep], treated[:, keep], a_g),
         metric(
-            "refusal_rate", x["refusal"], treated, a_g, binary=True, tolerance=tol["refusal_rate"]
+            "refusal_rate",
+            x["refusal"],
+            treated,
+            alpha=a_g,
+            binary=True,
+            tolerance=tol["refusal_rate"],
         ),
-        metric("cost", x["cost"], treated, a_g, tolerance=tol["cost"] * 2e-5),
+        metric("cost", x["cost"], treated, alpha=a_g, tolerance=tol["cost"] * 2e-5),
     ]
     return primary, rails, [1, 1, 1, 1, 1]
 

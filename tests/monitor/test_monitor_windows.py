@@ -34,7 +34,7 @@ def wilson_by_hand(k: int, n: int) -> tuple[float, float]:
 
 
 @pytest.fixture
-def planted(tmp_path: Path) -> tuple[str, dict[str, object]]:
+def planted(tmp_path: Path) -> tuple[str, dict[str, list[float]]]:
     """Window 0: 30 requests (3 baseline errors, 2 refusals, 10 shadow copies); window 1:
     nothing; window 2: 5 requests. Latencies drawn, so the percentiles are not round."""
     rng = np.random.default_rng(7)
@@ -102,7 +102,7 @@ def planted(tmp_path: Path) -> tuple[str, dict[str, object]]:
 def run(url: str, **kw: object) -> dict[str, object]:
     config = MonitorConfig(
         since=T0, until=T0 + 3 * HOUR, embeddings="tfidf", n_permutations=199, **kw
-    )  # type: ignore[arg-type]
+    )
     with Store.open(url) as store:
         report = monitor(store, config)
     text = json.dumps(report.to_dict(), allow_nan=False)  # strict JSON: no NaN, no inf
@@ -110,7 +110,7 @@ def run(url: str, **kw: object) -> dict[str, object]:
     return out
 
 
-def test_metrics_match_hand_counts(planted: tuple[str, dict[str, object]]) -> None:
+def test_metrics_match_hand_counts(planted: tuple[str, dict[str, list[float]]]) -> None:
     url, truth = planted
     d = run(url, prices={"baseline": (1.0, 2.0)})
     windows = d["windows"]
@@ -119,7 +119,7 @@ def test_metrics_match_hand_counts(planted: tuple[str, dict[str, object]]) -> No
     assert set(windows[0]["arms"]) == {"baseline", "candidate"}  # shadow: served == baseline
     b = windows[0]["arms"]["baseline"]
     assert b["volume"]["value"] == 30 and b["volume"]["method"] == "count"
-    ok_lat = np.array(truth["ok_lat"])  # type: ignore[arg-type]
+    ok_lat = np.array(truth["ok_lat"])
     assert b["latency_p50_ms"]["value"] == pytest.approx(np.percentile(ok_lat, 50))
     assert b["latency_p95_ms"]["value"] == pytest.approx(np.percentile(ok_lat, 95))
     assert b["latency_p50_ms"]["low"] in ok_lat and b["latency_p50_ms"]["high"] in ok_lat
@@ -138,9 +138,11 @@ def test_metrics_match_hand_counts(planted: tuple[str, dict[str, object]]) -> No
     assert empty["error_rate"]["value"] is None and empty["error_rate"]["n"] == 0
 
 
-def test_online_scores_and_feedback(planted: tuple[str, dict[str, object]]) -> None:
+def test_online_scores_and_feedback(planted: tuple[str, dict[str, list[float]]]) -> None:
     url, _truth = planted
-    b = run(url)["windows"][0]["arms"]["baseline"]  # type: ignore[index]
+    windows = run(url)["windows"]
+    assert isinstance(windows, list)
+    b = windows[0]["arms"]["baseline"]
     helpful = b["score:helpful"]
     assert helpful["n"] == 8  # the two NaN (unscorable) values are left out, not zeros
     assert helpful["value"] == pytest.approx(np.mean([(i % 4) / 4 for i in range(8)]))

@@ -16,7 +16,7 @@ def _rec(pair: str, role: str, served: bool, mode: str, minutes: int) -> Traffic
         pair_id=pair,
         role=role,
         served=served,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         endpoint="/v1/chat/completions",
         upstream=f"http://{role}",
         request={

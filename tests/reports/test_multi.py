@@ -57,7 +57,8 @@ def model(right: range, name: str, errors: tuple[int, ...] = ()) -> FakeModel:
     """Answers "yes" (right) on ``right`` items, "no" elsewhere, and fails on ``errors``."""
 
     def answer(req: ModelRequest) -> str:
-        i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
+        assert req.messages is not None
+        i = int(req.messages[-1].content.split()[1])
         if i in errors:
             raise RuntimeError("server hiccup")
         return "yes" if i in right else "no"
@@ -219,9 +220,9 @@ def test_differences_plot_has_zero_line_and_symmetric_axis(
     html, _md, cs = report
     comparison = html[html.index('<section id="comparison">') : html.index('class="task"')]
     [svg] = svgs(comparison, "forest")
-    lo, hi = (
-        float(v) for v in re.search(r'data-lo="([-\d.e]+)" data-hi="([-\d.e]+)"', svg).groups()
-    )  # type: ignore[union-attr]
+    m = re.search(r'data-lo="([-\d.e]+)" data-hi="([-\d.e]+)"', svg)
+    assert m, svg
+    lo, hi = (float(v) for v in m.groups())
     assert lo == -hi
     for r in cs.rows:
         d = Estimate.from_dict(r.diff)

@@ -129,7 +129,7 @@ def make_run(summary: dict[str, Any] | None = None, status: str = "finished") ->
         methodology=methodology(tasks),
         methodology_hash="h" * 16,
         config={},
-        status=status,  # type: ignore[arg-type]
+        status=status,
         created_at=datetime(2024, 5, 1, 12, 0, tzinfo=UTC),
         finished_at=datetime(2024, 5, 1, 12, 1, tzinfo=UTC) if status == "finished" else None,
         summary=summary,

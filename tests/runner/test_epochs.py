@@ -83,7 +83,8 @@ def test_compare_pairs_item_means_over_epochs(tmp_path: Path) -> None:
         runs = load_runs(store, [a.run_id, b.run_id])
     row = compare(runs).rows[0]
     assert row.n == 5  # items, not records
-    per_item_a = {}
+    per_item_a: dict[str, list[float]] = {}
     for s in runs[0].samples:
-        per_item_a.setdefault(s.sample_id, []).append(s.scores["acc"])  # type: ignore[index]
+        assert s.scores is not None
+        per_item_a.setdefault(s.sample_id, []).append(s.scores["acc"])
     assert row.score_a["value"] == pytest.approx(np.mean([np.mean(v) for v in per_item_a.values()]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ from scipy.stats import norm
 
 from calipers.errors import ConfigError, ModelCallError, ModelLoadError, ResumeError
 from calipers.models import FakeModel
-from calipers.runner import RunConfig, aresume, arun
-from calipers.store import Store
+from calipers.runner import RunConfig, RunResult, aresume, arun
+from calipers.store import RunRecord, SampleRecord, Store
 from calipers.types import ModelRequest
 from tests.conftest import CAPITALS
 
@@ -22,7 +23,11 @@ ANSWERS["Capital of Japan?"] = "Kyoto"  # one wrong answer
 
 
 def _question(req: ModelRequest) -> str:
-    text = req.prompt if req.prompt is not None else req.messages[-1].content  # type: ignore[index]
+    if req.prompt is not None:
+        text = req.prompt
+    else:
+        assert req.messages is not None
+        text = req.messages[-1].content
     return text.removeprefix("Q: ").removesuffix("\nA:")
 
 
@@ -41,7 +46,7 @@ def wilson(k: int, n: int, z: float = norm.ppf(0.975)) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def _run(config: RunConfig, model: FakeModel):  # type: ignore[no-untyped-def]
+def _run(config: RunConfig, model: FakeModel) -> tuple[RunResult, list[SampleRecord], RunRecord]:
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=model))
         return result, store.get_samples(result.run_id), store.get_run(result.run_id)
@@ -242,7 +247,7 @@ def test_task_level_derived_metrics_reach_the_summary(capitals_task: Path) -> No
     from calipers.tasks._spec import load_task_spec
     from calipers.types import Estimate
 
-    def ratio(records: list) -> dict[str, Estimate]:  # type: ignore[type-arg]
+    def ratio(records: Sequence[SampleRecord]) -> dict[str, Estimate]:
         right = sum(1 for r in records if r.scores and r.scores["exact_match"] == 1)
         wrong = sum(1 for r in records if r.scores and r.scores["exact_match"] == 0)
         return {"right_per_wrong": Estimate(right / wrong, 0.0, 99.0, len(records), "test")}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from calipers.analysis import StoredRun
 from calipers.analysis._sensitivity import robustness
 from calipers.analysis._study import load_study, plan_study, run_study
 from calipers.contamination._perturbation import perturbation_gap
@@ -100,12 +101,10 @@ def test_none_of_the_other_keeps_the_answer_and_replaces_one_wrong_option(tmp_pa
     task = apply_variant(resolve_task(str(spec))[0], Variant(none_of_the_other=True))
     for s in task.load(LoadContext(data_dir=tmp_path)):
         original = ITEMS[int(s.id[1:])]
+        options = original["options"]
+        assert s.choices is not None and isinstance(options, list)
         assert s.target == original["answer"] and s.target_text.startswith("right")
-        changed = [
-            i
-            for i, (a, b) in enumerate(zip(s.choices or (), original["options"], strict=True))
-            if a != b
-        ]
+        changed = [i for i, (a, b) in enumerate(zip(s.choices, options, strict=True)) if a != b]
         assert len(changed) == 1 and s.choices[changed[0]] == "None of the other choices"
         assert changed[0] != s.target
 
@@ -156,7 +155,7 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
 
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
 
-        def study(spec: Path, model: FakeModel) -> list:  # type: ignore[type-arg]
+        def study(spec: Path, model: FakeModel) -> list[StoredRun]:
             plan = plan_study(
                 RunConfig(model="fake:x", tasks=(str(spec),), chat_template=False),
                 ["perturbation_gap"],

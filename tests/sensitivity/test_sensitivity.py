@@ -72,7 +72,7 @@ def test_rotation_moves_options_and_target_together(mc_task: Path) -> None:
         for s in rotated:
             o = original[s.id]
             assert s.target_text == o.target_text  # the same right answer...
-            assert s.target == (o.target + r) % 4  # ...moved r places down
+            assert s.target == (o.target_index + r) % 4  # ...moved r places down
             assert sorted(s.choices or ()) == sorted(o.choices or ())
 
 
@@ -164,10 +164,16 @@ def test_formulations_that_change_nothing_are_skipped_with_the_reason(mc_task: P
     ]
 
 
+def question_number(request: ModelRequest) -> int:
+    m = re.search(r"Question (\d+)", request.prompt or "")
+    assert m, request.prompt
+    return int(m.group(1))
+
+
 def half_right(request: ModelRequest) -> str:
     """Right on even questions; with the instruction line dropped, right on all."""
     text = request.prompt or ""
-    i = int(re.search(r"Question (\d+)", text).group(1))  # type: ignore[union-attr]
+    i = question_number(request)
     return knows(request) if i % 2 == 0 or "Answer with" not in text else "Z"
 
 
@@ -184,19 +190,9 @@ def test_noise_floor_flags_close_models_in_compare_and_leaderboard(
         assert key[1] == "mc" and floor.value == 0.5
         # a second model, 2 items (16.7 points) better than the flaky reference: < 50 points
         other = FakeModel(
-            lambda r: (
-                knows(r)
-                if int(re.search(r"Question (\d+)", r.prompt or "").group(1)) % 2 == 0
-                or int(
-                    re.search(  # type: ignore[union-attr]
-                        r"Question (\d+)", r.prompt or ""
-                    ).group(1)
-                )
-                < 4
-                else "Z"
-            ),
+            lambda r: knows(r) if question_number(r) % 2 == 0 or question_number(r) < 4 else "Z",
             name="other",
-        )  # type: ignore[union-attr]
+        )
         from calipers.runner import run as run_api
 
         b = run_api(other, str(mc_task), store=store, chat_template=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
 
 from calipers.stats._agreement import (
+    KappaWeights,
+    Level,
     cohens_kappa,
     krippendorff_alpha,
     length_bias,
@@ -60,12 +63,12 @@ def test_kappa_fleiss_textbook_example() -> None:
 
 
 @pytest.mark.parametrize("weights", ["linear", "quadratic"])
-def test_weighted_kappa_against_statsmodels_and_direct_formula(weights: str) -> None:
+def test_weighted_kappa_against_statsmodels_and_direct_formula(weights: KappaWeights) -> None:
     rng = np.random.default_rng(3)
     truth = rng.integers(0, 5, size=300)
     a = np.clip(truth + rng.integers(-1, 2, size=300), 0, 4)
     b = np.clip(truth + rng.integers(-1, 2, size=300), 0, 4)
-    est = cohens_kappa(a, b, weights=weights)  # type: ignore[arg-type]
+    est = cohens_kappa(a, b, weights=weights)
     table = np.zeros((5, 5))
     np.add.at(table, (a, b), 1)
     ref = sm_kappa(table, wt=weights)
@@ -126,7 +129,7 @@ def test_kappa_interval_coverage_by_simulation() -> None:
     rng = np.random.default_rng(7)
     names = ["a", "b", "c"]
     covered = {"asymptotic": 0, "bootstrap": 0}
-    reps = {"asymptotic": 1000, "bootstrap": 250}
+    reps: dict[Literal["asymptotic", "bootstrap"], int] = {"asymptotic": 1000, "bootstrap": 250}
     for interval, r in reps.items():
         for _ in range(r):
             table = rng.multinomial(200, p.ravel()).reshape(3, 3).tolist()
@@ -135,7 +138,7 @@ def test_kappa_interval_coverage_by_simulation() -> None:
                 a,
                 b,
                 interval=interval,
-                rng=rng,  # type: ignore[arg-type]
+                rng=rng,
                 n_resamples=1000,
             )
             covered[interval] += e.low <= true <= e.high
@@ -158,8 +161,8 @@ PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849, "ratio": 0.7
 
 
 @pytest.mark.parametrize("level", list(PUBLISHED))
-def test_alpha_krippendorff_2011_published_example(level: str) -> None:
-    est = krippendorff_alpha(K2011, level=level, rng=np.random.default_rng(0))  # type: ignore[arg-type]
+def test_alpha_krippendorff_2011_published_example(level: Level) -> None:
+    est = krippendorff_alpha(K2011, level=level, rng=np.random.default_rng(0))
     assert round(est.value, 3) == PUBLISHED[level]
     assert est.n == 11  # unit 12 was coded once: not pairable
     assert est.low <= est.value <= est.high
@@ -202,12 +205,12 @@ def naive_alpha(data: list[list[float]], level: str) -> float:
 
 
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
-def test_alpha_against_loop_implementation_on_random_data(level: str) -> None:
+def test_alpha_against_loop_implementation_on_random_data(level: Level) -> None:
     rng = np.random.default_rng(11)
     truth = rng.integers(1, 8, size=40)
     data = np.clip(truth + rng.integers(-2, 3, size=(5, 40)), 1, 7).astype(float)
     data[rng.random(data.shape) < 0.3] = NAN
-    est = krippendorff_alpha(data, level=level, rng=rng, n_resamples=10)  # type: ignore[arg-type]
+    est = krippendorff_alpha(data, level=level, rng=rng, n_resamples=10)
     assert est.value == pytest.approx(naive_alpha(data.tolist(), level), abs=1e-12)
 
 

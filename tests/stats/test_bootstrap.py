@@ -49,7 +49,9 @@ def test_constant_values_fall_back_to_percentile_point_interval() -> None:
 
 
 def test_nan_is_unscored_and_dropped() -> None:
-    est = bootstrap_mean([1.0, float("nan"), 2.0, 4.0, None], np.random.default_rng(0))
+    # None is outside ArrayLike on purpose: the test checks it is read as NaN (as_values)
+    values = [1.0, float("nan"), 2.0, 4.0, None]
+    est = bootstrap_mean(values, np.random.default_rng(0))  # type: ignore[arg-type]
     assert est.n == 3 and est.value == pytest.approx(7 / 3)
 
 

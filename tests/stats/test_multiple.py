@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -51,7 +51,8 @@ def test_adjust_agrees_with_statsmodels_on_random_p_values() -> None:
     for m in (1, 2, 5, 17, 60):
         p = rng.uniform(size=m) ** 3
         p[rng.integers(0, m)] = p[0]  # a tie
-        for ours, theirs in (("holm", "holm"), ("bh", "fdr_bh")):
+        pairs: tuple[tuple[Literal["holm", "bh"], str], ...] = (("holm", "holm"), ("bh", "fdr_bh"))
+        for ours, theirs in pairs:
             assert adjust(p, method=ours) == pytest.approx(
                 list(multipletests(p, method=theirs)[1]), abs=1e-12
             )

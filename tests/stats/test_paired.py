@@ -181,7 +181,9 @@ def test_bca_agrees_with_scipy_bootstrap_bca_on_skewed_data() -> None:
     assert diff.low - pct.confidence_interval.low > 0.08 * half
 
 
-def test_few_distinct_values_shortcut_has_the_same_distribution(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_few_distinct_values_shortcut_has_the_same_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # 0 / 0.5 / 1 partial credit: the multinomial shortcut against explicit index resampling
     rng = np.random.default_rng(8)
     pairs = rng.integers(0, 3, size=(3000, 2)) / 2
@@ -192,10 +194,14 @@ def test_few_distinct_values_shortcut_has_the_same_distribution(monkeypatch) -> 
     for draws in (fast, slow):
         assert draws.mean(axis=0) == pytest.approx(pairs.mean(axis=0), abs=4 * se.max() / 60)
         assert draws.std(axis=0) == pytest.approx(se, rel=0.05)
-    assert np.corrcoef(fast.T)[0, 1] == pytest.approx(np.corrcoef(slow.T)[0, 1], abs=0.05)
+    c_fast, c_slow = np.corrcoef(fast.T), np.corrcoef(slow.T)
+    assert isinstance(c_fast, np.ndarray) and isinstance(c_slow, np.ndarray)
+    assert c_fast[0, 1] == pytest.approx(c_slow[0, 1], abs=0.05)
 
 
-def test_binned_resampler_matches_index_resampling_on_skewed_scores(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_binned_resampler_matches_index_resampling_on_skewed_scores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Many distinct, skewed values (latency-like) at 10,000 items: the binned resampler used
     # for large n x resamples against the exact index bootstrap, moment by moment and at the
     # quantiles an interval reads. The skewness of the resample means is where a plain normal
@@ -254,7 +260,7 @@ def test_random_sign_flips_agree_with_enumeration() -> None:
     assert p == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 20_000))
 
 
-def test_binomial_shortcut_agrees_with_random_bits(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_binomial_shortcut_agrees_with_random_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(11)
     d = rng.choice([-1.0, -0.5, 0.5, 1.0], p=[0.2, 0.25, 0.28, 0.27], size=400)
     fast = sign_flip_pvalue(d, rng=np.random.default_rng(1), n_resamples=20_000)
@@ -296,7 +302,7 @@ def test_equal_differences_fall_back_to_percentile_and_say_so() -> None:
 
 def test_one_pair_has_an_unbounded_interval() -> None:
     r = paired_compare([0.2], [0.7], rng=np.random.default_rng(0))
-    assert (r.diff.value, r.diff.low, r.diff.high) == (pytest.approx(0.5), -math.inf, math.inf)
+    assert (r.diff.value, r.diff.low, r.diff.high) == pytest.approx((0.5, -math.inf, math.inf))
     assert r.diff.method == "paired-bootstrap-undefined" and r.p_value == 1.0
     assert r.mde == math.inf
 
@@ -359,9 +365,10 @@ def test_empty_input_gives_nan_not_zero() -> None:
         {"a": [1, 0], "b": [1, 1], "n_resamples": 0},
     ],
 )
-def test_bad_input_raises_value_error(kw: dict) -> None:  # type: ignore[type-arg]
+def test_bad_input_raises_value_error(kw: dict[str, object]) -> None:
     with pytest.raises(ValueError):
-        paired_compare(rng=np.random.default_rng(0), **kw)
+        # wrong kinds on purpose: the test checks they raise ValueError
+        paired_compare(rng=np.random.default_rng(0), **kw)  # type: ignore[arg-type]
 
 
 def test_comparisons_doc_example_runs_and_its_comments_are_true() -> None:

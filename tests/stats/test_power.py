@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -89,6 +90,6 @@ def test_mde_binary_uses_discordance_and_never_goes_below_the_floor() -> None:
         lambda: mde_paired(10, var_diff=math.inf),
     ],
 )
-def test_bad_inputs_raise_value_error(call) -> None:  # type: ignore[no-untyped-def]
+def test_bad_inputs_raise_value_error(call: Callable[[], object]) -> None:
     with pytest.raises(ValueError):
         call()

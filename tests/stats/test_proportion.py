@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 from scipy.stats import beta, norm
 
 from calipers.stats import beta_posterior, wilson
+from calipers.types import Estimate
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Stat. Med.
 # 17:857-872, Table I, method 3 (Wilson score, no continuity correction), 95%.
@@ -74,8 +76,8 @@ def test_beta_other_prior_is_named_and_used() -> None:
 
 
 @pytest.mark.parametrize("fn", [wilson, beta_posterior])
-def test_no_data_is_nan_not_zero(fn: object) -> None:
-    est = fn(0, 0)  # type: ignore[operator]
+def test_no_data_is_nan_not_zero(fn: Callable[[int, int], Estimate]) -> None:
+    est = fn(0, 0)
     assert est.n == 0 and est.is_empty
     assert math.isnan(est.value) and math.isnan(est.low) and math.isnan(est.high)
 

@@ -42,14 +42,13 @@ def test_calipers_home_that_is_or_is_under_a_file(
 
 
 def test_calipers_home_without_permission(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from calipers._util import home as home_module
-
     locked = tmp_path / "locked"
     locked.mkdir()
     monkeypatch.setenv("CALIPERS_HOME", str(locked / "home"))
     real = os.access  # tests may run as root, who may write anywhere: fake the refusal
     monkeypatch.setattr(
-        home_module.os, "access", lambda p, mode: False if Path(p) == locked else real(p, mode)
+        "calipers._util.home.os.access",
+        lambda p, mode: False if Path(p) == locked else real(p, mode),
     )
     code, err = invoke("runs")
     assert code == 2

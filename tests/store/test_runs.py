@@ -127,7 +127,7 @@ def test_update_run_rejects_unknown_run_and_status(store: Store) -> None:
         store.update_run("nope")
     store.create_run(run_record("r1"))
     with pytest.raises(ValueError, match="status"):
-        store.update_run("r1", status="done")  # type: ignore[arg-type]
+        store.update_run("r1", status="done")  # type: ignore[arg-type]  # not a status, on purpose
 
 
 def test_delete_run_removes_its_samples_only(store: Store) -> None:

@@ -46,8 +46,9 @@ def test_sample_round_trips_every_field(store: Store, run_id: str) -> None:
     assert got.scores is not None and math.isnan(got.scores["acc_norm"])
     assert list(got.scores) == ["acc", "acc_norm", "f1"]  # metric order kept
     same_nan = {**got.scores, "acc_norm": 0.0}
+    assert rec.scores is not None
     assert got.model_copy(update={"id": None, "scores": same_nan}) == rec.model_copy(
-        update={"scores": {**rec.scores, "acc_norm": 0.0}}  # type: ignore[dict-item]
+        update={"scores": {**rec.scores, "acc_norm": 0.0}}
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,9 @@ def describe(engine: sa.Engine, *, types: bool = True) -> dict[str, dict[str, An
     """What a migration decides about each table, in a form a test can compare as a whole."""
     insp = sa.inspect(engine)
 
-    def cols(names: list[str]) -> str:
-        return ", ".join(names)
+    def cols(names: Sequence[str | None]) -> str:
+        assert all(names), names  # no expression indexes: every indexed column has a name
+        return ", ".join(n for n in names if n)
 
     def column(c: Any) -> str:
         parts = [c["name"]]
@@ -172,7 +174,7 @@ def describe(engine: sa.Engine, *, types: bool = True) -> dict[str, dict[str, An
                 for fk in insp.get_foreign_keys(table)
             ],
             "indexes": sorted(
-                f"{'UNIQUE ' if ix['unique'] else ''}{ix['name']} ({cols(ix['column_names'])})"  # type: ignore[arg-type]
+                f"{'UNIQUE ' if ix['unique'] else ''}{ix['name']} ({cols(ix['column_names'])})"
                 for ix in insp.get_indexes(table)
                 if not ix.get("duplicates_constraint")  # PostgreSQL lists a UNIQUE's index too
             ),

@@ -17,6 +17,7 @@ from calipers.errors import DataError
 from calipers.stats import wilson
 from calipers.suites import (
     FieldMapping,
+    References,
     SizeRationale,
     build_suite,
     content_hash,
@@ -85,6 +86,7 @@ def test_items_link_to_their_log_line_and_cluster(imported: list[dict[str, Any]]
     assert m.n_items == m.dedupe["n_unique"] and not m.size.too_small
     names = {c.id: c.name for c in m.clusters}
     for it in items:
+        assert it.source.line is not None
         row = imported[it.source.line - 1]  # one record per line
         assert it.source.record_id == row["req_id"]
         assert names[it.cluster.id] == it.cluster.name
@@ -149,11 +151,11 @@ def test_size_from_plan_flags_a_pool_too_small(imported: list[dict[str, Any]]) -
 
 
 @pytest.mark.parametrize("policy", ["accepted", "logged", "none"])
-def test_reference_policies(imported: list[dict[str, Any]], policy: str) -> None:
+def test_reference_policies(imported: list[dict[str, Any]], policy: References) -> None:
     res = build_suite(
         "prod",
         backend="tfidf",
-        references=policy,  # type: ignore[arg-type]
+        references=policy,
         threshold=1.0,
     )
     # threshold 1: only exact duplicates merge; group the log's records the same way

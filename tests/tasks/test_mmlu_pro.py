@@ -93,7 +93,7 @@ def test_items_from_local_files(tmp_path: Path, fmt: str) -> None:
     for s, r in zip(items, TEST, strict=True):
         kept = [o for o in r["options"] if o != "N/A"]
         assert s.choices == tuple(kept) and s.target == r["answer_index"]
-        assert s.choices[s.target] == r["options"][r["answer_index"]]
+        assert s.choices[s.target_index] == r["options"][r["answer_index"]]
         assert s.category == r["category"] and s.metadata["answer"] == r["answer"]
     assert len(items[-1].choices or ()) == 6
     assert items[-1].fields["options"].splitlines()[-1] == "F. math option 5"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from calipers.errors import DataError, TaskSpecError
-from calipers.tasks import LoadContext, resolve_task
+from calipers.tasks import LoadContext, Task, resolve_task
 from calipers.tasks._spec import load_task_spec
 
 
@@ -136,7 +136,7 @@ def test_formulations_are_chosen_validated_and_recorded() -> None:
     from calipers.tasks._registry import _TASKS
     from calipers.tasks.dynamic import dates_mc_task
 
-    def factory(formulation: str) -> object:
+    def factory(formulation: str) -> Task:
         from dataclasses import replace
 
         return replace(dates_mc_task(), name="formtest", formulation=formulation)

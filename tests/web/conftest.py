@@ -59,7 +59,8 @@ def _task(tmp: Path) -> Path:
 
 def _model(name: str, right: range, wrong: str = "no", errors: tuple[int, ...] = ()) -> FakeModel:
     def answer(req: ModelRequest) -> str:
-        i = int(req.messages[-1].content.split()[1])  # type: ignore[index]
+        assert req.messages is not None
+        i = int(req.messages[-1].content.split()[1])
         if i in errors:
             raise RuntimeError("server hiccup")
         return "yes" if i in right else wrong

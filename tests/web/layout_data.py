@@ -60,7 +60,8 @@ class SlowModel(FakeModel):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         r = await super().generate(request)
-        i = int(str(request.messages[-1].content).split()[1])  # type: ignore[index]
+        assert request.messages is not None
+        i = int(str(request.messages[-1].content).split()[1])
         return r.model_copy(update={"latency_s": 95.0 + 7.3 * i})
 
 
@@ -116,7 +117,8 @@ def build_layout_store(tmp: Path) -> LayoutStore:
     spec = _task(tmp)
 
     def answer(req: ModelRequest) -> str:
-        return "yes" if int(str(req.messages[-1].content).split()[1]) % 4 else "no"  # type: ignore[index]
+        assert req.messages is not None
+        return "yes" if int(str(req.messages[-1].content).split()[1]) % 4 else "no"
 
     model = SlowModel(answer, name=LONG_NAME)
     config = RunConfig(model=f"fake:{LONG_NAME}", tasks=(spec,))

@@ -89,7 +89,9 @@ def test_primary_is_the_stored_judge_score_with_its_path_chart(client: TestClien
     chart = re.search(r'<figure class="chart ab-path">(.*?)</figure>', html, re.S)
     assert chart is not None
     points = chart.group(1).count('<circle class="pt"')
-    n_primary = int(re.search(r'class="n-primary">([\d,]+)<', html).group(1))  # type: ignore[union-attr]
+    n_shown = re.search(r'class="n-primary">([\d,]+)<', html)
+    assert n_shown is not None
+    n_primary = int(n_shown.group(1))
     assert points == min(200, n_primary) and 'class="band"' in chart.group(1)
     assert "no difference" in chart.group(1)  # the zero rule
 
@@ -114,7 +116,9 @@ def test_api_is_strict_json_and_matches_the_printed_cli_command(
     api = json.loads(r.text, parse_constant=no_nan)
     assert r.status_code == 200 and api["decision"] == "roll_back" and api["alpha"] == 0.1
     html = main(client.get("/ab?since=2026-11-01T08:00&alpha=0.1").text)
-    cmd = re.search(r'<code class="cmd-same">(.*?)</code>', html, re.S).group(1)  # type: ignore[union-attr]
+    code = re.search(r'<code class="cmd-same">(.*?)</code>', html, re.S)
+    assert code is not None
+    cmd = code.group(1)
     args = shlex.split(cmd.replace("&#39;", "'").replace("SPEC", ab_store[1]))
     out = CliRunner().invoke(cli, [*args[1:], "--json"])
     assert out.exit_code == 1, out.output  # roll back

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from calipers.web._charts import PLOT_LEFT, PLOT_RIGHT, WIDTH
-from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded, ServerThread
+from tests._servers import ServerThread
+from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded
 from tests.web.traffic import CALM, DRIFT
 
 sync_api = pytest.importorskip(

@@ -123,8 +123,8 @@ def test_alert_markers_are_placed_labelled_and_escaped() -> None:
     assert float(line.get("x1", "0")) == pytest.approx(px_x(3 / 4), abs=0.06)
     # the text, decoded, not markup; shortened to MAX_LABEL with the whole in the tooltip
     assert [t.text for t in g.iter("text")] == [EVIL[: MAX_LABEL - 1] + "…"]
-    assert g.find("title") is not None and g.find("title").text == EVIL  # type: ignore[union-attr]
-    assert root.find("title") is not None and root.find("title").text == EVIL  # type: ignore[union-attr]
+    assert g.findtext("title") == EVIL
+    assert root.findtext("title") == EVIL
     assert any(g.get("data-series") == EVIL for g in root.iter("g"))
 
 
@@ -210,7 +210,7 @@ def test_close_markers_get_one_row_of_labels_that_never_overlap_or_leave_the_cha
     markers = [Marker(5.0 + 0.1 * i, label) for i, label in enumerate(labels)]
     root = parse(time_series_svg([Series("s", pts)], title="t", markers=markers))
     groups = [g for g in root.iter("g") if g.get("class") == "alert-marker"]
-    assert [g.find("title").text for g in groups] == labels  # type: ignore[union-attr]
+    assert [g.findtext("title") for g in groups] == labels
     texts = [t for g in groups for t in g.iter("text")]
     assert [t.text for t in texts] == ["alert number 0"]
     assert all(float(t.get("y", "0")) < PLOT_TOP - 6 for t in texts)  # above the marker lines
@@ -270,4 +270,5 @@ def test_legend_names_fit_their_column_and_a_lone_series_gets_the_width() -> Non
     for g in keys:  # shortened to fit its column, the whole name in the tooltip
         (text,) = g.iter("text")
         assert 14 + CHAR_W * len(text.text or "") <= col_w
-        assert g.find("title") is not None and g.find("title").text.startswith(name)  # type: ignore[union-attr]
+        title = g.findtext("title")
+        assert title is not None and title.startswith(name)

@@ -155,7 +155,9 @@ def test_api_is_strict_json_and_matches_the_cli(client: TestClient, drift: str) 
 
 
 def test_printed_export_command_exports_the_listed_outliers(drift: str, tmp_path: Path) -> None:
-    flagged = int(re.sub(r"\D", "", re.search(r'class="n-outliers">([\d,]+)<', drift).group(1)))  # type: ignore[union-attr]
+    shown = re.search(r'class="n-outliers">([\d,]+)<', drift)
+    assert shown is not None
+    flagged = int(re.sub(r"\D", "", shown.group(1)))
     assert flagged >= 16  # the cooking prompts and the three payloads
     queue = tmp_path / "queue.jsonl"
     cmd = code(drift, "cmd-review").replace("queue.jsonl", str(queue))
