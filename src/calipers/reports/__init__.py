@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from calipers._util.home import make_folder
+from calipers._util.lazy import lazy_exports
 from calipers._util.private import write_private_text
 from calipers.reports._axis import Axis, diff_axis, nice_step, score_axis, unit_scale
 from calipers.reports._html import clip, render_html, when
 from calipers.reports._markdown import render_markdown
-from calipers.reports._multi import render_multi_html, write_multi_report
-from calipers.reports._panels import diff_panels, diff_text, num
 from calipers.reports._svg import PlotRow, interval_svg
 from calipers.reports._view import (
     TaskView,
@@ -37,6 +37,10 @@ from calipers.reports._view import (
     worst_categories,
 )
 from calipers.store import RunRecord, SampleRecord
+
+if TYPE_CHECKING:  # the multi-run report loads on first use: a run writes only its own
+    from calipers.reports._multi import render_multi_html, write_multi_report
+    from calipers.reports._panels import diff_panels, diff_text, num
 
 __all__ = [
     "Axis",
@@ -65,6 +69,17 @@ __all__ = [
     "write_multi_report",
     "write_report",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "diff_panels": "_panels",
+        "diff_text": "_panels",
+        "num": "_panels",
+        "render_multi_html": "_multi",
+        "write_multi_report": "_multi",
+    },
+)
 
 
 def write_report(
