@@ -46,12 +46,12 @@ def test_summary_clusters_the_epochs_of_an_item(tmp_path: Path) -> None:
             FakeModel(by_seed), "dyn_arithmetic", store=store, limit=8, epochs=3, temperature=0.7
         )
         recs = store.get_samples(result.run_id)
-    est = result.summary["tasks"]["dyn_arithmetic"]["metrics"]["acc"]
+    est = result.summary.tasks["dyn_arithmetic"].metrics["acc"]
     values = [r.scores["acc"] for r in recs if r.scores]
     expected = clustered_mean(values, [r.sample_id for r in recs if r.scores])
-    assert est["method"] == "cluster-t"
-    assert est["value"] == pytest.approx(np.mean(values))
-    assert (est["low"], est["high"]) == pytest.approx((expected.low, expected.high))
+    assert est.method == "cluster-t"
+    assert est.value == pytest.approx(np.mean(values))
+    assert (est.low, est.high) == pytest.approx((expected.low, expected.high))
 
 
 def test_epochs_are_refused_where_they_would_all_be_the_same(tmp_path: Path) -> None:

@@ -102,9 +102,9 @@ def _tasks(base: StoredRun, other: StoredRun, only: Sequence[str] | None) -> lis
 
 
 def _metrics(run: StoredRun, task: str, all_metrics: bool) -> list[str]:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    names = list(ts.get("metrics", {}))
-    primary = ts.get("primary")
+    ts = run.record.task_summary(task)
+    names = list(ts.metrics) if ts else []
+    primary = ts.primary if ts else None
     if all_metrics:
         return names
     return [primary] if primary else names[:1]

@@ -57,7 +57,7 @@ def _single_html(run: StoredRun, title: str) -> str:
         run=record,
         tasks=task_views(record, samples),
         card=methodology_rows(record.methodology, record.summary),
-        elapsed=(record.summary or {}).get("elapsed_s"),
+        elapsed=record.summary.elapsed_s if record.summary else None,
         confidence=confidence_label(record.methodology),
         title=title,
         panels=panels,

@@ -134,9 +134,8 @@ def _threshold(
 
 
 def _score(run: StoredRun, task: str) -> Estimate | None:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    primary = ts.get("primary")
-    return Estimate.from_dict(ts["metrics"][primary]) if primary else None
+    ts = run.record.task_summary(task)
+    return ts.metrics[ts.primary] if ts and ts.primary else None
 
 
 def _weighted(scores: dict[str, Estimate | None], weights: dict[str, float]) -> Estimate | None:

@@ -95,7 +95,7 @@ def run_page(
         category_charts={t.name: category_chart(t) for t in tasks},
         browser=browser,
         shows=SHOWS,
-        elapsed=(run.summary or {}).get("elapsed_s"),
+        elapsed=run.summary.elapsed_s if run.summary else None,
     )
 
 
