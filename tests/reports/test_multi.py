@@ -231,7 +231,7 @@ def test_differences_plot_has_zero_line_and_symmetric_axis(
     )  # type: ignore[union-attr]
     assert lo == -hi
     for r in cs.rows:
-        d = Estimate.from_dict(r.diff)
+        d = r.diff
         assert hi >= max(abs(d.low), abs(d.high))
     [zero] = xs(svg, "zero", "x1")
     assert zero == pytest.approx((L + R) / 2)
@@ -392,7 +392,7 @@ def test_markdown_mirrors_the_facts(
             ), (r.record.id, task)
     for row in cs.rows:
         assert row.verdict in md
-        d = Estimate.from_dict(row.diff)
+        d = row.diff
         assert f"{100 * d.value:+.1f} [{100 * d.low:.1f}, {100 * d.high:.1f}] points" in md
     assert re.search(
         r"^\| model \| model-a \(provider fake\) \| model-b \(provider fake\) "

@@ -86,4 +86,4 @@ def test_compare_pairs_item_means_over_epochs(tmp_path: Path) -> None:
     per_item_a = {}
     for s in runs[0].samples:
         per_item_a.setdefault(s.sample_id, []).append(s.scores["acc"])  # type: ignore[index]
-    assert row.score_a["value"] == pytest.approx(np.mean([np.mean(v) for v in per_item_a.values()]))
+    assert row.score_a.value == pytest.approx(np.mean([np.mean(v) for v in per_item_a.values()]))

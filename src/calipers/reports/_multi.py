@@ -33,7 +33,6 @@ from calipers.reports._panels import (
     task_panels,
 )
 from calipers.reports._view import methodology_rows, prompt_text, task_views
-from calipers.types import Estimate
 
 if TYPE_CHECKING:
     from calipers.analysis import ComparisonSet, StoredRun
@@ -87,7 +86,6 @@ def _context(
         "diff_text": diff_text,
         "dist_text": dist_text,
         "num": num,
-        "est": Estimate.from_dict,
     }
 
 

@@ -310,7 +310,7 @@ def _weighted_diffs(
     out = []
     for m, run in others:
         cs = compare([best[1], run], tasks=list(sel.tasks))
-        per_task = {r.task: Estimate.from_dict(r.diff) for r in cs.rows if r.task in sel.tasks}
+        per_task = {r.task: r.diff for r in cs.rows if r.task in sel.tasks}
         w = _weighted(dict(per_task), sel.tasks)
         out.append(
             {

@@ -135,7 +135,6 @@ def compare_page(
         result=result,
         problem=problem,
         panels=diff_panels(result) if result else [],
-        est=Estimate.from_dict,
         diff_text=diff_text,
         num=num,
     )
