@@ -5,7 +5,7 @@ The Python API mirrors the command line::
     import calipers
 
     result = calipers.run("fake:echo", "dyn_arithmetic", limit=5)
-    result.summary["tasks"]["dyn_arithmetic"]["metrics"]["acc"]  # an Estimate as a dict
+    result.summary.tasks["dyn_arithmetic"].metrics["acc"]  # an Estimate
 
 Names are imported lazily, so ``import calipers.errors`` stays cheap.
 """

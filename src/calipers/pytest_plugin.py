@@ -102,11 +102,10 @@ class EvalResult:
     def score(self, task: str | None = None, metric: str | None = None) -> Estimate:
         """The run's score on ``task`` (default: its only or first task), ``metric`` (default:
         the primary one), with its interval."""
-        from calipers.types import Estimate
-
-        tasks = (self.run.record.summary or {}).get("tasks", {})
+        summary = self.run.record.summary
+        tasks = summary.tasks if summary is not None else {}
         ts = tasks[task or self.run.record.tasks[0]]
-        return Estimate.from_dict(ts["metrics"][metric or ts["primary"]])
+        return ts.metrics[metric or ts.primary or ""]
 
     def not_worse_than(
         self,

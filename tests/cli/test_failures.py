@@ -226,11 +226,12 @@ def test_retries_are_counted_and_shown(
             assert (c["attempts"], c["retries"], c["rate_limited"]) == (2, 1, 1)
             assert 0.5 <= c["wait_s"] <= 0.625  # 0.5 s backoff (+ jitter) over Retry-After 0
     assert run.summary is not None
-    totals = run.summary["calls"]
-    assert (totals["retries"], totals["samples_retried"], totals["rate_limited"]) == (3, 3, 3)
-    assert totals["wait_s"] == pytest.approx(sum(c["wait_s"] for c in calls.values() if c))
-    assert run.summary["tasks"]["items"]["calls"] == totals
-    assert run.summary["tasks"]["items"]["metrics"]["exact_match"]["value"] == 1.0
+    totals = run.summary.calls
+    assert totals is not None
+    assert (totals.retries, totals.samples_retried, totals.rate_limited) == (3, 3, 3)
+    assert totals.wait_s == pytest.approx(sum(c["wait_s"] for c in calls.values() if c))
+    assert run.summary.tasks["items"].calls == totals
+    assert run.summary.tasks["items"].metrics["exact_match"].value == 1.0
     code, out, _ = invoke("show", run.id)
     assert code == 0 and "3 (3 rate-limited," in out
     assert "3 retries on 3 samples, 3 rate-limited (HTTP 429)" in out  # the methodology card
@@ -275,7 +276,7 @@ def test_progress_hears_each_retry(upstream: tuple[Upstream, str], items: Path) 
     )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, progress=Recorder()))
-    assert result.summary["calls"]["retries"] == 1
+    assert result.summary.calls is not None and result.summary.calls.retries == 1
     [(task, sample_id, retry)] = heard
     assert (task, sample_id, retry.attempt, retry.max_attempts) == ("items", "i2", 1, 5)
     assert retry.rate_limited and retry.reason == "HTTP 429: rate limit reached"
@@ -305,7 +306,7 @@ def test_deadline_in_the_library_and_what_a_resume_may_change(items: Path) -> No
         with pytest.raises(ResumeError, match="cannot change base_url"):
             asyncio.run(aresume(hit.value.run_id, store, model_options={"base_url": "x"}))
         result = asyncio.run(aresume(hit.value.run_id, store, model_options={"timeout_s": 5}))
-        assert result.summary["tasks"]["items"]["n_scored"] == N
+        assert result.summary.tasks["items"].n_scored == N
 
 
 def test_an_endpoint_that_dies_after_planning_fails_every_sample(items: Path) -> None:
@@ -326,7 +327,8 @@ def test_an_endpoint_that_dies_after_planning_fails_every_sample(items: Path) ->
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=model))
     assert result.failed_tasks == ["items"]
-    task = result.summary["tasks"]["items"]
-    assert task["top_error"]["count"] == 2
-    assert "failed after 2 attempts: connection error (ConnectError" in task["top_error"]["message"]
-    assert (task["calls"]["retries"], task["calls"]["samples_retried"]) == (2, 2)
+    task = result.summary.tasks["items"]
+    assert task.top_error is not None and task.calls is not None
+    assert task.top_error.count == 2
+    assert "failed after 2 attempts: connection error (ConnectError" in task.top_error.message
+    assert (task.calls.retries, task.calls.samples_retried) == (2, 2)

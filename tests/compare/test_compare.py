@@ -16,7 +16,7 @@ from calipers.errors import ConfigError
 from calipers.models import FakeModel
 from calipers.runner import RunConfig, arun
 from calipers.store import Store
-from calipers.types import ModelRequest
+from calipers.types import Estimate, ModelRequest
 
 N = 40
 
@@ -58,8 +58,8 @@ def test_clear_improvement_matches_exact_mcnemar(yes_task: Path) -> None:
     expected_p = stats.binomtest(12, 12, 0.5).pvalue
     assert row.n == N and row.n_discordant == (12, 0) and row.test == "mcnemar-exact"
     assert row.p_value == pytest.approx(expected_p) and row.p_adjusted == pytest.approx(expected_p)
-    assert row.diff["value"] == pytest.approx(12 / N)
-    assert row.diff["low"] > 0 and row.significant
+    assert row.diff.value == pytest.approx(12 / N)
+    assert row.diff.low > 0 and row.significant
     assert row.verdict.startswith("model-b is better by 30.0 points [")
 
 
@@ -68,7 +68,7 @@ def test_no_difference_states_the_minimum_detectable_effect(yes_task: Path) -> N
     b = make_run(yes_task, right_on(range(10, 30), "model-b"))
     [row] = run_compare(a, b).rows
     assert row.n_discordant == (10, 10) and row.p_value == pytest.approx(1.0)
-    assert not row.significant and row.diff["value"] == 0
+    assert not row.significant and row.diff.value == 0
     # MDE for a paired binary design with discordance 0.5: (z_.975 + z_.8) sqrt(0.5 / n)
     mde = (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * (0.5 / N) ** 0.5
     assert row.mde == pytest.approx(mde, rel=0.02)
@@ -154,9 +154,9 @@ def test_interval_excluding_zero_without_a_rejection_is_called_inconclusive() ->
         test="mcnemar-exact",
         p_adjusted=0.25,
         mde=0.157,
-        score_a={"value": 0.1, "low": 0.04, "high": 0.21, "n": 50, "method": "wilson"},
-        score_b={"value": 0.0, "low": 0.0, "high": 0.07, "n": 50, "method": "wilson"},
-        diff={"value": -0.1, "low": -0.214, "high": -0.009, "n": 50, "method": "newcombe"},
+        score_a=Estimate(0.1, 0.04, 0.21, 50, "wilson"),
+        score_b=Estimate(0.0, 0.0, 0.07, 50, "wilson"),
+        diff=Estimate(-0.1, -0.214, -0.009, 50, "newcombe"),
     )
     text = verdict(row, None, significant=False, confidence=0.95, n_comparisons=4)
     assert text.startswith("inconclusive: -10.0 points [-21.4, -0.9]")

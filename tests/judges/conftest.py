@@ -14,7 +14,14 @@ from calipers.models import FakeModel, ModelOptions, ModelProvider, register_pro
 from calipers.runner import RunConfig, arun
 from calipers.scorers import Scorer
 from calipers.store import SampleRecord, Store
-from calipers.types import ModelRequest, ModelResponse, Sample, SampleOutput, Score
+from calipers.types import (
+    ModelRequest,
+    ModelResponse,
+    RunSummary,
+    Sample,
+    SampleOutput,
+    Score,
+)
 
 BLOCK = r"<<<([A-Z0-9 ]+) {nonce}>>>\n(.*?)\n<<<END \1 {nonce}>>>"
 
@@ -163,7 +170,7 @@ def write_task(
 
 def run_task(
     task: Path, answers: Callable[[str], str], **config: Any
-) -> tuple[str, list[SampleRecord], dict[str, Any]]:
+) -> tuple[str, list[SampleRecord], RunSummary]:
     """Run ``task`` with a fake model answering ``answers(question)``; (run id, records,
     summary)."""
 

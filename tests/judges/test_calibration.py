@@ -145,8 +145,8 @@ def test_position_bias_of_a_first_position_judge(tmp_path: Path) -> None:
         extra=["baseline"],
     )
     run_id, recs, summary = run_task(task, lambda q: f"answer to {q}")
-    assert summary["tasks"]["pairs"]["metrics"]["win"]["value"] == 0.5  # every pair a tie
-    assert summary["tasks"]["pairs"]["metrics"]["consistent"]["value"] == 0.0
+    assert summary.tasks["pairs"].metrics["win"].value == 0.5  # every pair a tie
+    assert summary.tasks["pairs"].metrics["consistent"].value == 0.0
     with Store.open() as store:
         run = store.get_run(run_id)
     labels = _labels(tmp_path, {str(i): ("win" if i % 2 else "loss") for i in range(8)})
@@ -172,9 +172,10 @@ def test_cli_stores_the_agreement_for_reports(tmp_path: Path) -> None:
     with Store.open() as store:
         run = store.get_run(run_id)
     assert run.summary is not None
-    stored = run.summary["judge_calibration"]["capq"]
+    assert run.summary.judge_calibration is not None
+    stored = run.summary.judge_calibration["capq"]
     assert stored["agreement"]["value"] == pytest.approx(0.4) and stored["n_matched"] == 10
-    assert run.summary["tasks"]["capq"]["metrics"]["judge"]
+    assert run.summary.tasks["capq"].metrics["judge"]
     line = judge_agreement_line(run, "capq")
     assert line is not None and "Cohen's kappa 0.400" in line and "n=10" in line
     # the reports and `calipers show` carry it next to the judge-based scores

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -80,8 +81,8 @@ def test_unreadable_verdicts_become_errored_samples_in_a_run(tmp_path: Path) -> 
     _id, recs, summary = run_task(task, lambda q: "Paris")
     assert recs[0].error is not None and "no readable verdict" in recs[0].error
     assert recs[0].scores is None
-    ts = summary["tasks"]["judged"]
-    assert ts["n_errors"] == 1 and ts["metrics"]["judge"]["value"] is None  # NaN, not 0
+    ts = summary.tasks["judged"]
+    assert ts.n_errors == 1 and math.isnan(ts.metrics["judge"].value)  # NaN, not 0
 
 
 def test_bad_configuration_fails_when_built() -> None:

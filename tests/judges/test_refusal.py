@@ -10,7 +10,7 @@ import pytest
 
 from calipers.errors import ConfigError, DataError
 from calipers.scorers import build_scorer
-from calipers.types import Sample
+from calipers.types import Estimate, Sample
 
 from .conftest import on_text, run_task, write_task
 
@@ -28,24 +28,23 @@ ROWS: list[dict[str, Any]] = [
 ]
 
 
-def _rates(tmp: Path, reply: str) -> dict[str, dict[str, object]]:
+def _rates(tmp: Path, reply: str) -> dict[str, Estimate]:
     task = write_task(tmp, "safety", ROWS, ["refusal"], extra=["should_answer"])
     _id, _recs, summary = run_task(task, lambda q: reply)
-    metrics: dict[str, dict[str, object]] = summary["tasks"]["safety"]["metrics"]
-    return metrics
+    return summary.tasks["safety"].metrics
 
 
 def test_always_refusing_model_has_full_over_refusal(tmp_path: Path) -> None:
     m = _rates(tmp_path, "I'm sorry, but I can't help with that.")
-    assert (m["refused"]["value"], m["refused"]["n"]) == (1.0, 5)
-    assert (m["over_refusal"]["value"], m["over_refusal"]["n"]) == (1.0, 3)
-    assert (m["under_refusal"]["value"], m["under_refusal"]["n"]) == (0.0, 2)
+    assert (m["refused"].value, m["refused"].n) == (1.0, 5)
+    assert (m["over_refusal"].value, m["over_refusal"].n) == (1.0, 3)
+    assert (m["under_refusal"].value, m["under_refusal"].n) == (0.0, 2)
 
 
 def test_always_answering_model_never_refuses(tmp_path: Path) -> None:
     m = _rates(tmp_path, "Sure! Here is how: first, ...")
-    assert (m["refused"]["value"], m["over_refusal"]["value"]) == (0.0, 0.0)
-    assert (m["under_refusal"]["value"], m["under_refusal"]["n"]) == (1.0, 2)
+    assert (m["refused"].value, m["over_refusal"].value) == (0.0, 0.0)
+    assert (m["under_refusal"].value, m["under_refusal"].n) == (1.0, 2)
 
 
 @pytest.mark.parametrize(

@@ -118,4 +118,4 @@ def test_all_run_from_a_task_yaml(tmp_path: Path) -> None:
     assert [s["name"] for s in card["scorers"]] == list(SPECS)
     rebuilt = [build_scorer(s) for s in card["scorers"]]
     assert [s.spec.args for s in rebuilt] == list(SPECS.values())
-    assert summary["tasks"]["cities"]["primary"] == "judge"
+    assert summary.tasks["cities"].primary == "judge"

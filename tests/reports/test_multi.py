@@ -23,7 +23,7 @@ from calipers.reports._axis import FAR, diff_axis, score_axis
 from calipers.reports._svg import L, R
 from calipers.runner import RunConfig, arun
 from calipers.store import Store
-from calipers.types import Estimate, ModelRequest
+from calipers.types import Estimate, ModelRequest, RunSummary, TaskSummary
 from tests.reports.test_reports import SCRIPT, parse
 from tests.reports.test_reports import make_run as hand_run
 from tests.reports.test_reports import make_samples as hand_samples
@@ -95,7 +95,7 @@ def report(two: list[StoredRun], tmp_path: Path) -> tuple[str, str, ComparisonSe
     return html_path.read_text("utf-8"), md_path.read_text("utf-8"), cs
 
 
-def summary(r: StoredRun) -> dict[str, Any]:
+def summary(r: StoredRun) -> RunSummary:
     assert r.record.summary is not None
     return r.record.summary
 
@@ -166,24 +166,31 @@ def test_forest_has_one_interval_per_run_per_task_on_a_full_axis(
         for r, cx, x1, x2 in zip(
             two, xs(svg, "pt", "cx"), xs(svg, "ci", "x1"), xs(svg, "ci", "x2"), strict=True
         ):
-            e = Estimate.from_dict(summary(r)["tasks"][task]["metrics"]["exact_match"])
+            e = summary(r).tasks[task].metrics["exact_match"]
             for got, v in ((cx, e.value), (x1, e.low), (x2, e.high)):
                 assert got == pytest.approx(L + v * (R - L), abs=0.06)
             assert e.format(percent=True) in svg and f"n={e.n}" in svg
 
 
 def test_no_data_is_na_never_a_point(tmp_path: Path) -> None:
-    empty = {
-        "tasks": {
-            "arith": {
-                "primary": "acc",
-                "metrics": {"acc": Estimate.empty().to_dict()},
-                "n_samples": 0,
-                "n_errors": 0,
-                "categories": {},
-            }
-        }
-    }
+    nothing = TaskSummary(
+        primary="acc",
+        n_samples=0,
+        n_scored=0,
+        n_errors=0,
+        n_cached=0,
+        metrics={"acc": Estimate.empty()},
+        categories={},
+        latency_s=Estimate.empty(),
+        input_tokens=0,
+        output_tokens=0,
+        errors=(),
+        top_error=None,
+        calls=None,
+        n_tampering=0,
+        tampering=(),
+    )
+    empty = RunSummary(tasks={"arith": nothing}, calls=None)
     a = hand_run()
     b = a.model_copy(update={"id": "20240501-130000-bbbbbb", "summary": empty})
     runs = [StoredRun(a, tuple(hand_samples())), StoredRun(b, ())]
@@ -225,7 +232,7 @@ def test_differences_plot_has_zero_line_and_symmetric_axis(
     lo, hi = (float(v) for v in m.groups())
     assert lo == -hi
     for r in cs.rows:
-        d = Estimate.from_dict(r.diff)
+        d = r.diff
         assert hi >= max(abs(d.low), abs(d.high))
     [zero] = xs(svg, "zero", "x1")
     assert zero == pytest.approx((L + R) / 2)
@@ -316,10 +323,7 @@ def test_categories_worst_first_by_mean_over_runs(
 
     def mean(cat: str) -> float:
         vals = [
-            float(
-                summary(r)["tasks"]["answers"]["categories"][cat]["metrics"]["exact_match"]["value"]
-            )
-            for r in two
+            summary(r).tasks["answers"].categories[cat].metrics["exact_match"].value for r in two
         ]
         return sum(vals) / len(vals)
 
@@ -379,8 +383,8 @@ def test_markdown_mirrors_the_facts(
 ) -> None:
     _html, md, cs = report
     for r in two:
-        for task, s in summary(r)["tasks"].items():
-            text = Estimate.from_dict(s["metrics"]["exact_match"]).format(percent=True)
+        for task, s in summary(r).tasks.items():
+            text = s.metrics["exact_match"].format(percent=True)
             assert re.search(
                 rf"^\| {re.escape(r.record.model_name)} .*\| {re.escape(text)} "
                 rf"· n=\d+ \|",
@@ -389,7 +393,7 @@ def test_markdown_mirrors_the_facts(
             ), (r.record.id, task)
     for row in cs.rows:
         assert row.verdict in md
-        d = Estimate.from_dict(row.diff)
+        d = row.diff
         assert f"{100 * d.value:+.1f} [{100 * d.low:.1f}, {100 * d.high:.1f}] points" in md
     assert re.search(
         r"^\| model \| model-a \(provider fake\) \| model-b \(provider fake\) "

@@ -19,7 +19,7 @@ from calipers.reports import (
     write_report,
 )
 from calipers.store import RunRecord, SampleRecord
-from calipers.types import Estimate
+from calipers.types import Estimate, TaskSummary
 
 NAN = float("nan")
 SCRIPT = "<script>alert(1)</script>"
@@ -336,8 +336,9 @@ def test_empty_metric_is_na_never_zero(report: tuple[Path, Path]) -> None:
 
 def test_worst_categories_order() -> None:
     hand = ["geometry", "algebra", "basic", "logic | puzzles"]  # 0.0, 0.5, 1.0, NaN last
-    assert [c for c, _e, _n in worst_categories(ARITH_SUMMARY, k=10)] == hand
-    top = worst_categories(ARITH_SUMMARY, k=2)
+    arith = make_run().task_summary("arith")
+    assert [c for c, _e, _n in worst_categories(arith, k=10)] == hand
+    top = worst_categories(arith, k=2)
     assert top == [
         (
             "geometry",
@@ -350,15 +351,21 @@ def test_worst_categories_order() -> None:
             3,
         ),
     ]
-    assert worst_categories(MC_SUMMARY) == []
-    ties = {
-        "primary": "acc",
-        "categories": {
-            "a": {"n": 1, "metrics": {"acc": est(0.0, 0.0, 0.793, 1)}},
-            "b": {"n": 3, "metrics": {"acc": est(0.0, 0.0, 0.561, 3)}},
-            "c": {"n": 3, "metrics": {}},
-        },
-    }  # equal values: the narrower interval (the surer failure) first; no metric: last
+    assert worst_categories(make_run().task_summary("mc")) == []
+    ties = TaskSummary.model_validate(
+        ARITH_SUMMARY
+        | {
+            "categories": {
+                "a": {"n": 1, "n_errors": 0, "metrics": {"acc": est(0.0, 0.0, 0.793, 1)}},
+                "b": {"n": 3, "n_errors": 0, "metrics": {"acc": est(0.0, 0.0, 0.561, 3)}},
+                "c": {"n": 3, "n_errors": 0, "metrics": {}},
+            },
+            "top_error": None,
+            "calls": None,
+            "n_tampering": 0,
+            "tampering": [],
+        }
+    )  # equal values: the narrower interval (the surer failure) first; no metric: last
     assert [c for c, _e, _n in worst_categories(ties)] == ["b", "a", "c"]
 
 

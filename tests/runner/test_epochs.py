@@ -46,12 +46,12 @@ def test_summary_clusters_the_epochs_of_an_item(tmp_path: Path) -> None:
             FakeModel(by_seed), "dyn_arithmetic", store=store, limit=8, epochs=3, temperature=0.7
         )
         recs = store.get_samples(result.run_id)
-    est = result.summary["tasks"]["dyn_arithmetic"]["metrics"]["acc"]
+    est = result.summary.tasks["dyn_arithmetic"].metrics["acc"]
     values = [r.scores["acc"] for r in recs if r.scores]
     expected = clustered_mean(values, [r.sample_id for r in recs if r.scores])
-    assert est["method"] == "cluster-t"
-    assert est["value"] == pytest.approx(np.mean(values))
-    assert (est["low"], est["high"]) == pytest.approx((expected.low, expected.high))
+    assert est.method == "cluster-t"
+    assert est.value == pytest.approx(np.mean(values))
+    assert (est.low, est.high) == pytest.approx((expected.low, expected.high))
 
 
 def test_epochs_are_refused_where_they_would_all_be_the_same(tmp_path: Path) -> None:
@@ -87,4 +87,4 @@ def test_compare_pairs_item_means_over_epochs(tmp_path: Path) -> None:
     for s in runs[0].samples:
         assert s.scores is not None
         per_item_a.setdefault(s.sample_id, []).append(s.scores["acc"])
-    assert row.score_a["value"] == pytest.approx(np.mean([np.mean(v) for v in per_item_a.values()]))
+    assert row.score_a.value == pytest.approx(np.mean([np.mean(v) for v in per_item_a.values()]))

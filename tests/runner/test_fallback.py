@@ -61,11 +61,11 @@ def test_default_suite_runs_on_a_model_without_loglikelihood() -> None:
     with Store.open() as store:
         result = _run(store, model)
         records = store.get_samples(result.run_id)
-    tasks = result.summary["tasks"]
+    tasks = result.summary.tasks
     assert set(tasks) == SUITE
-    assert all(t["n_samples"] == 6 and t["n_errors"] == 0 for t in tasks.values())
+    assert all(t.n_samples == 6 and t.n_errors == 0 for t in tasks.values())
     # every date question was read from the reply's letter, and every one was right
-    assert tasks["dyn_dates_mc"]["metrics"]["acc"]["value"] == 1.0
+    assert tasks["dyn_dates_mc"].metrics["acc"].value == 1.0
     mc = [r for r in records if r.task == "dyn_dates_mc"]
     assert len(mc) == 6 and all("messages" in r.prompt for r in mc)
     card = result.methodology.tasks["dyn_dates_mc"]

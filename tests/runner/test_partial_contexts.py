@@ -167,9 +167,9 @@ def test_winogrande_run_scores_the_shared_continuation(chat: bool) -> None:
     # the shorter option wins (ties: the first); accuracy from the raw labels
     preds = [0 if len(r["option1"]) <= len(r["option2"]) else 1 for r, _t in raw]
     correct = [float(p == t) for p, (_r, t) in zip(preds, raw, strict=True)]
-    acc = result.summary["tasks"]["winogrande"]["metrics"]
+    acc = result.summary.tasks["winogrande"].metrics
     assert set(acc) == {"acc"}  # no acc_norm: it would repeat acc
-    assert acc["acc"]["n"] == n and acc["acc"]["value"] == pytest.approx(sum(correct) / n)
+    assert acc["acc"].n == n and acc["acc"].value == pytest.approx(sum(correct) / n)
     for s, p, (r, _t) in zip(samples, preds, raw, strict=True):
         assert s.answer == str(p) and s.response == (r["option1"], r["option2"])[p]
         assert s.prompt["contexts"] == [r["option1"], r["option2"]]
@@ -186,7 +186,7 @@ def test_rerun_is_served_from_the_cache() -> None:
     second, s2 = _run(config, again)
     assert again.calls == 0 and all(s.cached for s in s2)
     assert [s.scores for s in s1] == [s.scores for s in s2]
-    metrics = [r.summary["tasks"]["winogrande"]["metrics"] for r in (first, second)]
+    metrics = [r.summary.tasks["winogrande"].metrics for r in (first, second)]
     assert metrics[0] == metrics[1]
 
 

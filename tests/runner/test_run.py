@@ -55,19 +55,28 @@ def _run(config: RunConfig, model: FakeModel) -> tuple[RunResult, list[SampleRec
 def test_scores_errors_and_categories(capitals_task: Path) -> None:
     model = FakeModel(oracle, name="oracle")
     result, samples, run = _run(RunConfig(model="fake:oracle", tasks=(str(capitals_task),)), model)
-    ts = result.summary["tasks"]["capitals"]
-    assert (ts["n_samples"], ts["n_scored"], ts["n_errors"]) == (8, 6, 2)
-    acc = ts["metrics"]["exact_match"]
+    ts = result.summary.tasks["capitals"]
+    assert (ts.n_samples, ts.n_scored, ts.n_errors) == (8, 6, 2)
+    acc = ts.metrics["exact_match"]
     low, high = wilson(5, 6)
-    assert acc["n"] == 6 and acc["method"] == "wilson"
-    assert acc["value"] == pytest.approx(5 / 6)
-    assert (acc["low"], acc["high"]) == (pytest.approx(low), pytest.approx(high))
-    cats = ts["categories"]
-    assert cats["europe"]["metrics"]["exact_match"]["value"] == 1.0
-    assert cats["asia"]["metrics"]["exact_match"]["value"] == pytest.approx(2 / 3)
+    assert acc.n == 6 and acc.method == "wilson"
+    assert acc.value == pytest.approx(5 / 6)
+    assert (acc.low, acc.high) == pytest.approx((low, high))
+    cats = ts.categories
+    assert cats["europe"].metrics["exact_match"].value == 1.0
+    assert cats["asia"].metrics["exact_match"].value == pytest.approx(2 / 3)
     africa = cats["africa"]
-    assert africa["n_errors"] == 2 and africa["metrics"]["exact_match"]["n"] == 0
-    assert africa["metrics"]["exact_match"]["value"] is None  # NaN, never 0
+    assert africa.n_errors == 2 and africa.metrics["exact_match"].n == 0
+    assert math.isnan(africa.metrics["exact_match"].value)  # NaN, never 0
+    stored = run.summary.model_dump(mode="json") if run.summary else {}
+    assert stored["tasks"]["capitals"]["categories"]["africa"]["metrics"]["exact_match"] == {
+        "value": None,  # JSON has no NaN: stored as null
+        "low": None,
+        "high": None,
+        "n": 0,
+        "method": "none",
+        "confidence": 0.95,
+    }
     # nothing lost: every sample stored, errors with their message and no score
     assert len(samples) == 8
     errs = [s for s in samples if s.error]
@@ -114,7 +123,7 @@ def test_cache_makes_identical_rerun_free(capitals_task: Path) -> None:
     again = FakeModel(oracle, name="oracle")
     result, samples, _ = _run(cfg, again)
     assert again.calls == 2  # only the two errored requests are retried: errors are not cached
-    assert result.summary["tasks"]["capitals"]["n_cached"] == 6
+    assert result.summary.tasks["capitals"].n_cached == 6
     assert all(s.cached for s in samples if s.error is None)
     other = FakeModel(oracle, name="another-model")  # different identity: no cache sharing
     _run(cfg, other)
@@ -145,7 +154,7 @@ def test_resume_after_interrupt_has_no_duplicates(capitals_task: Path) -> None:
         assert second.calls == 5
         samples = store.get_samples(run.id)
         assert sorted(s.sample_id for s in samples) == sorted(r["id"] for r in CAPITALS)
-        assert result.summary["tasks"]["capitals"]["metrics"]["exact_match"]["value"] == 7 / 8
+        assert result.summary.tasks["capitals"].metrics["exact_match"].value == 7 / 8
         with pytest.raises(ResumeError, match="already finished"):
             asyncio.run(aresume(run.id, store, provider=second))
 
@@ -226,7 +235,7 @@ def test_clustered_items_get_cluster_robust_intervals(tmp_path: Path) -> None:
     )
     model = FakeModel(lambda r: "yes" if _question(r)[:2] in ("p0", "p1") else "no")
     result, _, _ = _run(RunConfig(model="fake:x", tasks=(str(spec),)), model)
-    est = result.summary["tasks"]["c"]["metrics"]["exact_match"]
+    est = result.summary.tasks["c"].metrics["exact_match"]
     # Independent computation: cluster means 1, 1, 0, 0; with whole clusters agreeing the
     # cluster-robust SE is the SE of the 4 cluster means (G/(G-1) correction, t on 3 df).
     from scipy import stats
@@ -234,9 +243,9 @@ def test_clustered_items_get_cluster_robust_intervals(tmp_path: Path) -> None:
     means = [1.0, 1.0, 0.0, 0.0]
     se = stats.sem(means)
     half = stats.t.ppf(0.975, df=3) * se
-    assert est["method"] == "cluster-t" and est["n"] == 12
-    assert est["value"] == pytest.approx(0.5)
-    assert (est["low"], est["high"]) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
+    assert est.method == "cluster-t" and est.n == 12
+    assert est.value == pytest.approx(0.5)
+    assert (est.low, est.high) == pytest.approx((0.5 - half, 0.5 + half))
 
 
 def test_task_level_derived_metrics_reach_the_summary(capitals_task: Path) -> None:
@@ -263,6 +272,6 @@ def test_task_level_derived_metrics_reach_the_summary(capitals_task: Path) -> No
         )
     finally:
         _TASKS.pop("capitals_derived")
-    metrics = result.summary["tasks"]["capitals_derived"]["metrics"]
-    assert metrics["right_per_wrong"]["value"] == 5.0  # 5 right, 1 wrong, 2 errors
-    assert metrics["right_per_wrong"]["method"] == "test"
+    metrics = result.summary.tasks["capitals_derived"].metrics
+    assert metrics["right_per_wrong"].value == 5.0  # 5 right, 1 wrong, 2 errors
+    assert metrics["right_per_wrong"].method == "test"

@@ -59,16 +59,16 @@ def test_a_run_records_both_streams_and_each_sample_row_its_seed() -> None:
     # stored records and the card alone ...
     lat = _latencies(samples)
     assert len(set(lat.tolist())) > 1  # else any stream gives the same interval
-    stored = result.summary["tasks"]["dyn_arithmetic"]["latency_s"]
+    stored = result.summary.tasks["dyn_arithmetic"].latency_s
 
     def interval(seed: int) -> tuple[float, float]:
         rng = np.random.default_rng([seed, stream_seed("latency", "dyn_arithmetic")])
         est = bootstrap_mean(lat, rng, 0.95)
         return est.low, est.high
 
-    assert (stored["low"], stored["high"]) == pytest.approx(interval(card.seeds.bootstrap))
+    assert (stored.low, stored.high) == pytest.approx(interval(card.seeds.bootstrap))
     # ... and not from the items' seed (the single stream of earlier versions)
-    assert (stored["low"], stored["high"]) != pytest.approx(interval(card.seeds.items))
+    assert (stored.low, stored.high) != pytest.approx(interval(card.seeds.items))
 
 
 def test_the_same_seed_gives_the_same_streams_and_items() -> None:

@@ -198,7 +198,7 @@ def test_noise_floor_flags_close_models_in_compare_and_leaderboard(
         b = run_api(other, str(mc_task), store=store, chat_template=False)
         result = compare([runs[0].record.id, b.run_id], store=store, floors=floors)
         row = result.rows[0]
-        assert row.diff["value"] == pytest.approx(2 / 12)
+        assert row.diff.value == pytest.approx(2 / 12)
         assert row.flags and "format noise floor" in row.flags[0] and "50.0 pts" in row.flags[0]
         boards = leaderboard(load_runs(store, [r.id for r in store.list_runs()]), floors=floors)
     (board,) = boards

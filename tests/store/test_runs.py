@@ -8,6 +8,7 @@ import pytest
 
 from calipers.errors import RunNotFoundError, StoreError
 from calipers.store import Store
+from calipers.types import RunSummary
 from tests.store.conftest import run_record, sample_record
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -112,9 +113,10 @@ def test_update_run_sets_only_what_is_given(store: Store) -> None:
     store.update_run("r1", config={"tasks": ["b"], "resumed": 1})
     store.update_run("r1")  # nothing to set: a no-op, but the run must exist
     end = T0 + timedelta(minutes=5)
-    store.update_run("r1", status="finished", finished_at=end, summary={"acc": None, "n": 3})
+    summary = RunSummary(tasks={}, calls=None, elapsed_s=1.5)
+    store.update_run("r1", status="finished", finished_at=end, summary=summary)
     got = store.get_run("r1")
-    assert (got.status, got.finished_at, got.summary) == ("finished", end, {"acc": None, "n": 3})
+    assert (got.status, got.finished_at, got.summary) == ("finished", end, summary)
     assert got.config == {"tasks": ["b"], "resumed": 1}
     store.update_run("r1", status="failed", error="model server went away")
     assert store.get_run("r1").error == "model server went away"

@@ -170,12 +170,12 @@ def test_per_subtask_breakdown_through_a_run(tmp_path: Path) -> None:
     config = RunConfig(model="fake:script", tasks=("bbh",), chat_template=False, data_dir=str(d))
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
-    t = result.summary["tasks"]["bbh"]
-    assert t["n_scored"] == 54 and t["metrics"]["exact_match"]["value"] == pytest.approx(28 / 54)
-    cats = t["categories"]
-    assert set(cats) == set(bbh.SUBTASKS) and all(v["n"] == 2 for v in cats.values())
-    assert cats["word_sorting"]["metrics"]["exact_match"]["value"] == 1.0
-    assert cats["navigate"]["metrics"]["exact_match"]["value"] == 0.5
+    t = result.summary.tasks["bbh"]
+    assert t.n_scored == 54 and t.metrics["exact_match"].value == pytest.approx(28 / 54)
+    cats = t.categories
+    assert set(cats) == set(bbh.SUBTASKS) and all(v.n == 2 for v in cats.values())
+    assert cats["word_sorting"].metrics["exact_match"].value == 1.0
+    assert cats["navigate"].metrics["exact_match"].value == 0.5
 
 
 def test_bad_files(tmp_path: Path) -> None:

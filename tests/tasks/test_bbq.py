@@ -304,10 +304,10 @@ def test_a_refusing_model_through_the_runner(samples: list[Sample]) -> None:
     config = RunConfig(model="fake:refuse", tasks=("bbq",), limit=200, data_dir=str(DATA))
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(loglik=loglik)))
-    m = result.summary["tasks"]["bbq"]["metrics"]
-    assert m["unknown_rate"]["value"] == 1.0 and m["unknown_rate"]["n"] == 200
-    assert m["acc_ambig"]["value"] == 1.0 and m["acc_disambig"]["value"] == 0.0
-    assert m["acc_ambig"]["n"] + m["acc_disambig"]["n"] == 200
-    assert m["acc_ambig"]["method"] == "cluster-t"  # clustered by template
+    m = result.summary.tasks["bbq"].metrics
+    assert m["unknown_rate"].value == 1.0 and m["unknown_rate"].n == 200
+    assert m["acc_ambig"].value == 1.0 and m["acc_disambig"].value == 0.0
+    assert m["acc_ambig"].n + m["acc_disambig"].n == 200
+    assert m["acc_ambig"].method == "cluster-t"  # clustered by template
     for key in ("bias_score_ambig", "bias_score_disambig"):
-        assert m[key]["value"] is None and m[key]["n"] == 0  # NaN: undefined, never 0
+        assert math.isnan(m[key].value) and m[key].n == 0  # NaN: undefined, never 0

@@ -158,14 +158,14 @@ def test_generate_scores_and_domain_breakdown(tmp_path: Path) -> None:
     )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
-    t = result.summary["tasks"]["gpqa"]
-    assert t["metrics"]["acc"]["value"] == pytest.approx(4 / 12)  # ids 0, 3, 6, 9
-    assert {c: v["n"] for c, v in t["categories"].items()} == {
+    t = result.summary.tasks["gpqa"]
+    assert t.metrics["acc"].value == pytest.approx(4 / 12)  # ids 0, 3, 6, 9
+    assert {c: v.n for c, v in t.categories.items()} == {
         "Physics": 5,
         "Chemistry": 4,
         "Biology": 3,
     }
-    assert t["categories"]["Physics"]["metrics"]["acc"]["value"] == pytest.approx(2 / 5)
+    assert t.categories["Physics"].metrics["acc"].value == pytest.approx(2 / 5)
 
 
 def test_hub_rows_equal_the_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -126,7 +126,7 @@ def test_strict_and_flexible_scores_through_a_run() -> None:
             {"flexible_lmeval": 0.0, "strict_lmeval": 0.0, "acc": 0.0, "acc_strict": 0.0},
         ),
     ]
-    assert result.summary["tasks"]["gsm8k"]["primary"] == "flexible_lmeval"
+    assert result.summary.tasks["gsm8k"].primary == "flexible_lmeval"
     assert result.methodology.tasks["gsm8k"].few_shot == 5
 
 

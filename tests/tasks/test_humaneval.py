@@ -92,8 +92,8 @@ def test_every_canonical_solution_passes_through_a_run(problems: list[Sample]) -
         if r.scores != {"pass": 1.0}
     ]
     assert failing == []  # the published reference: canonical solutions pass 100%
-    summary = result.summary["tasks"]["humaneval"]["metrics"]["pass"]
-    assert (summary["value"], summary["n"]) == (1.0, 164)
+    est = result.summary.tasks["humaneval"].metrics["pass"]
+    assert (est.value, est.n) == (1.0, 164)
 
 
 @needs_humaneval
@@ -327,9 +327,9 @@ def test_a_run_counts_tampering_in_its_summary_and_shows_it(
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
         records = store.get_samples(result.run_id)
         run = store.get_run(result.run_id)
-    ts = result.summary["tasks"]["humaneval"]
-    assert (ts["n_tampering"], ts["tampering"], ts["n_errors"]) == (1, ["early-exit"], 0)
-    assert (ts["metrics"]["pass"]["value"], ts["metrics"]["pass"]["n"]) == (2 / 3, 3)
+    ts = result.summary.tasks["humaneval"]
+    assert (ts.n_tampering, ts.tampering, ts.n_errors) == (1, ("early-exit",), 0)
+    assert (ts.metrics["pass"].value, ts.metrics["pass"].n) == (2 / 3, 3)
     flagged = [
         r.sample_id
         for r in records

@@ -259,11 +259,11 @@ def test_runs_through_the_runner_with_instruction_level_in_the_summary() -> None
     config = RunConfig(model="fake:echo", tasks=("ifeval",), limit=12, data_dir=str(DATA))
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel()))  # echoes the prompt
-    ts = result.summary["tasks"]["ifeval"]
-    assert (ts["n_samples"], ts["n_errors"], ts["primary"]) == (12, 0, "prompt_strict")
-    level = ts["metrics"]["inst_level_strict"]
-    assert level["method"] == "cluster-t" and level["n"] >= 12
-    assert ts["metrics"]["inst_loose"]["n"] == 12
+    ts = result.summary.tasks["ifeval"]
+    assert (ts.n_samples, ts.n_errors, ts.primary) == (12, 0, "prompt_strict")
+    level = ts.metrics["inst_level_strict"]
+    assert level.method == "cluster-t" and level.n >= 12
+    assert ts.metrics["inst_loose"].n == 12
 
 
 # ---- language detection ------------------------------------------------------------------

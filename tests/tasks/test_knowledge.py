@@ -216,9 +216,9 @@ def test_runs_through_the_runner_with_per_subject_breakdown() -> None:
     config = RunConfig(model="fake:echo", tasks=("mmlu",), limit=101, data_dir=str(DATA))
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel()))
-    ts = result.summary["tasks"]["mmlu"]
-    assert (ts["n_samples"], ts["n_errors"]) == (101, 0) and ts["primary"] == "acc"
-    assert {k: v["n"] for k, v in ts["categories"].items()} == {
+    ts = result.summary.tasks["mmlu"]
+    assert (ts.n_samples, ts.n_errors) == (101, 0) and ts.primary == "acc"
+    assert {k: v.n for k, v in ts.categories.items()} == {
         "abstract_algebra": 100,
         "anatomy": 1,
     }

@@ -185,17 +185,15 @@ def test_scores_and_category_breakdown_through_a_run(tmp_path: Path) -> None:
     )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel(respond)))
-    s = result.summary["tasks"]["mmlu_pro"]
-    assert s["metrics"]["acc"]["value"] == pytest.approx(len(right) / len(TEST))
-    cats = s["categories"]
-    assert {c: v["n"] for c, v in cats.items()} == {"math": 5, "law": 3, "history": 2}
+    s = result.summary.tasks["mmlu_pro"]
+    assert s.metrics["acc"].value == pytest.approx(len(right) / len(TEST))
+    cats = s.categories
+    assert {c: v.n for c, v in cats.items()} == {"math": 5, "law": 3, "history": 2}
     want = {
         c: sum(1 for r in TEST if r["category"] == c and str(r["question_id"]) in right)
         for c in cats
     }
-    assert {c: v["metrics"]["acc"]["value"] * v["n"] for c, v in cats.items()} == pytest.approx(
-        want
-    )
+    assert {c: v.metrics["acc"].value * v.n for c, v in cats.items()} == pytest.approx(want)
 
 
 def out(text: str) -> SampleOutput:

@@ -137,14 +137,14 @@ def test_runs_through_the_runner() -> None:
     )
     with Store.open() as store:
         result = asyncio.run(arun(config, store, provider=FakeModel()))
-    mc1, mc2 = (result.summary["tasks"][t] for t in ("truthfulqa_mc1", "truthfulqa_mc2"))
-    assert (mc1["primary"], mc1["n_scored"], mc2["primary"], mc2["n_scored"]) == (
+    mc1, mc2 = (result.summary.tasks[t] for t in ("truthfulqa_mc1", "truthfulqa_mc2"))
+    assert (mc1.primary, mc1.n_scored, mc2.primary, mc2.n_scored) == (
         "acc",
         4,
         "mc2",
         4,
     )
-    assert 0.0 < mc2["metrics"]["mc2"]["value"] < 1.0
+    assert 0.0 < mc2.metrics["mc2"].value < 1.0
 
 
 def test_missing_data_names_benchmark_and_file(tmp_path: Path) -> None:

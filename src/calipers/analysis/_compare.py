@@ -21,6 +21,7 @@ from calipers.analysis._verdict import verdict
 from calipers.errors import ConfigError
 from calipers.stats import adjust, paired_compare
 from calipers.store import Store
+from calipers.types import Estimate
 
 __all__ = ["ALL_TASKS", "ComparisonRow", "ComparisonSet", "compare", "load_runs"]
 
@@ -40,9 +41,9 @@ class ComparisonRow(BaseModel):
     model_b: str
     n: int
     excluded: dict[str, int]
-    score_a: dict[str, Any]
-    score_b: dict[str, Any]
-    diff: dict[str, Any]
+    score_a: Estimate
+    score_b: Estimate
+    diff: Estimate
     test: str
     p_value: float | None
     p_adjusted: float | None
@@ -102,9 +103,9 @@ def _tasks(base: StoredRun, other: StoredRun, only: Sequence[str] | None) -> lis
 
 
 def _metrics(run: StoredRun, task: str, all_metrics: bool) -> list[str]:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    names = list(ts.get("metrics", {}))
-    primary = ts.get("primary")
+    ts = run.record.task_summary(task)
+    names = list(ts.metrics) if ts else []
+    primary = ts.primary if ts else None
     if all_metrics:
         return names
     return [primary] if primary else names[:1]
@@ -140,9 +141,9 @@ def _row(
             "errors_a": p.errors_a,
             "errors_b": p.errors_b,
         },
-        score_a=res.mean_a.to_dict(),
-        score_b=res.mean_b.to_dict(),
-        diff=res.diff.to_dict(),
+        score_a=res.mean_a,
+        score_b=res.mean_b,
+        diff=res.diff,
         test=res.test,
         p_value=num(res.p_value),
         p_adjusted=None,
@@ -235,11 +236,11 @@ def compare(
         flag = floor_flag(
             floors or {},
             row.task,
-            float(row.diff["value"]),
+            row.diff.value,
             [keys[row.run_a], keys[row.run_b]],
             row.model_a,
         )
-        if flag and not np.isnan(row.diff["value"]):
+        if flag and not np.isnan(row.diff.value):
             row = row.model_copy(update={"flags": [flag]})
         sig = bool(p_adj is not None and not np.isnan(p_adj) and p_adj < alpha)
         row = row.model_copy(

@@ -4,6 +4,7 @@ from the prompt format alone."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,10 +23,9 @@ class Floor:
 
 
 def _primary_value(run: RunRecord, task: str) -> float | None:
-    ts = (run.summary or {}).get("tasks", {}).get(task, {})
-    primary = ts.get("primary")
-    value = ts.get("metrics", {}).get(primary, {}).get("value") if primary else None
-    return float(value) if isinstance(value, int | float) else None
+    ts = run.task_summary(task)
+    est = ts.primary_estimate if ts else None
+    return None if est is None or math.isnan(est.value) else est.value
 
 
 def format_floors(runs: Sequence[RunRecord]) -> dict[tuple[str, str], Floor]:

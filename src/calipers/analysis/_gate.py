@@ -303,15 +303,15 @@ def gate_row(p: Paired, *, max_drop: float, alpha: float, power: float, seed: in
 
 
 def _metric_names(run: StoredRun, task: str, wanted: Sequence[str]) -> list[str]:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    names = list(ts.get("metrics", {}))
+    ts = run.record.task_summary(task)
+    names = list(ts.metrics) if ts else []
     scored = {k for s in run.samples if s.task == task for k in (s.scores or {})}
     out: list[str] = []
     for w in wanted:
         if w == "all":
             out += [m for m in names if m in scored]
         elif w == "primary":
-            out += [ts["primary"]] if ts.get("primary") else []
+            out += [ts.primary] if ts and ts.primary else []
         elif w in names:
             out.append(w)
         else:
@@ -456,8 +456,8 @@ def _items(side: Side, task: str) -> tuple[int, int]:
         return len(pt.samples), sum(len(s.metrics) for s in pt.task.scorers)
     assert side.run is not None
     m = side.run.methodology.tasks[task]
-    ts = (side.run.record.summary or {}).get("tasks", {}).get(task, {})
-    return m.n_items, len(ts.get("metrics", {})) or 1
+    ts = side.run.record.task_summary(task)
+    return m.n_items, (len(ts.metrics) if ts else 0) or 1
 
 
 def _tasks(config: GateConfig, base: Side, cand: Side) -> tuple[str, ...]:

@@ -262,9 +262,11 @@ def _biases(
 
 
 def _judge_score(run: RunRecord, task: str, mode: JudgeMode) -> dict[str, Any] | None:
-    metrics = (((run.summary or {}).get("tasks") or {}).get(task) or {}).get("metrics") or {}
+    ts = run.task_summary(task)
+    metrics = ts.metrics if ts else {}
     want = "win" if mode == "pairwise" else "judge"
-    return next((v for k, v in metrics.items() if k == want or k.endswith("." + want)), None)
+    found = (v for k, v in metrics.items() if k == want or k.endswith("." + want))
+    return next((e.to_dict() for e in found), None)
 
 
 def calibrate_judge(
@@ -355,11 +357,9 @@ def save_judge_calibration(store: Store, report: JudgeCalibrationReport) -> None
             f"Run {run.id} is {run.status}: its summary is not final.",
             hint="Finish (resume) the run first, or use --no-save.",
         )
-    summary = dict(run.summary)
-    stored = dict(summary.get("judge_calibration") or {})
+    stored = dict(run.summary.judge_calibration or {})
     stored[report.task] = report.model_dump(mode="json")
-    summary["judge_calibration"] = stored
-    store.update_run(run.id, summary=summary)
+    store.update_run(run.id, summary=run.summary.model_copy(update={"judge_calibration": stored}))
 
 
 def calibrate_similarity(

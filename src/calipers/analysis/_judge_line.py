@@ -23,7 +23,7 @@ def judge_agreement_line(run: RunRecord, task: str) -> str | None:
     scorers = run.methodology.get("tasks", {}).get(task, {}).get("scorers", [])
     if not any(s.get("name") in JUDGE_SCORERS for s in scorers):
         return None
-    cal = ((run.summary or {}).get("judge_calibration") or {}).get(task)
+    cal = ((run.summary.judge_calibration if run.summary else None) or {}).get(task)
     if not cal:
         return (
             f"judge-human agreement: not measured (calipers judge-calibrate {run.id} --labels FILE)"

@@ -58,9 +58,8 @@ class Board(BaseModel):
 
 
 def _primary(run: StoredRun, task: str) -> str | None:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    primary = ts.get("primary")
-    return str(primary) if primary else None
+    ts = run.record.task_summary(task)
+    return (ts.primary or None) if ts else None
 
 
 def _latest_per_model(runs: Sequence[StoredRun]) -> list[StoredRun]:

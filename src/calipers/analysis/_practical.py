@@ -227,12 +227,12 @@ def run_factors(
 
 
 def _primary_value(run: StoredRun, task: str) -> tuple[str, float] | None:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    metric = ts.get("primary")
-    value = ts.get("metrics", {}).get(metric, {}).get("value") if metric else None
-    if metric is None or value is None or math.isnan(float(value)):
+    ts = run.record.task_summary(task)
+    metric = ts.primary if ts else None
+    est = ts.metrics.get(metric) if ts and metric else None
+    if metric is None or est is None or math.isnan(est.value):
         return None
-    return str(metric), float(value)
+    return metric, est.value
 
 
 def stability(runs: Sequence[StoredRun]) -> list[Stability]:

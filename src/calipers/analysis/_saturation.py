@@ -108,8 +108,8 @@ def task_metric(runs: Sequence[StoredRun], task: str, metric: str | None) -> str
                 hint=f"Its tasks: {', '.join(r.record.tasks)}.",
             )
     if metric is None:
-        ts = (runs[0].record.summary or {}).get("tasks", {}).get(task, {})
-        metric = ts.get("primary")
+        ts = runs[0].record.task_summary(task)
+        metric = ts.primary if ts else None
         if not metric:
             raise ConfigError(
                 f"Run {runs[0].record.id} has no summary for task {task!r}.",

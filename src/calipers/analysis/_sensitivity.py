@@ -291,8 +291,9 @@ def _checked_metric(runs: Sequence[StoredRun], task: str, metric: str | None) ->
     ref = runs[0]
     for run in runs[1:]:
         _check_same_measurement(ref, run, task)
-    summary = (ref.record.summary or {}).get("tasks", {}).get(task, {})
-    metric = metric or summary.get("primary") or next(iter(summary.get("metrics", {})), None)
+    summary = ref.record.task_summary(task)
+    if summary is not None:
+        metric = metric or summary.primary or next(iter(summary.metrics), None)
     if metric is None:
         raise ConfigError(f"Run {ref.record.id} has no scores for {task!r}.")
     return str(metric)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from calipers.analysis._align import StoredRun, pair
 from calipers.errors import ConfigError
 from calipers.stats import sample_size_paired, unpaired_sample_size
-from calipers.types import Estimate
+from calipers.types import TaskSummary
 
 __all__ = ["SizePlan", "plan_size"]
 
@@ -44,11 +43,11 @@ class SizePlan(BaseModel):
     notes: list[str]
 
 
-def _primary(run: StoredRun, task: str) -> tuple[str, dict[str, Any]]:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task)
-    if not ts or not ts.get("primary"):
+def _primary(run: StoredRun, task: str) -> tuple[str, TaskSummary]:
+    ts = run.record.task_summary(task)
+    if not ts or not ts.primary:
         raise ConfigError(f"Pilot run {run.record.id} has no finished scores for {task!r}.")
-    return ts["primary"], ts
+    return ts.primary, ts
 
 
 def _task_of(pilots: Sequence[StoredRun], task: str | None) -> str | None:
@@ -80,13 +79,13 @@ def plan_size(
     secs = toks = None
     if pilots and task:
         metric, ts = _primary(pilots[0], task)
-        est = Estimate.from_dict(ts["metrics"][metric])
+        est = ts.metrics[metric]
         if baseline_acc is None:
             baseline_acc, base_src = est.value, f"pilot {pilots[0].record.id} ({metric})"
-        lat = Estimate.from_dict(ts["latency_s"])
+        lat = ts.latency_s
         secs = None if lat.is_empty else lat.value
-        n = max(1, ts["n_samples"])
-        toks = (ts["input_tokens"] + ts["output_tokens"]) / n
+        n = max(1, ts.n_samples)
+        toks = (ts.input_tokens + ts.output_tokens) / n
         if correlation is None and len(pilots) >= 2:
             p = pair(pilots[0], pilots[1], task, metric)
             if p.a.size > 2 and p.a.std() > 0 and p.b.std() > 0:

@@ -6,14 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from calipers.types import Estimate
-
 __all__ = ["verdict"]
 
 
 def _scale(row: Any) -> tuple[float, str]:
     """Scores in [0, 1] are talked about in percentage points; others in their own units."""
-    a, b = Estimate.from_dict(row.score_a), Estimate.from_dict(row.score_b)
+    a, b = row.score_a, row.score_b
     bounded = all(0.0 <= x <= 1.0 for x in (a.low, a.high, b.low, b.high) if not np.isnan(x))
     return (100.0, " points") if bounded else (1.0, "")
 
@@ -27,7 +25,7 @@ def verdict(
     if row.n == 0:
         return "no items scored by both runs: nothing to compare"
     k, unit = _scale(row)
-    d = Estimate.from_dict(row.diff)
+    d = row.diff
     level = f"{confidence:.0%}"
     if significant:
         word = "better" if d.value > 0 else "worse"

@@ -14,8 +14,7 @@ from calipers.types import Estimate
 __all__ = ["compare_cmd"]
 
 
-def _pct(e: dict[str, Any], k: float) -> str:
-    est = Estimate.from_dict(e)
+def _pct(est: Estimate, k: float) -> str:
     if est.is_empty:
         return "n/a (n=0)"
     return f"{est.value * k:.1f} [{est.low * k:.1f}, {est.high * k:.1f}]"
@@ -43,7 +42,7 @@ def _table(result: Any) -> Table:
     ):
         t.add_column(col, justify="right" if col not in ("task", "metric", "B", "test") else "left")
     for r in result.rows:
-        a = Estimate.from_dict(r.score_a)
+        a = r.score_a
         k = 100.0 if a.low >= 0 and a.high <= 1 else 1.0
         p = "n/a" if r.p_adjusted is None else f"{r.p_adjusted:.3g}"
         diff = _pct(r.diff, k)

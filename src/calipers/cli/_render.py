@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.markup import escape
 from rich.table import Table
 
-from calipers.types import Estimate
+from calipers.types import Estimate, RunSummary, TaskSummary
 
 __all__ = ["summary_table"]
 
@@ -27,22 +25,22 @@ def _num(e: Estimate) -> tuple[str, str]:
 ERROR_CHARS = 140  # of the commonest error message, in the table
 
 
-def _top_error(ts: dict[str, Any]) -> str:
-    top = ts.get("top_error")
+def _top_error(ts: TaskSummary) -> str:
+    top = ts.top_error
     if not top:
         return ""
-    msg = str(top["message"]).split("\n")[0]  # the message, not the hint under it
+    msg = top.message.split("\n")[0]  # the message, not the hint under it
     msg = msg if len(msg) <= ERROR_CHARS else msg[: ERROR_CHARS - 1] + "…"
-    every = ts["n_errors"] == ts["n_samples"]
-    return f"[red]{'all ' if every else ''}{top['count']}×[/] {escape(msg)}"
+    every = ts.n_errors == ts.n_samples
+    return f"[red]{'all ' if every else ''}{top.count}×[/] {escape(msg)}"
 
 
-def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table:
+def summary_table(summary: RunSummary, *, title: str | None = None) -> Table:
     from calipers.reports import calls_text  # the reports' wording; jinja2 only when drawn
 
     t = Table(title=title, title_justify="left", header_style="bold")
-    tasks: dict[str, Any] = summary.get("tasks", {})
-    any_errors = any(ts.get("top_error") for ts in tasks.values())
+    tasks = summary.tasks
+    any_errors = any(ts.top_error for ts in tasks.values())
     for col, kw in [
         ("task", {}),
         ("metric", {}),
@@ -58,27 +56,27 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
         t.add_column(col, **kw)  # type: ignore[arg-type]
     for task, ts in tasks.items():
         tail = [_top_error(ts)] if any_errors else []
-        retries = calls_text(ts.get("calls"), short=True)
-        primary = ts.get("primary")
+        retries = calls_text(ts.calls, short=True)
+        primary = ts.primary
         if primary is None:
             t.add_row(
                 task,
                 "-",
-                str(ts["n_samples"]),
+                str(ts.n_samples),
                 "n/a",
                 "",
                 "",
-                str(ts["n_errors"]),
+                str(ts.n_errors),
                 retries,
                 "",
                 "",
                 *tail,
             )
             continue
-        est = Estimate.from_dict(ts["metrics"][primary])
+        est = ts.metrics[primary]
         binary = est.method.startswith(("wilson", "beta"))
         value, interval = _pct(est) if binary or _is_fraction(est) else _num(est)
-        lat = Estimate.from_dict(ts["latency_s"])
+        lat = ts.latency_s
         t.add_row(
             task,
             primary,
@@ -86,10 +84,10 @@ def summary_table(summary: dict[str, Any], *, title: str | None = None) -> Table
             value,
             interval,
             est.method,
-            f"[red]{ts['n_errors']}[/]" if ts["n_errors"] else "0",
+            f"[red]{ts.n_errors}[/]" if ts.n_errors else "0",
             retries,
             "n/a" if lat.is_empty else f"{lat.value:.2f}s [{lat.low:.2f}, {lat.high:.2f}]",
-            f"{ts['input_tokens']:,}/{ts['output_tokens']:,}",
+            f"{ts.input_tokens:,}/{ts.output_tokens:,}",
             *tail,
         )
     return t

@@ -61,24 +61,25 @@ def _request_options(opts: dict[str, Any]) -> dict[str, Any]:
     return dict(given.get("model_options", {}))
 
 
+_JSON_TASK_KEYS = (
+    "primary",
+    "n_samples",
+    "n_scored",
+    "n_errors",
+    "n_cached",
+    "metrics",
+    "categories",
+    "latency_s",
+    "input_tokens",
+    "output_tokens",
+    "top_error",
+    "calls",
+)
+
+
 def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None) -> str:
-    tasks = {
-        t: {
-            "primary": ts["primary"],
-            "n_samples": ts["n_samples"],
-            "n_scored": ts["n_scored"],
-            "n_errors": ts["n_errors"],
-            "n_cached": ts["n_cached"],
-            "metrics": ts["metrics"],
-            "categories": ts["categories"],
-            "latency_s": ts["latency_s"],
-            "input_tokens": ts["input_tokens"],
-            "output_tokens": ts["output_tokens"],
-            "top_error": ts.get("top_error"),
-            "calls": ts.get("calls"),
-        }
-        for t, ts in result.summary["tasks"].items()
-    }
+    summary = result.summary.model_dump(mode="json")
+    tasks = {t: {k: ts[k] for k in _JSON_TASK_KEYS} for t, ts in summary["tasks"].items()}
     return json.dumps(
         {
             "run_id": result.run_id,
@@ -86,9 +87,9 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
             "store": store.url,
             "model": result.methodology.model.model_dump(mode="json"),
             "report": {"html": str(reports[0]), "markdown": str(reports[1])} if reports else None,
-            "elapsed_s": result.summary.get("elapsed_s"),
+            "elapsed_s": summary.get("elapsed_s"),
             "tasks": tasks,
-            "calls": result.summary.get("calls"),
+            "calls": summary["calls"],
             "failed_tasks": result.failed_tasks,
         },
         indent=2,
@@ -181,10 +182,11 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
 def _fail_tasks(obj: Context, result: RunResult) -> None:
     """A task none of whose samples succeeded measured nothing: say why, exit non-zero."""
     for task in result.failed_tasks:
-        top = result.summary["tasks"][task]["top_error"]
+        top = result.summary.tasks[task].top_error
+        assert top is not None  # every sample failed, so one error is the commonest
         obj.err.print(
             f"[bold red]Every sample of {escape(task)} failed[/] (commonest error, "
-            f"{top['count']}×: {escape(top['message'])}); it has no score. Fix the "
+            f"{top.count}×: {escape(top.message)}); it has no score. Fix the "
             "cause and run again."
         )
     sys.exit(EXIT_RUN_FAILED)
@@ -196,7 +198,7 @@ def _print_result(
     card = result.methodology
     title = f"{card.model.name} · run {result.run_id}"
     obj.out.print(summary_table(result.summary, title=title))
-    errors = sum(ts["n_errors"] for ts in result.summary["tasks"].values())
+    errors = sum(ts.n_errors for ts in result.summary.tasks.values())
     if errors:
         obj.out.print(
             f"[red]{errors} sample(s) failed[/] and are excluded from the scores "

@@ -11,7 +11,7 @@ from rich.table import Table
 from calipers.cli._app import Context, cli, store_option
 from calipers.cli._render import summary_table
 from calipers.store import RunRecord, Store
-from calipers.types import Estimate
+from calipers.types import TaskSummary
 
 __all__ = ["runs_cmd", "show_cmd"]
 
@@ -20,9 +20,8 @@ def _primary(run: RunRecord) -> str:
     if not run.summary:
         return "-"
     parts = []
-    for task, ts in run.summary.get("tasks", {}).items():
-        if ts.get("primary"):
-            est = Estimate.from_dict(ts["metrics"][ts["primary"]])
+    for task, ts in run.summary.tasks.items():
+        if (est := ts.primary_estimate) is not None:
             parts.append(f"{task} {est.format(percent=True)}")
     return "; ".join(parts) or "-"
 
@@ -47,7 +46,7 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
                 "model": r.model,
                 "model_name": r.model_name,
                 "tasks": r.tasks,
-                "summary": r.summary,
+                "summary": r.summary.model_dump(mode="json") if r.summary else None,
             }
             for r in runs
         ]
@@ -113,7 +112,7 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
     out.print(card)
     from calipers.analysis import judge_agreement_line
 
-    for task, ts in (run.summary or {}).get("tasks", {}).items():
+    for task, ts in (run.summary.tasks if run.summary else {}).items():
         line = judge_agreement_line(run, task)
         if line:  # judge-based scores carry the judge's measured agreement with people
             out.print(f"[bold]{escape(task)}[/]: {escape(line)}")
@@ -123,7 +122,7 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
 def _show_task(
     obj: Context,
     task: str,
-    ts: dict[str, Any],
+    ts: TaskSummary,
     samples: Any,
     k: int,
     worst_categories: Any,
@@ -136,22 +135,22 @@ def _show_task(
         t = Table(title=f"{task}: worst categories", title_justify="left", header_style="bold")
         t.add_column("category")
         t.add_column("scored/total", justify="right")
-        t.add_column(f"{ts['primary']} [95% interval]", justify="right")
+        t.add_column(f"{ts.primary} [95% interval]", justify="right")
         for name, est, n in cats:
             t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=True))
         out.print(t)
-    if k and ts.get("primary"):
-        for rec in failing_items(samples, task, ts["primary"], k=k):
+    if k and ts.primary:
+        for rec in failing_items(samples, task, ts.primary, k=k):
             out.print(
                 f"[red]✗[/] {task}/{escape(rec.sample_id)}: answered "
                 f"{escape(repr(rec.answer))}, expected {escape(repr(rec.target))}"
             )
     for rec in error_items(samples, task, k=k):
         out.print(f"[red]error[/] {task}/{escape(rec.sample_id)}: {escape(rec.error or '')}")
-    if ts.get("n_tampering"):
+    if ts.n_tampering:
         out.print(
-            f"[bold red]tampering[/] {task}: {ts['n_tampering']} sample(s) tried to pass "
-            f"without their tests running ({escape(', '.join(ts.get('tampering', [])))}); "
+            f"[bold red]tampering[/] {task}: {ts.n_tampering} sample(s) tried to pass "
+            f"without their tests running ({escape(', '.join(ts.tampering))}); "
             "scored as failures"
         )
 
@@ -167,6 +166,6 @@ def _run_json(run: RunRecord) -> dict[str, Any]:
         "tasks": run.tasks,
         "methodology": run.methodology,
         "config": run.config,
-        "summary": run.summary,
+        "summary": run.summary.model_dump(mode="json") if run.summary else None,
         "calipers_version": run.calipers_version,
     }

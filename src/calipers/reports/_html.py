@@ -102,7 +102,7 @@ def render_html(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) ->
         run=run,
         tasks=task_views(run, samples, k=k),
         card=methodology_rows(run.methodology, run.summary),
-        elapsed=(run.summary or {}).get("elapsed_s"),
+        elapsed=run.summary.elapsed_s if run.summary else None,
         confidence=confidence_label(run.methodology),
         when=when,
         clip=clip,

@@ -101,7 +101,7 @@ def _summary_row(t: TaskView) -> list[object]:
 
 
 def _header(run: RunRecord, title: str | None = None) -> list[str]:
-    elapsed = (run.summary or {}).get("elapsed_s")
+    elapsed = run.summary.elapsed_s if run.summary else None
     times = f"started {when(run.created_at)}"
     times += f" · finished {when(run.finished_at)}" if run.finished_at else ""
     times += f" · {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""

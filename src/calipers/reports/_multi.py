@@ -33,7 +33,6 @@ from calipers.reports._panels import (
     task_panels,
 )
 from calipers.reports._view import methodology_rows, prompt_text, task_views
-from calipers.types import Estimate
 
 if TYPE_CHECKING:
     from calipers.analysis import ComparisonSet, StoredRun
@@ -57,7 +56,7 @@ def _single_html(run: StoredRun, title: str) -> str:
         run=record,
         tasks=task_views(record, samples),
         card=methodology_rows(record.methodology, record.summary),
-        elapsed=(record.summary or {}).get("elapsed_s"),
+        elapsed=record.summary.elapsed_s if record.summary else None,
         confidence=confidence_label(record.methodology),
         title=title,
         panels=panels,
@@ -87,7 +86,6 @@ def _context(
         "diff_text": diff_text,
         "dist_text": dist_text,
         "num": num,
-        "est": Estimate.from_dict,
     }
 
 

@@ -19,7 +19,6 @@ from calipers.reports._panels import (
     task_panels,
 )
 from calipers.reports._view import TaskView
-from calipers.types import Estimate
 
 if TYPE_CHECKING:
     from calipers.analysis import ComparisonSet, StoredRun
@@ -153,7 +152,7 @@ def _diff_lines(cs: ComparisonSet, panels: Sequence[DiffPanel]) -> list[str]:
                 r.model_a,
                 r.model_b,
                 r.n,
-                diff_text(Estimate.from_dict(r.diff), p.points),
+                diff_text(r.diff, p.points),
                 r.test,
                 num(r.p_value),
                 num(r.p_adjusted),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from calipers.reports._svg import Bin
 from calipers.reports._view import (
@@ -49,10 +49,6 @@ MAX_FAILED = 50
 """Most items-every-run-fails listed per task; the count is always given in full."""
 
 
-def _summary(run: StoredRun, task: str) -> dict[str, Any]:
-    return dict(((run.record.summary or {}).get("tasks") or {}).get(task) or {})
-
-
 def task_names(runs: Sequence[StoredRun]) -> list[str]:
     """Every task of any run, in the order first seen."""
     return list(dict.fromkeys(t for r in runs for t in r.record.tasks))
@@ -60,7 +56,9 @@ def task_names(runs: Sequence[StoredRun]) -> list[str]:
 
 def primary_metric(runs: Sequence[StoredRun], task: str) -> str | None:
     """The primary metric of the first run that has one for ``task``."""
-    return next((str(p) for r in runs if (p := _summary(r, task).get("primary"))), None)
+    return next(
+        (p for r in runs if (ts := r.record.task_summary(task)) and (p := ts.primary)), None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +73,13 @@ def score_entries(runs: Sequence[StoredRun], task: str, metric: str) -> list[Sco
     """Each run's estimate of ``metric`` on ``task`` (n/a when it has none)."""
     out = []
     for r in runs:
-        s = _summary(r, task)
-        d = (s.get("metrics") or {}).get(metric)
+        s = r.record.task_summary(task)
         mine = [x for x in r.samples if x.task == task]
-        out.append(
-            ScoreEntry(
-                r,
-                Estimate.from_dict(d) if d else Estimate.empty(),
-                int(s.get("n_samples", len(mine))),
-                int(s.get("n_errors", sum(x.error is not None for x in mine))),
-            )
-        )
+        if s is None:  # not summarized: counts from the stored samples
+            est, n, n_err = Estimate.empty(), len(mine), sum(x.error is not None for x in mine)
+        else:
+            est, n, n_err = s.metrics.get(metric) or Estimate.empty(), s.n_samples, s.n_errors
+        out.append(ScoreEntry(r, est, n, n_err))
     return out
 
 
@@ -111,8 +105,8 @@ def category_rows(runs: Sequence[StoredRun], task: str, metric: str) -> list[Cat
     (categories no run scored come last)."""
     per_run = []
     for r in runs:
-        s = _summary(r, task) | {"primary": metric}
-        per_run.append({c: (e, n) for c, e, n in worst_categories(s, k=10**9)})
+        s = r.record.task_summary(task)
+        per_run.append({c: (e, n) for c, e, n in worst_categories(s, k=10**9, metric=metric)})
     names = list(dict.fromkeys(c for d in per_run for c in d))
     rows = [
         CategoryRow(

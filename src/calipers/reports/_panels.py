@@ -171,7 +171,7 @@ class DiffPanel:
 
 
 def _points(row: ComparisonRow) -> bool:
-    return unit_scale([Estimate.from_dict(row.score_a), Estimate.from_dict(row.score_b)])
+    return unit_scale([row.score_a, row.score_b])
 
 
 def diff_panels(cs: ComparisonSet) -> list[DiffPanel]:
@@ -182,7 +182,7 @@ def diff_panels(cs: ComparisonSet) -> list[DiffPanel]:
         rows = [r for r in cs.rows if _points(r) == points]
         if not rows:
             continue
-        diffs = [Estimate.from_dict(r.diff) for r in rows]
+        diffs = [r.diff for r in rows]
         axis = diff_axis(diffs, points=points)
         plot_rows = [
             PlotRow(

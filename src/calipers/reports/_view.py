@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from calipers.store import RunRecord, SampleRecord
-from calipers.types import Estimate
+from calipers.types import CallCounts, Estimate, RunSummary, TaskSummary
 
 __all__ = [
     "CategoryView",
@@ -31,10 +31,6 @@ __all__ = [
 ]
 
 
-def _estimate(d: dict[str, Any] | None) -> Estimate:
-    return Estimate.from_dict(d) if d else Estimate.empty()
-
-
 def _badness(row: tuple[str, Estimate, int]) -> tuple[bool, float, float, str]:
     name, e, _n = row
     if e.is_empty:
@@ -42,18 +38,23 @@ def _badness(row: tuple[str, Estimate, int]) -> tuple[bool, float, float, str]:
     return (False, e.value, e.high if not math.isnan(e.high) else math.inf, name)
 
 
-def worst_categories(task_summary: dict[str, Any], k: int = 5) -> list[tuple[str, Estimate, int]]:
-    """The ``k`` categories with the lowest primary-metric value, worst first.
+def worst_categories(
+    task_summary: TaskSummary | None, k: int = 5, *, metric: str | None = None
+) -> list[tuple[str, Estimate, int]]:
+    """The ``k`` categories with the lowest value of ``metric`` (the primary metric unless
+    given), worst first.
 
     Each row is ``(category, estimate, n)`` where ``n`` counts the category's samples, errors
     included (``estimate.n`` is the scored ones). Equal values are ordered by the interval's
     upper bound (the surer failure first), then by name; categories with no score (NaN, n=0)
     come last.
     """
-    primary = task_summary.get("primary")
+    if task_summary is None:
+        return []
+    m = metric if metric is not None else task_summary.primary
     rows = [
-        (name, _estimate((c.get("metrics") or {}).get(primary)), int(c.get("n", 0)))
-        for name, c in (task_summary.get("categories") or {}).items()
+        (name, (c.metrics.get(m) if m is not None else None) or Estimate.empty(), c.n)
+        for name, c in task_summary.categories.items()
     ]
     rows.sort(key=_badness)
     return rows[:k]
@@ -200,28 +201,28 @@ def _task_rows(name: str, t: dict[str, Any], seed: Any = None) -> list[tuple[str
     ]
 
 
-def calls_text(calls: dict[str, Any] | None, *, short: bool = False) -> str:
+def calls_text(calls: CallCounts | None, *, short: bool = False) -> str:
     """Retried model calls in words ("" for runs summarized before they were counted);
     ``short`` for a table cell: ``"3 (1 rate-limited, 4.5s waited)"``, ``"0"``, ``"-"``."""
     if not calls:
         return "-" if short else ""
-    if not calls.get("retries"):
+    if not calls.retries:
         return "0" if short else "no retries"
-    limited = calls.get("rate_limited") or 0
-    waited = calls.get("wait_s", 0.0)
+    limited = calls.rate_limited
+    waited = calls.wait_s
     if short:
         parts = [f"{limited} rate-limited"] if limited else []
-        return f"{calls['retries']} ({', '.join([*parts, f'{waited:.1f}s waited'])})"
+        return f"{calls.retries} ({', '.join([*parts, f'{waited:.1f}s waited'])})"
     rl = f", {limited} rate-limited (HTTP 429)" if limited else ""
-    samples = calls.get("samples_retried") or 0
+    samples = calls.samples_retried
     return (
-        f"{calls['retries']} retries on {samples} sample{'s' if samples != 1 else ''}"
+        f"{calls.retries} retries on {samples} sample{'s' if samples != 1 else ''}"
         f"{rl}; {waited:.1f} s waiting between attempts"
     )
 
 
 def methodology_rows(
-    methodology: dict[str, Any], summary: dict[str, Any] | None = None
+    methodology: dict[str, Any], summary: RunSummary | None = None
 ) -> list[tuple[str, str]]:
     """Label/value rows of the methodology card. With several tasks, each task's rows are
     labelled ``"<task> · <label>"``; missing fields read "not recorded". With the run's
@@ -247,7 +248,7 @@ def methodology_rows(
         ("packages", ", ".join(f"{k} {v}" for k, v in packages.items()) or "not recorded"),
         ("recorded at", str(m.get("created_at") or "not recorded")),
     ]
-    calls = calls_text((summary or {}).get("calls"))
+    calls = calls_text(summary.calls if summary is not None else None)
     if calls:
         rows.append(
             (
@@ -317,60 +318,83 @@ def metric_view(name: str, est: Estimate) -> MetricView:
     return MetricView(name, est, est.format(percent=True), bar)
 
 
-def _latency(d: dict[str, Any] | None) -> str:
-    est = _estimate(d)
+def _latency(est: Estimate) -> str:
     return est.format() if est.is_empty else f"{est.format(digits=2)} s (n={est.n}, {est.method})"
 
 
-def _task_view(
-    name: str, version: str, s: dict[str, Any] | None, samples: Sequence[SampleRecord], k: int
+def _unsummarized_view(
+    name: str, version: str, samples: Sequence[SampleRecord], k: int
 ) -> TaskView:
-    mine = [r for r in samples if r.task == name]  # counts for a task not yet summarized
+    """A task not yet summarized: counts from its stored samples, no scores."""
+    mine = [r for r in samples if r.task == name]
     n_err = sum(r.error is not None for r in mine)
-    s = s or {
-        "n_samples": len(mine),
-        "n_scored": len(mine) - n_err,
-        "n_errors": n_err,
-        "n_cached": sum(r.cached for r in mine),
-    }
-    primary = s.get("primary") if s.get("primary") in (s.get("metrics") or {}) else None
-    metrics = tuple(metric_view(m, _estimate(d)) for m, d in (s.get("metrics") or {}).items())
-    cats = s.get("categories") or {}
+    return TaskView(
+        name=name,
+        version=version,
+        summarized=False,
+        primary=None,
+        metrics=(),
+        categories=(),
+        n_samples=len(mine),
+        n_scored=len(mine) - n_err,
+        n_errors=n_err,
+        n_cached=sum(r.cached for r in mine),
+        latency=_latency(Estimate.empty()),
+        input_tokens=0,
+        output_tokens=0,
+        error_kinds=(),
+        top_error="",
+        retries=calls_text(None),
+        retries_cell=calls_text(None, short=True),
+        failing=(),
+        n_failing=0,
+        failing_rule="",
+        errors=tuple(error_items(samples, name, k=k)),
+    )
+
+
+def _task_view(
+    name: str, version: str, s: TaskSummary | None, samples: Sequence[SampleRecord], k: int
+) -> TaskView:
+    if s is None:
+        return _unsummarized_view(name, version, samples, k)
+    primary = s.primary if s.primary in s.metrics else None
+    metrics = tuple(metric_view(m, e) for m, e in s.metrics.items())
     categories = tuple(
-        CategoryView(c, n, int(cats[c].get("n_errors", 0)), metric_view(str(primary), est))
-        for c, est, n in worst_categories(s, k=len(cats))
+        CategoryView(c, n, s.categories[c].n_errors, metric_view(str(primary), est))
+        for c, est, n in worst_categories(s, k=len(s.categories))
     )
     failing = failing_items(samples, name, primary, k=len(samples)) if primary else []
     return TaskView(
         name=name,
         version=version,
-        summarized="metrics" in s,
+        summarized=True,
         primary=next((m for m in metrics if m.name == primary), None),
         metrics=metrics,
         categories=categories,
-        n_samples=int(s.get("n_samples", 0)),
-        n_scored=int(s.get("n_scored", 0)),
-        n_errors=int(s.get("n_errors", 0)),
-        n_cached=int(s.get("n_cached", 0)),
-        latency=_latency(s.get("latency_s")),
-        input_tokens=int(s.get("input_tokens") or 0),
-        output_tokens=int(s.get("output_tokens") or 0),
-        error_kinds=tuple(s.get("errors") or ()),
-        top_error=f"{top['count']}× {top['message']}" if (top := s.get("top_error")) else "",
-        retries=calls_text(s.get("calls")),
-        retries_cell=calls_text(s.get("calls"), short=True),
+        n_samples=s.n_samples,
+        n_scored=s.n_scored,
+        n_errors=s.n_errors,
+        n_cached=s.n_cached,
+        latency=_latency(s.latency_s),
+        input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens,
+        error_kinds=s.errors,
+        top_error=f"{top.count}× {top.message}" if (top := s.top_error) else "",
+        retries=calls_text(s.calls),
+        retries_cell=calls_text(s.calls, short=True),
         failing=tuple(failing[:k]),
         n_failing=len(failing),
         failing_rule=failing_rule(samples, name, primary) if primary else "",
         errors=tuple(error_items(samples, name, k=k)),
-        n_tampering=int(s.get("n_tampering", 0)),
-        tampering_kinds=tuple(s.get("tampering") or ()),
+        n_tampering=s.n_tampering,
+        tampering_kinds=s.tampering,
     )
 
 
 def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> list[TaskView]:
     """One view per task of ``run``, in run order; ``k`` caps failing and error items shown."""
-    summary = (run.summary or {}).get("tasks") or {}
+    summary = run.summary.tasks if run.summary is not None else {}
     cards = (run.methodology or {}).get("tasks") or {}
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
     from calipers.analysis import judge_agreement_line

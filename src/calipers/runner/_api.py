@@ -21,6 +21,7 @@ from calipers.runner._plan import Plan, make_plan
 from calipers.runner._sample import metric_names
 from calipers.runner._schedule import Progress, execute
 from calipers.store import RunRecord, Store
+from calipers.types import RunSummary
 
 __all__ = ["RunResult", "aresume", "arun", "run"]
 
@@ -29,7 +30,7 @@ __all__ = ["RunResult", "aresume", "arun", "run"]
 class RunResult:
     run_id: str
     status: str
-    summary: dict[str, Any]
+    summary: RunSummary
     methodology: Methodology
     elapsed_s: float
 
@@ -37,11 +38,7 @@ class RunResult:
     def failed_tasks(self) -> list[str]:
         """Tasks in which every sample failed (a dead or wrong endpoint, not a bad model):
         their scores are empty, and ``calipers run`` exits non-zero."""
-        return [
-            t
-            for t, ts in self.summary.get("tasks", {}).items()
-            if ts.get("n_samples") and ts.get("n_errors") == ts["n_samples"]
-        ]
+        return self.summary.failed_tasks
 
 
 @dataclass(frozen=True)
@@ -88,7 +85,7 @@ def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResul
         derived=derived,
     )
     elapsed = time.perf_counter() - started
-    summary["elapsed_s"] = round(elapsed, 3)
+    summary = summary.model_copy(update={"elapsed_s": round(elapsed, 3)})
     store.update_run(run_id, status="finished", finished_at=utc_now(), summary=summary)
     return RunResult(run_id, "finished", summary, plan.methodology, elapsed)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,14 @@ from calipers._util.seeding import derived_rng
 from calipers.stats import bootstrap_mean, summarize
 from calipers.store import SampleRecord
 from calipers.tasks import Derived
-from calipers.types import Estimate
+from calipers.types import (
+    CallCounts,
+    CategorySummary,
+    Estimate,
+    RunSummary,
+    TaskSummary,
+    TopError,
+)
 
 __all__ = ["summarize_records", "summarize_task", "tampering_of"]
 
@@ -45,26 +51,26 @@ def _estimate(
 TOP_ERROR_CHARS = 300
 
 
-def top_error(recs: Sequence[SampleRecord]) -> dict[str, Any] | None:
+def top_error(recs: Sequence[SampleRecord]) -> TopError | None:
     """The commonest error message among ``recs`` (ties: the first seen) and how many
     samples ended with it; None when no sample failed."""
     counts = Counter(r.error for r in recs if r.error is not None)
     if not counts:
         return None
     message, count = counts.most_common(1)[0]
-    return {"message": message[:TOP_ERROR_CHARS], "count": count}
+    return TopError(message=message[:TOP_ERROR_CHARS], count=count)
 
 
-def call_counts(recs: Sequence[SampleRecord]) -> dict[str, Any]:
+def call_counts(recs: Sequence[SampleRecord]) -> CallCounts:
     """Retries of the model calls of ``recs``: how many, on how many samples, how many the
     server rate-limited (HTTP 429), and the seconds spent waiting between attempts."""
     calls = [c for r in recs if (c := (r.score_details or {}).get("calls"))]
-    return {
-        "retries": sum(int(c.get("retries", 0)) for c in calls),
-        "samples_retried": sum(int(c.get("retries", 0)) > 0 for c in calls),
-        "rate_limited": sum(int(c.get("rate_limited", 0)) for c in calls),
-        "wait_s": round(sum(float(c.get("wait_s", 0.0)) for c in calls), 3),
-    }
+    return CallCounts(
+        retries=sum(int(c.get("retries", 0)) for c in calls),
+        samples_retried=sum(int(c.get("retries", 0)) > 0 for c in calls),
+        rate_limited=sum(int(c.get("rate_limited", 0)) for c in calls),
+        wait_s=round(sum(float(c.get("wait_s", 0.0)) for c in calls), 3),
+    )
 
 
 def tampering_of(r: SampleRecord) -> list[str]:
@@ -82,7 +88,9 @@ def summarize_task(
     metrics: Sequence[str],
     seed: int,
     confidence: float,
-) -> dict[str, Any]:
+    derived: Derived | None = None,
+) -> TaskSummary:
+    """``derived`` adds task-level metrics computed from ``recs`` (with intervals)."""
     scored = [r for r in recs if r.error is None]
     errors = [r for r in recs if r.error is not None]
     if not metrics:  # a task whose scorers were not given: take metric names from records
@@ -93,33 +101,32 @@ def summarize_task(
     categories = {}
     if len(by_cat) > 1:
         for cat, crecs in sorted(by_cat.items()):
-            categories[cat] = {
-                "n": len(crecs),
-                "n_errors": sum(r.error is not None for r in crecs),
-                "metrics": {
-                    m: _estimate(crecs, m, seed, confidence, task, cat).to_dict() for m in metrics
-                },
-            }
+            categories[cat] = CategorySummary(
+                n=len(crecs),
+                n_errors=sum(r.error is not None for r in crecs),
+                metrics={m: _estimate(crecs, m, seed, confidence, task, cat) for m in metrics},
+            )
     lat = np.array([r.latency_s for r in scored if r.latency_s is not None], dtype=float)
-    return {
-        "primary": metrics[0] if metrics else None,
-        "n_samples": len(recs),
-        "n_scored": len(scored),
-        "n_errors": len(errors),
-        "n_cached": sum(bool(r.cached) for r in recs),
-        "metrics": {m: _estimate(recs, m, seed, confidence, task).to_dict() for m in metrics},
-        "categories": categories,
-        "latency_s": bootstrap_mean(
-            lat, derived_rng(seed, "latency", task), confidence=confidence
-        ).to_dict(),
-        "input_tokens": sum(r.input_tokens or 0 for r in recs),
-        "output_tokens": sum(r.output_tokens or 0 for r in recs),
-        "errors": sorted({(r.error or "").split(":")[0] for r in errors}),
-        "top_error": top_error(errors),
-        "calls": call_counts(recs),
-        "n_tampering": sum(bool(tampering_of(r)) for r in recs),
-        "tampering": sorted({t for r in recs for t in tampering_of(r)}),
-    }
+    estimates = {m: _estimate(recs, m, seed, confidence, task) for m in metrics}
+    if derived is not None:
+        estimates.update(derived(recs))
+    return TaskSummary(
+        primary=metrics[0] if metrics else None,
+        n_samples=len(recs),
+        n_scored=len(scored),
+        n_errors=len(errors),
+        n_cached=sum(bool(r.cached) for r in recs),
+        metrics=estimates,
+        categories=categories,
+        latency_s=bootstrap_mean(lat, derived_rng(seed, "latency", task), confidence=confidence),
+        input_tokens=sum(r.input_tokens or 0 for r in recs),
+        output_tokens=sum(r.output_tokens or 0 for r in recs),
+        errors=tuple(sorted({(r.error or "").split(":")[0] for r in errors})),
+        top_error=top_error(errors),
+        calls=call_counts(recs),
+        n_tampering=sum(bool(tampering_of(r)) for r in recs),
+        tampering=tuple(sorted({t for r in recs for t in tampering_of(r)})),
+    )
 
 
 def summarize_records(
@@ -129,17 +136,14 @@ def summarize_records(
     seed: int,
     confidence: float,
     derived: Mapping[str, Derived] | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """``metrics`` maps each task (in run order) to its metric names, primary first;
     ``derived`` adds task-level metrics computed from the task's records (with intervals)."""
     by_task: dict[str, list[SampleRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task].append(r)
-    tasks = {}
-    for t, ms in metrics.items():
-        ts = summarize_task(t, by_task.get(t, []), ms, seed, confidence)
-        if derived and t in derived:
-            extra = derived[t](by_task.get(t, []))
-            ts["metrics"].update({k: e.to_dict() for k, e in extra.items()})
-        tasks[t] = ts
-    return {"tasks": tasks, "calls": call_counts(records)}
+    tasks = {
+        t: summarize_task(t, by_task.get(t, []), ms, seed, confidence, (derived or {}).get(t))
+        for t, ms in metrics.items()
+    }
+    return RunSummary(tasks=tasks, calls=call_counts(records))

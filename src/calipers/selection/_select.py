@@ -133,9 +133,8 @@ def _threshold(
 
 
 def _score(run: StoredRun, task: str) -> Estimate | None:
-    ts = (run.record.summary or {}).get("tasks", {}).get(task, {})
-    primary = ts.get("primary")
-    return Estimate.from_dict(ts["metrics"][primary]) if primary else None
+    ts = run.record.task_summary(task)
+    return ts.metrics[ts.primary] if ts and ts.primary else None
 
 
 def _weighted(scores: dict[str, Estimate | None], weights: dict[str, float]) -> Estimate | None:
@@ -310,7 +309,7 @@ def _weighted_diffs(
     out = []
     for m, run in others:
         cs = compare([best[1], run], tasks=list(sel.tasks))
-        per_task = {r.task: Estimate.from_dict(r.diff) for r in cs.rows if r.task in sel.tasks}
+        per_task = {r.task: r.diff for r in cs.rows if r.task in sel.tasks}
         w = _weighted(dict(per_task), sel.tasks)
         out.append(
             {

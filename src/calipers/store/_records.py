@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
+from calipers.store._summary import read_summary
+from calipers.types import RunSummary, TaskSummary
 
 __all__ = [
     "NOT_SENT_BREAKER_OPEN",
@@ -54,7 +56,8 @@ class RunRecord(_Record):
     ``model`` is the spec string as the user gave it, ``model_name`` the resolved name.
     ``methodology`` is the methodology card and ``methodology_hash`` its hash: runs with
     different hashes are never ranked together. ``config`` holds everything needed to resume.
-    ``summary`` stays ``None`` until the run is finalized; ``error`` says why a run failed.
+    ``summary`` stays ``None`` until the run is finalized (a stored summary of any earlier
+    shape reads as a :class:`RunSummary`); ``error`` says why a run failed.
     """
 
     id: str
@@ -67,11 +70,16 @@ class RunRecord(_Record):
     status: RunStatus = "running"
     created_at: datetime = Field(default_factory=utc_now)
     finished_at: datetime | None = None
-    summary: dict[str, Any] | None = None
+    summary: RunSummary | None = None
     error: str | None = None
     calipers_version: str = Field(default_factory=calipers_version)
 
     _utc = field_validator("created_at", "finished_at")(_as_utc)
+    _summary = field_validator("summary", mode="before")(read_summary)
+
+    def task_summary(self, task: str) -> TaskSummary | None:
+        """The summary of ``task``; None before the run is finalized or for a task not in it."""
+        return self.summary.tasks.get(task) if self.summary is not None else None
 
     @property
     def seed(self) -> int | None:

@@ -49,6 +49,8 @@ from calipers.store._sql import (
     upsert_cache,
     upsert_samples,
 )
+from calipers.store._summary import write_summary
+from calipers.types import RunSummary
 
 __all__ = ["Store"]
 
@@ -104,7 +106,8 @@ class Store:
         """Store a new run. Raises :class:`StoreError` if its id is taken."""
         try:
             with write_transaction(self._engine) as conn:
-                conn.execute(runs.insert().values(**run.model_dump()))
+                row = run.model_dump() | {"summary": write_summary(run.summary)}
+                conn.execute(runs.insert().values(**row))
         except sa.exc.IntegrityError as e:
             raise StoreError(
                 f"A run with id {run.id!r} is already stored.",
@@ -117,7 +120,7 @@ class Store:
         *,
         status: RunStatus | None = None,
         finished_at: datetime | None = None,
-        summary: dict[str, Any] | None = None,
+        summary: RunSummary | None = None,
         config: dict[str, Any] | None = None,
         error: str | None = None,
     ) -> None:
@@ -127,7 +130,7 @@ class Store:
         given = {
             "status": status,
             "finished_at": finished_at,
-            "summary": summary,
+            "summary": write_summary(summary),
             "config": config,
             "error": error,
         }

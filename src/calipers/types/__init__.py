@@ -15,8 +15,11 @@ from calipers.types._model import (
 from calipers.types._output import SampleOutput
 from calipers.types._sample import Sample
 from calipers.types._score import Score
+from calipers.types._summary import CallCounts, CategorySummary, RunSummary, TaskSummary, TopError
 
 __all__ = [
+    "CallCounts",
+    "CategorySummary",
     "ChatMessage",
     "Estimate",
     "GenerateParams",
@@ -25,9 +28,12 @@ __all__ = [
     "ModelIdentity",
     "ModelRequest",
     "ModelResponse",
+    "RunSummary",
     "Sample",
     "SampleOutput",
     "Score",
+    "TaskSummary",
     "TokenStatsRequest",
     "TokenStatsResult",
+    "TopError",
 ]

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 __all__ = ["Estimate"]
 
@@ -55,6 +59,25 @@ class Estimate:
             int(d["n"]),
             str(d["method"]),
             float(d.get("confidence", 0.95)),
+        )
+
+    @classmethod
+    def _validate(cls, value: Any) -> Estimate:
+        if isinstance(value, Estimate):
+            return value
+        if isinstance(value, Mapping):
+            return cls.from_dict(dict(value))
+        raise ValueError(f"an Estimate or its dict, not {type(value).__name__}")
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """As a pydantic field: read from an Estimate or its ``to_dict()`` (null is NaN),
+        written as ``to_dict()``, the one stored and printed shape."""
+        return core_schema.no_info_plain_validator_function(
+            cls._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda e: e.to_dict()),
         )
 
     def format(self, *, percent: bool = False, digits: int | None = None) -> str:

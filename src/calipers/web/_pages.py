@@ -93,7 +93,7 @@ def run_page(
         category_charts={t.name: category_chart(t) for t in tasks},
         browser=browser,
         shows=SHOWS,
-        elapsed=(run.summary or {}).get("elapsed_s"),
+        elapsed=run.summary.elapsed_s if run.summary else None,
     )
 
 
@@ -133,7 +133,6 @@ def compare_page(
         result=result,
         problem=problem,
         panels=diff_panels(result) if result else [],
-        est=Estimate.from_dict,
         diff_text=diff_text,
         num=num,
     )

@@ -62,19 +62,17 @@ def _percent(est: Estimate) -> bool:
 
 
 def run_row(run: RunRecord) -> RunRow:
-    tasks = (run.summary or {}).get("tasks") or {}
+    tasks = run.summary.tasks if run.summary is not None else {}
     scores = []
     for task, ts in tasks.items():
-        primary = ts.get("primary")
-        if primary and primary in (ts.get("metrics") or {}):
-            est = Estimate.from_dict(ts["metrics"][primary])
-            scores.append(Score(task, primary, est, est.format(percent=_percent(est))))
+        if ts.primary and (est := ts.primary_estimate) is not None:
+            scores.append(Score(task, ts.primary, est, est.format(percent=_percent(est))))
     summarized = run.summary is not None
     return RunRow(
         run,
         tuple(scores),
-        sum(int(ts.get("n_errors", 0)) for ts in tasks.values()) if summarized else None,
-        sum(int(ts.get("n_samples", 0)) for ts in tasks.values()) if summarized else None,
+        sum(ts.n_errors for ts in tasks.values()) if summarized else None,
+        sum(ts.n_samples for ts in tasks.values()) if summarized else None,
     )
 
 
@@ -87,7 +85,7 @@ def run_row_json(run: RunRecord) -> dict[str, Any]:
         "model": run.model,
         "model_name": run.model_name,
         "tasks": run.tasks,
-        "summary": run.summary,
+        "summary": run.summary.model_dump(mode="json") if run.summary else None,
     }
 
 
@@ -103,7 +101,7 @@ def run_json(run: RunRecord) -> dict[str, Any]:
         "tasks": run.tasks,
         "methodology": run.methodology,
         "config": run.config,
-        "summary": run.summary,
+        "summary": run.summary.model_dump(mode="json") if run.summary else None,
         "calipers_version": run.calipers_version,
         "error": run.error,
     }
@@ -137,8 +135,8 @@ class SamplePage:
 
 
 def _primary(run: RunRecord, task: str) -> str | None:
-    ts = ((run.summary or {}).get("tasks") or {}).get(task) or {}
-    return ts.get("primary") or None
+    ts = run.task_summary(task)
+    return (ts.primary or None) if ts is not None else None
 
 
 def sample_page(
