@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import os
 import signal
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from calipers.sandbox._end import end_run
 from calipers.sandbox._result import SandboxError, SandboxResult
 
 __all__ = ["BOOT_SOURCE", "Isolation", "Limits", "execute", "launch"]
 
 BOOT_SOURCE = (Path(__file__).parent / "_boot.py").read_text(encoding="utf-8")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
-_POLL_MAX_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -83,30 +83,6 @@ class Isolation:
         return (*out, "rlimits", "no-new-privs", "tmpdir", "empty-env", "new-session")
 
 
-def _killpg(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
-    """Wait for the launcher to exit, kill its whole process group (on timeout, and after a
-    normal exit for anything left behind), reap it. True when the time ran out. The leader is
-    waited for with WNOWAIT, so its process group id cannot be reused before the kill."""
-    deadline = time.monotonic() + timeout_s
-    delay = 0.001
-    timed_out = False
-    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 2, _POLL_MAX_S)
-    _killpg(proc.pid)
-    proc.wait()
-    return timed_out
-
-
 def _read_stream(f: IO[bytes], limit: int) -> str:
     """At most about ``limit`` bytes of a captured stream: a quarter from the head, the rest
     from the tail (tracebacks end a stream), with the count of bytes left out in between."""
@@ -139,19 +115,27 @@ def _drain(fd: int, limit: int = 65536) -> bytes:
     return data
 
 
-def _status(fd: int) -> int | None:
+class _UserBusy(SandboxError):
+    """The program could not start because its user had ``RLIMIT_NPROC`` processes."""
+
+
+def _status(fd: int) -> tuple[int | None, bool]:
     """The program's exit status from the supervisor's pipe (None if it wrote none, or
-    something that is not what it writes)."""
-    code = None
+    something that is not what it writes), and whether the supervisor ended it at the
+    deadline."""
+    code, timed_out = None, False
     for line in _drain(fd).decode("utf-8", errors="replace").splitlines():
         try:
             msg = json.loads(line)
             if "start_error" in msg:
-                raise SandboxError(f"The sandbox could not start the program: {msg['start_error']}")
-            code = int(msg["returncode"])
-        except (ValueError, TypeError, KeyError):
-            return None
-    return code
+                busy = msg.get("errno") == errno.EAGAIN
+                raise (_UserBusy if busy else SandboxError)(
+                    f"The sandbox could not start the program: {msg['start_error']}"
+                )
+            code, timed_out = int(msg["returncode"]), msg.get("timed_out") is True
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None, False
+    return code, timed_out
 
 
 def _reason(timed_out: bool, code: int, stderr: str) -> str | None:
@@ -212,9 +196,55 @@ def launch(
     """Run ``files["main.py"]`` (the other files beside it) as ``python -I -S main.py
     [fds] [args]`` and return its verdict and what it wrote on its report pipe. With a
     ``secret``, the program's first two arguments are a descriptor to read the secret from
-    and one to write its report to; without, the report is empty."""
+    and one to write its report to; without, the report is empty.
+
+    ``RLIMIT_NPROC`` counts every process of the sandbox's user: while other programs of
+    that user (other sandboxes running at the same time) hold ``max_processes`` of them, the
+    program cannot start; that is retried for up to ``timeout_s``, then a SandboxError."""
+    give_up = time.monotonic() + limits.timeout_s
+    delay = 0.05
+    while True:
+        try:
+            return _launch_once(files, iso, limits, network=network, args=args, secret=secret)
+        except _UserBusy as e:
+            if time.monotonic() + delay > give_up:
+                raise SandboxError(
+                    f"{e} (the sandbox's user had max_processes={limits.max_processes} "
+                    f"processes for {limits.timeout_s:g} s: other programs of that user, such "
+                    "as sandboxes running at the same time, hold them)"
+                ) from e
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+def _config(
+    work: Path, iso: Isolation, limits: Limits, network: bool, keep: list[int], w: int
+) -> dict[str, object]:
     active = iso.active_namespaces(network)
     mounts = "mount" in active
+    return {
+        "status_fd": w,
+        "mounts": mounts,
+        "proc": mounts and "pid" in active,
+        "workdir": str(work),
+        "tmpfs_mb": limits.file_mb,
+        "uid": iso.uid,
+        "gid": iso.gid,
+        "main": "main.py",
+        "keep_fds": keep,
+        "limits": limits.rlimits(),
+    }
+
+
+def _launch_once(
+    files: Mapping[str, str],
+    iso: Isolation,
+    limits: Limits,
+    *,
+    network: bool,
+    args: Sequence[str],
+    secret: bytes | None,
+) -> tuple[SandboxResult, bytes]:
     with (
         tempfile.TemporaryDirectory(prefix="calipers-sandbox-") as tmp,
         tempfile.TemporaryFile() as out,
@@ -222,26 +252,14 @@ def launch(
     ):
         work = Path(tmp)
         _prepare(work, files, iso)
-        home = "/tmp" if mounts else str(work)
+        home = "/tmp" if "mount" in iso.active_namespaces(network) else str(work)
         env = {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home, "TMPDIR": home}
         keep, ours = _pipes(secret)
         r, w = os.pipe()
-        cfg = {
-            "status_fd": w,
-            "mounts": mounts,
-            "proc": mounts and "pid" in active,
-            "workdir": str(work),
-            "tmpfs_mb": limits.file_mb,
-            "uid": iso.uid,
-            "gid": iso.gid,
-            "main": "main.py",
-            "args": [*map(str, keep), *args],
-            "keep_fds": keep,
-            "limits": limits.rlimits(),
-            "deadline_s": limits.timeout_s + 2,
-        }
-        cmd = [*iso.command(network), iso.python, "-I", "-S", "-c", BOOT_SOURCE, json.dumps(cfg)]
         start = time.monotonic()
+        cfg = _config(work, iso, limits, network, keep, w)
+        cfg |= {"args": [*map(str, keep), *args], "deadline": start + limits.timeout_s}
+        cmd = [*iso.command(network), iso.python, "-I", "-S", "-c", BOOT_SOURCE, json.dumps(cfg)]
         try:
             proc = subprocess.Popen(
                 cmd,
@@ -260,14 +278,14 @@ def launch(
         finally:
             for fd in (w, *keep):
                 os.close(fd)
-        timed_out = _wait(proc, limits.timeout_s)
+        forced = end_run(proc, start + limits.timeout_s)
         wall = time.monotonic() - start
         report = _drain(ours[0]) if ours else b""
-        status = _status(r)
+        status, timed_out = _status(r)
         stdout, stderr = _read_stream(out, limits.max_output), _read_stream(err, limits.max_output)
-    return _verdict(
-        proc.returncode, status, timed_out, stdout, stderr, wall, iso.layers(network)
-    ), report
+    layers = iso.layers(network)
+    verdict = _verdict(proc.returncode, status, forced or timed_out, stdout, stderr, wall, layers)
+    return verdict, report
 
 
 def _verdict(
