@@ -143,3 +143,33 @@ def test_delete_run_removes_its_samples_only(store: Store) -> None:
     assert len(store.get_samples("r2")) == 2
     with pytest.raises(RunNotFoundError):
         store.delete_run("r1")
+
+
+def test_the_model_columns_are_copies_of_the_config_and_the_card() -> None:
+    from calipers.store import RunRecord
+
+    card = {"model": {"name": "SmolLM2-135M-Instruct"}}
+    run = RunRecord(
+        id="r", tasks=[], methodology=card, methodology_hash="h", config={"model": "smollm2"}
+    )
+    assert (run.model, run.model_name) == ("smollm2", "SmolLM2-135M-Instruct")
+    with pytest.raises(ValueError, match="model_name 'other' is not the methodology card's"):
+        RunRecord(
+            id="r",
+            model_name="other",
+            tasks=[],
+            methodology=card,
+            methodology_hash="h",
+            config={"model": "smollm2"},
+        )
+    with pytest.raises(ValueError, match="model 'fake:echo' is not config"):
+        RunRecord(
+            id="r",
+            model="fake:echo",
+            tasks=[],
+            methodology=card,
+            methodology_hash="h",
+            config={"model": "smollm2"},
+        )
+    with pytest.raises(ValueError, match="a run names its model"):
+        RunRecord(id="r", tasks=[], methodology={}, methodology_hash="h", config={})

@@ -149,8 +149,6 @@ async def arun(
             created_at=utc_now(),
             finished_at=None,
             status="running",
-            model=config.model,
-            model_name=card.model.name,
             tasks=[pt.task.name for pt in plan.tasks],
             methodology=card.model_dump(mode="json"),
             methodology_hash=json_hash(

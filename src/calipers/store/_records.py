@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from calipers._util.clock import utc_now
 from calipers._util.environment import calipers_version
@@ -53,7 +53,10 @@ class _Record(BaseModel):
 class RunRecord(_Record):
     """One evaluation run: model × tasks × methodology.
 
-    ``model`` is the spec string as the user gave it, ``model_name`` the resolved name.
+    ``model`` is the spec string as the user gave it, ``model_name`` the resolved name: both
+    are copies, kept as columns so runs can be looked up by model, of ``config["model"]`` and
+    the card's ``model.name``. A record fills them from there when they are not given, and
+    refuses copies that disagree with their source, so a model is stored one way.
     ``methodology`` is the methodology card and ``methodology_hash`` its hash: runs with
     different hashes are never ranked together. ``config`` holds everything needed to resume.
     ``summary`` stays ``None`` until the run is finalized (a stored summary of any earlier
@@ -61,8 +64,8 @@ class RunRecord(_Record):
     """
 
     id: str
-    model: str
-    model_name: str
+    model: str = ""  # filled from config["model"] (below)
+    model_name: str = ""  # filled from the card's model.name (below)
     tasks: list[str]
     methodology: dict[str, Any]
     methodology_hash: str
@@ -76,6 +79,27 @@ class RunRecord(_Record):
 
     _utc = field_validator("created_at", "finished_at")(_as_utc)
     _summary = field_validator("summary", mode="before")(read_summary)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_columns(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        card_model = (out.get("methodology") or {}).get("model") or {}
+        for field, source, where in (
+            ("model", (out.get("config") or {}).get("model"), 'config["model"]'),
+            ("model_name", card_model.get("name"), "the methodology card's model.name"),
+        ):
+            if source is None:
+                continue
+            if not out.get(field):
+                out[field] = source
+            elif out[field] != source:
+                raise ValueError(f"{field} {out[field]!r} is not {where} ({source!r})")
+        if not out.get("model"):
+            raise ValueError('a run names its model: give config["model"] (or model)')
+        return out
 
     def task_summary(self, task: str) -> TaskSummary | None:
         """The summary of ``task``; None before the run is finalized or for a task not in it."""
