@@ -17,6 +17,8 @@ from calipers.web._charts import PLOT_LEFT, PLOT_RIGHT, WIDTH
 from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded, ServerThread
 from tests.web.traffic import CALM, DRIFT
 
+pytestmark = pytest.mark.slow  # a real browser
+
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (no browser download needed)"
 )
