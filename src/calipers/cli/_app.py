@@ -227,7 +227,6 @@ def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
       calipers runs                     list stored runs
       calipers show latest              one run: scores, categories, failures, methodology
       calipers tasks | calipers models  what can be evaluated, and with what
-
     """
     ctx.obj = Context(store_url, debug)
 
