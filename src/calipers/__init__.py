@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from calipers._util.environment import calipers_version
 
-if TYPE_CHECKING:
-    from calipers.analysis import compare
+if TYPE_CHECKING:  # the same names as _LAZY (a test keeps them equal)
+    from calipers.analysis import compare, gate
     from calipers.runner import RunConfig, RunResult, run
+    from calipers.selection import select
     from calipers.store import Store
     from calipers.types import Estimate
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from calipers.cli import cli
@@ -19,6 +20,7 @@ def run_json(*args: str) -> dict[str, Any]:
     return summary
 
 
+@pytest.mark.slow
 def test_embedded_model_end_to_end_and_cached_rerun(smollm2_path: Path) -> None:
     first = run_json("-m", "smollm2", "-t", "dyn_arithmetic", "-t", "dyn_dates_mc", "-n", "3")
     assert first["model"]["provider"] == "llamacpp"
@@ -37,6 +39,7 @@ def test_embedded_model_end_to_end_and_cached_rerun(smollm2_path: Path) -> None:
         assert again["tasks"][name]["metrics"] == first["tasks"][name]["metrics"]
 
 
+@pytest.mark.slow
 def test_openai_server_end_to_end(llama_server: str) -> None:
     data = run_json(
         "-m",

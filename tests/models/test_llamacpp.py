@@ -75,6 +75,7 @@ CASES: list[tuple[str, tuple[str, ...]]] = [
 CASE_IDS = ["few-shot", "kv-reuse", "trailing-space", "empty-ctx", "1-token-ctx", "arith", "utf8"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("context", "continuations"), CASES, ids=CASE_IDS)
 def test_loglikelihood_equals_direct_logits(
     model: LlamaCppModel, reference_llama: Any, context: str, continuations: tuple[str, ...]
@@ -86,6 +87,7 @@ def test_loglikelihood_equals_direct_logits(
         assert greedy == expected_greedy
 
 
+@pytest.mark.slow
 def test_loglikelihood_after_generation_is_unchanged(
     model: LlamaCppModel, reference_llama: Any
 ) -> None:
@@ -98,6 +100,7 @@ def test_loglikelihood_after_generation_is_unchanged(
     )
 
 
+@pytest.mark.slow
 def test_context_is_evaluated_once(model: LlamaCppModel) -> None:
     options = (" Paris", " London", " Berlin", " Madrid is")
     loglik(model, "Unrelated text first.", "x")  # nothing of FEW_SHOT left in the cache
@@ -113,11 +116,13 @@ def test_context_is_evaluated_once(model: LlamaCppModel) -> None:
     assert again.logprobs == result.logprobs
 
 
+@pytest.mark.slow
 def test_too_long_for_the_context_window(model: LlamaCppModel) -> None:
     with pytest.raises(ModelCallError, match="exceed the model's context window of 1024"):
         loglik(model, "word " * 1100, " end")
 
 
+@pytest.mark.slow
 def test_greedy_generation_is_deterministic(model: LlamaCppModel) -> None:
     request = chat("Name a colour.", max_tokens=8)
     first = gen(model, request)
@@ -128,6 +133,7 @@ def test_greedy_generation_is_deterministic(model: LlamaCppModel) -> None:
     assert first.latency_s is not None and first.latency_s > 0
 
 
+@pytest.mark.slow
 def test_chat_generation_is_what_llama_cpp_chat_produces(model: LlamaCppModel) -> None:
     """Generating from render_chat() text gives llama-cpp-python's own chat completion."""
     messages = [{"role": "user", "content": "What is the capital of France?"}]
@@ -140,6 +146,7 @@ def test_chat_generation_is_what_llama_cpp_chat_produces(model: LlamaCppModel) -
     assert ours.input_tokens == theirs["usage"]["prompt_tokens"]
 
 
+@pytest.mark.slow
 def test_max_tokens_and_stop(model: LlamaCppModel) -> None:
     prompt = "Here is a list of fruits: apple, banana,"
     full = gen(model, ModelRequest(prompt=prompt, params=GenerateParams(max_tokens=6)))
@@ -156,6 +163,7 @@ def test_max_tokens_and_stop(model: LlamaCppModel) -> None:
     assert stopped.finish_reason == "stop"
 
 
+@pytest.mark.slow
 def test_render_chat_matches_llama_cpp_formatter(model: LlamaCppModel) -> None:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -196,6 +204,7 @@ def test_identity_from_header_without_loading(smollm2_path: Path) -> None:
     assert resolve_model("smollm2").identity() == ident
 
 
+@pytest.mark.slow
 def test_gguf_header_agrees_with_llama_cpp(model: LlamaCppModel) -> None:
     theirs = loaded(model).metadata
     info = read_metadata(model.path)

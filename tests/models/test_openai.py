@@ -53,6 +53,7 @@ def server_model(llama_server: str) -> OpenAIModel:
     return OpenAIModel("smollm2", ModelOptions(base_url=llama_server))
 
 
+@pytest.mark.slow
 def test_chat_and_completion(server_model: OpenAIModel) -> None:
     async def both() -> tuple[ModelResponse, ModelResponse]:
         try:
@@ -75,6 +76,7 @@ def test_chat_and_completion(server_model: OpenAIModel) -> None:
     assert b.input_tokens == 5
 
 
+@pytest.mark.slow
 def test_greedy_generation_is_deterministic(server_model: OpenAIModel) -> None:
     """Identical requests are not sent back to back: llama_cpp.server then replays the last
     prompt token alone, which changes the logits (see docs/models.md)."""
@@ -85,6 +87,7 @@ def test_greedy_generation_is_deterministic(server_model: OpenAIModel) -> None:
     assert texts[1] == texts[3]
 
 
+@pytest.mark.slow
 def test_identity_asks_the_server(server_model: OpenAIModel, llama_server: str) -> None:
     ident = server_model.identity()
     assert ident.provider == "openai"
@@ -94,12 +97,14 @@ def test_identity_asks_the_server(server_model: OpenAIModel, llama_server: str) 
     assert server_model.identity() is ident
 
 
+@pytest.mark.slow
 def test_no_loglikelihood(server_model: OpenAIModel) -> None:
     assert server_model.supports_loglikelihood is False
     with pytest.raises(NotSupportedError, match="shifts them by one token"):
         run(server_model.loglikelihood(LoglikelihoodRequest(context="a", continuations=("b",))))
 
 
+@pytest.mark.slow
 def test_server_echo_logprobs_are_shifted(llama_server: str, reference_llama: Any) -> None:
     """Why loglikelihood is not offered: llama_cpp.server's echoed log-probability of prompt
     token i is log_softmax(logits[i])[token i] -- the row that predicts token i + 1 -- and not

@@ -215,6 +215,7 @@ def test_the_methodology_card_records_the_threads(gguf: Path) -> None:
     assert fake.methodology.model_runtime == {}
 
 
+@pytest.mark.slow
 def test_thread_counts_change_speed_not_answers(smollm2_path: Path) -> None:
     """Every dot product is computed whole by one thread: 1 and 2 threads give bit-identical
     log-likelihoods and the same greedy text, so the governor may switch between calls."""

@@ -18,6 +18,8 @@ from tests._servers import ServerThread
 from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded
 from tests.web.traffic import CALM, DRIFT
 
+pytestmark = pytest.mark.slow  # a real browser
+
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (no browser download needed)"
 )

@@ -27,6 +27,8 @@ from tests.web.test_browser import browser as browser  # the fixture, shared
 
 assert CHROMIUM is not None
 
+pytestmark = pytest.mark.slow  # a real browser
+
 LAYOUT_JS = """() => {
   const out = [];
   const r = b => `[${Math.round(b.left)}..${Math.round(b.right)} x ${Math.round(b.top)}..` +

@@ -31,7 +31,7 @@ from scipy import stats
 from calipers._util.seeding import derived_rng
 from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
 from calipers.analysis._reuse import find_reusable
-from calipers.errors import ConfigError
+from calipers.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, ConfigError
 from calipers.models import ModelProvider
 from calipers.runner import (
     Plan,
@@ -60,7 +60,11 @@ __all__ = [
 ]
 
 Verdict = Literal["pass", "fail", "inconclusive"]
-EXIT_CODES: dict[str, int] = {"pass": 0, "fail": 1, "inconclusive": 2}
+EXIT_CODES: dict[str, int] = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_FAIL,
+    "inconclusive": EXIT_INCONCLUSIVE,
+}
 _RUN_REF = re.compile(r"\d{8}[-\w]*")  # run ids are YYYYMMDD-HHMMSS-xxxxxx
 
 

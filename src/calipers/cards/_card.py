@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from calipers._util.yamlloc import YamlError, load_yaml, yaml_line
 from calipers.cards._mof import MOF_COMPONENTS
-from calipers.errors import ConfigError
+from calipers.errors import CardError  # re-exported: it lives in the one error hierarchy
 
 __all__ = [
     "Assessment",
@@ -127,17 +126,6 @@ class ModelCard(_Strict):
     @property
     def title(self) -> str:
         return self.display_name or self.name
-
-
-class CardError(ConfigError):
-    """A model card file is malformed. ``problems`` lists every ``(where, field, message)``."""
-
-    def __init__(self, problems: Sequence[tuple[str, str, str]], *, hint: str | None = None):
-        where, field, msg = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        prefix = f"{where}: field '{field}'" if field else where
-        super().__init__(f"{prefix}: {msg}{more}.", hint=hint)
-        self.problems = list(problems)
 
 
 def _read(path: Path) -> tuple[Any, str]:

@@ -21,6 +21,7 @@ from calipers.errors import (  # the exit-code table lives with the errors
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
     CalipersError,
+    format_exit_codes,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_RUN_FAILED",
+    "SECTIONS",
     "Context",
     "cli",
     "load_command",
@@ -58,89 +60,50 @@ def error_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 
 
-# Each command's module, imported when the command runs or its help is shown, with the first
-# line of its help for ``calipers --help`` (a test checks these against the commands): the
-# commands pull in numpy, scipy, SQLAlchemy, the web stack; ``calipers --help`` needs none.
+# Each command's module, imported when the command runs or its help is shown, with its one-line
+# summary for ``calipers --help`` (the command's own --help says the rest): the commands pull in
+# numpy, scipy, SQLAlchemy, the web stack; ``calipers --help`` needs none.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "ab": (
-        "_ab",
-        "Promote, keep watching or roll back the candidate, from the gateway's logged traffic.",
-    ),
-    "audit": (
-        "_audit",
-        "Flag items whose gold label is probably wrong: the runs agree, "
-        "confidently, on another option.",
-    ),
+    "ab": ("_ab", "Promote, keep watching or roll back the gateway's candidate."),
+    "audit": ("_audit", "Items whose gold label is probably wrong."),
     "compare": ("_compare", "Is run B better than run A on the same items, and by how much?"),
-    "contamination": (
-        "_contamination",
-        "Contamination checks, each a number with an interval and what it can and cannot prove.",
-    ),
-    "gate": (
-        "_gate",
-        "Fail CI when the candidate is worse than the baseline by more than --max-drop.",
-    ),
-    "gateway": (
-        "_gateway",
-        "Put an OpenAI-compatible gateway in front of a baseline and a candidate model server.",
-    ),
-    "items": (
-        "_audit",
-        "Item difficulty and discrimination, and whether the task still separates the models.",
-    ),
-    "judge-calibrate": (
-        "_judge",
-        "Measure a run's judge against human labels: agreement "
-        "with intervals, confusion matrix, position and length bias; stored "
-        "in the run so reports show it.",
-    ),
-    "leaderboard": (
-        "_leaderboard",
-        "Rank models per task with 95% rank intervals (bootstrap over items).",
-    ),
-    "model": (
-        "_model_cards",
-        "Model cards: licence, price, openness class and MOF class; measured practical factors.",
-    ),
-    "models": ("_catalog", "List model providers and aliases, with the spec syntax each takes."),
-    "monitor": (
-        "_monitor",
-        "Monitor the gateway's traffic: metrics per window, drift, uncovered requests.",
-    ),
-    "plan": (
-        "_plan",
-        "How many items to detect a difference of --delta between two models "
-        "(paired design, 80% power, alpha 0.05), and the time and tokens that costs.",
-    ),
-    "report": (
-        "_report",
-        "Write one HTML report (self-contained, works offline) and its Markdown for RUNs.",
-    ),
-    "robustness": (
-        "_sensitivity",
-        "How much worse is a model on questions written the way real users write?",
-    ),
+    "contamination": ("_contamination", "Memorised items? Each check says what it can prove."),
+    "gate": ("_gate", "Fail CI when the candidate is worse than the baseline."),
+    "gateway": ("_gateway", "An OpenAI-compatible gateway: baseline, shadow and canary."),
+    "items": ("_audit", "Item difficulty and discrimination: does the task separate?"),
+    "judge-calibrate": ("_judge", "Measure a run's judge against human labels."),
+    "leaderboard": ("_leaderboard", "Rank models per task with 95% rank intervals."),
+    "model": ("_model_cards", "Model cards: licence, price, openness (model list / show)."),
+    "models": ("_catalog", "Model providers and aliases: how to name a model (-m)."),
+    "monitor": ("_monitor", "Metrics, drift and uncovered requests in the gateway's traffic."),
+    "plan": ("_plan", "How many items to detect a difference, and what they cost."),
+    "report": ("_report", "Write an HTML report (offline) and its Markdown for runs."),
+    "robustness": ("_sensitivity", "Is a model worse on questions written like real users'?"),
     "run": ("_run", "Evaluate a model on tasks and store the run."),
     "runs": ("_runs", "List stored runs, newest first."),
-    "select": (
-        "_select",
-        "Choose a model: constraints, capability, cost, latency and openness in one report.",
+    "select": ("_select", "Choose a model: constraints, capability, cost, openness."),
+    "sensitivity": ("_sensitivity", "How much does the score move under equivalent formats?"),
+    "show": ("_runs", "One stored run: scores, methodology, categories, worst items."),
+    "suite": ("_suite", "Suites built from your production logs (suite list / show)."),
+    "tasks": ("_catalog", "Built-in tasks and suites; a task file works too (-t)."),
+    "ui": ("_ui", "Serve the web dashboard of runs, comparisons and monitoring."),
+}
+
+# How ``calipers --help`` groups the commands (a command in none is listed under "Other").
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "Evaluate": ("run", "plan"),
+    "Results (stored runs)": ("runs", "show", "report", "ui"),
+    "Compare and decide": ("compare", "leaderboard", "gate", "select"),
+    "Check the score": (
+        "sensitivity",
+        "robustness",
+        "contamination",
+        "audit",
+        "items",
+        "judge-calibrate",
     ),
-    "sensitivity": (
-        "_sensitivity",
-        "Re-run a task under equivalent formulations and report how much the score moves.",
-    ),
-    "show": ("_runs", "Show one run: scores with intervals, methodology, categories, worst items."),
-    "suite": ("_suite", "Evaluation suites built from your own production logs."),
-    "tasks": (
-        "_catalog",
-        "List built-in tasks and suites. A path to a task file "
-        "(.yaml/.json) also works as a task: see docs/tasks.md.",
-    ),
-    "ui": (
-        "_ui",
-        "Serve the web dashboard: runs, reports, comparisons, leaderboard, A/B status, monitoring.",
-    ),
+    "Production": ("gateway", "ab", "monitor", "suite"),
+    "Catalogues": ("tasks", "models", "model"),
 }
 
 
@@ -178,17 +141,34 @@ class CalipersGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Click's listing, with a stand-in carrying the help line of each command not
-        loaded yet (shortened by click the same way)."""
-        rows = [
-            (name, self.commands.get(name) or click.Command(name, help=COMMANDS[name][1]))
-            for name in self.list_commands(ctx)
-        ]
-        rows = [(name, cmd) for name, cmd in rows if not cmd.hidden]
-        if rows:
-            limit = formatter.width - 6 - max(len(name) for name, _cmd in rows)
-            with formatter.section("Commands"):
-                formatter.write_dl([(n, cmd.get_short_help_str(limit)) for n, cmd in rows])
+        """The commands in the sections of :data:`SECTIONS`, one line each: the summary from
+        :data:`COMMANDS` (the command is not imported), else the command's own short help."""
+        names = [n for n in self.list_commands(ctx) if n in COMMANDS or not self._hidden(n)]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        placed = {n for members in SECTIONS.values() for n in members}
+        groups = [*SECTIONS.items(), ("Other", tuple(n for n in names if n not in placed))]
+        for title, members in groups:
+            rows = [(n, self._summary(n, limit)) for n in members if n in names]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows, col_max=max(len(n) for n in names))
+
+    def _hidden(self, name: str) -> bool:
+        return self.commands[name].hidden
+
+    def _summary(self, name: str, limit: int) -> str:
+        if name in COMMANDS:
+            return COMMANDS[name][1]
+        return self.commands[name].get_short_help_str(limit)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The exit-code table of :mod:`calipers.errors`, as it is drawn there."""
+        super().format_epilog(ctx, formatter)
+        with formatter.section("Exit codes"):
+            for line in format_exit_codes().splitlines():
+                formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -247,14 +227,6 @@ def cli(ctx: click.Context, store_url: str | None, debug: bool) -> None:
       calipers runs                     list stored runs
       calipers show latest              one run: scores, categories, failures, methodology
       calipers tasks | calipers models  what can be evaluated, and with what
-
-    \b
-    Then:
-      calipers compare A B | leaderboard   is the difference real? ranks with intervals
-      calipers sensitivity | robustness    does the score survive format and typos?
-      calipers contamination | audit       memorised items? wrong labels?
-      calipers suite | gate | gateway      your own traffic, a CI gate, shadow/canary
-      calipers model | select              openness, cost, and a decision report
     """
     ctx.obj = Context(store_url, debug)
 

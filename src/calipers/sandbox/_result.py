@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calipers.errors import CalipersError
+from calipers.errors import SandboxError  # re-exported: it lives in the one error hierarchy
 
 __all__ = ["SandboxError", "SandboxResult", "SandboxWarning"]
-
-
-class SandboxError(CalipersError):
-    """The sandbox itself could not run the program (not a verdict on the program): a scorer
-    lets it propagate, so the sample is recorded as an error rather than as a failure."""
 
 
 class SandboxWarning(RuntimeWarning):

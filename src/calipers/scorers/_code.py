@@ -23,7 +23,6 @@ from calipers.types import Sample, SampleOutput, Score
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
-    "build_program",
     "code_tests",
     "extract_code",
     "solution_code",
@@ -67,17 +66,6 @@ def solution_code(prompt: str, completion: str, entry_point: str | None) -> str:
     if entry_point and _defines(completion, entry_point):
         return prompt.rstrip("\n") + "\n\n" + completion
     return prompt + completion
-
-
-def build_program(prompt: str, completion: str, test: str, entry_point: str | None) -> str:
-    """prompt + completion + tests + ``check(entry_point)`` (the check call only when the
-    tests define ``check``) as one program, to read: :func:`solution_code` then the tests is
-    what runs."""
-    solution = solution_code(prompt, completion, entry_point)
-    program = solution.rstrip("\n") + "\n\n" + test.rstrip("\n") + "\n"
-    if entry_point and re.search(r"^def\s+check\s*\(", test, re.M):
-        program += f"\ncheck({entry_point})\n"
-    return program
 
 
 def _explain(r: SandboxResult, timeout_s: float) -> str | None:

@@ -62,10 +62,6 @@ class ModelRequest(_Frozen):
     def is_chat(self) -> bool:
         return self.messages is not None
 
-    def as_sent(self) -> dict[str, Any]:
-        """The request as a JSON-able dict (what is stored as the sample's prompt)."""
-        return self.model_dump(mode="json", exclude_none=True)
-
 
 class ModelResponse(_Frozen):
     """A generation result. ``latency_s`` is wall time of the call; tokens as counted by the

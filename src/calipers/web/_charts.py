@@ -44,7 +44,6 @@ __all__ = [
     "forest_svg",
     "plot_row",
     "time_series_svg",
-    "x_of",
     "y_of",
 ]
 
@@ -172,11 +171,6 @@ def _x_scale(
     if not hi > lo:
         lo, hi = lo - 1.0, hi + 1.0
     return _XScale(lo, hi, is_time)
-
-
-def x_of(t: When, lo: When, hi: When) -> float:
-    """Where time ``t`` lands on a chart whose x range is ``lo``..``hi``."""
-    return _XScale(_seconds(lo), _seconds(hi), isinstance(t, datetime)).x(t)
 
 
 def y_of(v: float, axis: Axis) -> float:
