@@ -23,14 +23,15 @@ only with ``--debug``::
 The one exit-code table. Most commands: 0 done, 1 a bug in calipers, 2 an error (any
 CalipersError, a usage error), 130 interrupted (Ctrl-C); ``calipers run`` adds 3 (finished,
 but every sample of some task failed) and 4 (``--deadline`` reached; resumable). Commands
-whose exit code is a decision for CI (``gate``, ``ab``) use 0, 1 and 2 for the decision
-(pass / fail / inconclusive; promote / roll back / keep watching), so their error is 3 and
-their bug is 4: an error never reads as a decision. The table is :data:`EXIT_CODES` (drawn
-here by :func:`format_exit_codes`, a test keeps the two equal; ``calipers --help`` prints it)::
+whose exit code is a decision for CI (``gate``, ``ab``, ``monitor --fail-on-drift``) use 0,
+1 and 2 for the decision (pass / fail / inconclusive; promote / roll back / keep watching; no
+drift / drift), so their error is 3 and their bug is 4: an error never reads as a decision.
+The table is :data:`EXIT_CODES` (drawn here by :func:`format_exit_codes`, a test keeps the two
+equal; ``calipers --help`` prints it)::
 
-    code  most commands  run                       gate, ab
-    0     done           finished                  pass / promote
-    1     bug            bug                       fail / roll back
+    code  most commands  run                       gate, ab, monitor --fail-on-drift
+    0     done           finished                  pass / promote / no drift
+    1     bug            bug                       fail / roll back / drift
     2     error          error                     inconclusive / keep watching
     3     -              every sample of a task    error
                          failed
@@ -83,17 +84,20 @@ EXIT_INTERNAL = 1
 EXIT_ERROR = 2  # any CalipersError, and click's usage error (a bad option)
 EXIT_RUN_FAILED = 3  # `calipers run`: every sample of some task failed (stored and reported)
 EXIT_INCOMPLETE = 4  # `calipers run`: --deadline reached; resumable with --resume
-EXIT_PASS = 0  # gate: pass; ab: promote
-EXIT_FAIL = 1  # gate: fail; ab: roll back
+EXIT_PASS = 0  # gate: pass; ab: promote; monitor --fail-on-drift: no drift
+EXIT_FAIL = 1  # gate: fail; ab: roll back; monitor --fail-on-drift: drift
 EXIT_INCONCLUSIVE = 2  # gate: inconclusive; ab: keep watching
-EXIT_DECISION_ERROR = 3  # gate, ab: usage, configuration, data or model error: no decision
-EXIT_DECISION_INTERNAL = 4  # gate, ab: a bug in calipers: no decision
+EXIT_DECISION_ERROR = (
+    3  # gate, ab, monitor --fail-on-drift: usage, configuration, data or model error: no decision
+)
+EXIT_DECISION_INTERNAL = 4  # gate, ab, monitor --fail-on-drift: a bug in calipers: no decision
 EXIT_INTERRUPTED = 130
 
 
 class ExitCode(NamedTuple):
     """One row of the exit-code table: what ``code`` means for most commands, for
-    ``calipers run``, and for the decision commands (``gate``, ``ab``)."""
+    ``calipers run``, and for the decision commands (``gate``, ``ab``, and ``monitor`` with
+    ``--fail-on-drift``)."""
 
     code: int
     most: str
@@ -102,14 +106,14 @@ class ExitCode(NamedTuple):
 
 
 EXIT_CODES: tuple[ExitCode, ...] = (
-    ExitCode(EXIT_OK, "done", "finished", "pass / promote"),
-    ExitCode(EXIT_INTERNAL, "bug", "bug", "fail / roll back"),
+    ExitCode(EXIT_OK, "done", "finished", "pass / promote / no drift"),
+    ExitCode(EXIT_INTERNAL, "bug", "bug", "fail / roll back / drift"),
     ExitCode(EXIT_ERROR, "error", "error", "inconclusive / keep watching"),
     ExitCode(EXIT_RUN_FAILED, "-", "every sample of a task failed", "error"),
     ExitCode(EXIT_INCOMPLETE, "-", "--deadline reached", "bug"),
     ExitCode(EXIT_INTERRUPTED, "interrupted", "interrupted (resumable)", "interrupted"),
 )
-_HEADER = ExitCode(0, "most commands", "run", "gate, ab")
+_HEADER = ExitCode(0, "most commands", "run", "gate, ab, monitor --fail-on-drift")
 _WIDTHS = (6, 15, 26)  # the last column takes what it needs
 
 

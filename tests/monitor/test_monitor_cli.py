@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from calipers.cli import cli
@@ -55,6 +56,25 @@ def test_report_json_and_fail_on_drift(tmp_path: Path) -> None:
     )
     assert code == 0 and "0 of 0 window(s)" in out  # one window: nothing to compare it with
     assert "No reference period holds traffic" in out and "--reference START..END" in out
+
+
+def test_with_fail_on_drift_an_error_or_a_bug_never_reads_as_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = store_url(tmp_path)
+    write_windows(url, [BASE, BASE], n=20, seed=3)
+    bad = ["--store", url, "monitor", "--since", "not-a-time"]
+    assert invoke(bad)[0] == 2  # an error, as for any command
+    code, out = invoke([*bad, "--fail-on-drift"])
+    assert code == 3 and "Error:" in out  # not 1, which would read as "drift"
+
+    def broken(*_args: object, **_kw: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("calipers.cli._monitor._run", broken)
+    assert invoke(["--store", url, "monitor", *SPAN, *FAST])[0] == 1  # a bug
+    code, out = invoke(["--store", url, "monitor", *SPAN, *FAST, "--fail-on-drift"])
+    assert code == 4 and "Internal error: RuntimeError: boom" in out
 
 
 def test_export_commands(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ from rich.console import Console
 
 from calipers._util.environment import calipers_version
 from calipers.errors import (  # the exit-code table lives with the errors
+    EXIT_DECISION_ERROR,
+    EXIT_DECISION_INTERNAL,
     EXIT_ERROR,
     EXIT_INCOMPLETE,
     EXIT_INTERNAL,
@@ -26,6 +28,7 @@ from calipers.errors import (  # the exit-code table lives with the errors
 
 __all__ = [
     "COMMANDS",
+    "DECISION_EXIT_CODES",
     "EXIT_ERROR",
     "EXIT_INCOMPLETE",
     "EXIT_INTERNAL",
@@ -119,6 +122,11 @@ class _LazyCommands(dict[str, click.Command]):
         return dict.__getitem__(self, name)
 
 
+DECISION_EXIT_CODES = "calipers.decision_exit_codes"
+"""``ctx.meta`` key a command sets when its exit 1 is a decision (``monitor --fail-on-drift``:
+drift), so that an error exits 3 and a bug 4, as ``gate`` and ``ab`` do: never a decision."""
+
+
 class CalipersGroup(click.Group):
     """Runs a command and maps failures to messages: a CalipersError prints its message and
     hint (exit 2); anything else is an internal error (exit 1); the traceback only with
@@ -171,11 +179,13 @@ class CalipersGroup(click.Group):
                 formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
 
     def invoke(self, ctx: click.Context) -> Any:
+        decision = False  # a command that exits 1 for a decision: errors 3, bugs 4 (errors.py)
         try:
             return super().invoke(ctx)
         except CalipersError as e:
+            decision = bool(ctx.meta.get(DECISION_EXIT_CODES))
             _report(ctx, f"[bold red]Error:[/] {_esc(e.message)}", e.hint)
-            sys.exit(EXIT_ERROR)
+            sys.exit(EXIT_DECISION_ERROR if decision else EXIT_ERROR)
         except KeyboardInterrupt:
             sys.exit(EXIT_INTERRUPTED)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
@@ -186,7 +196,8 @@ class CalipersGroup(click.Group):
                 f"[bold red]Internal error:[/] {type(e).__name__}: {_esc(str(e))}",
                 "This is a bug in calipers; run with --debug for the traceback.",
             )
-            sys.exit(EXIT_INTERNAL)
+            decision = bool(ctx.meta.get(DECISION_EXIT_CODES))
+            sys.exit(EXIT_DECISION_INTERNAL if decision else EXIT_INTERNAL)
 
 
 def _esc(text: str) -> str:

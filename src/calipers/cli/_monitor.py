@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from calipers.cli._app import Context, cli, store_option
-from calipers.errors import ConfigError
+from calipers.cli._app import DECISION_EXIT_CODES, Context, cli, store_option
+from calipers.errors import EXIT_FAIL, ConfigError
 
 if TYPE_CHECKING:
     from calipers.suites import Backend
@@ -171,7 +171,8 @@ def _run(obj: Context, o: dict[str, Any]) -> Any:
 @click.option(
     "--fail-on-drift",
     is_flag=True,
-    help="Exit 1 when any window raised a drift alarm (for cron and CI).",
+    help="Exit 1 when any window raised a drift alarm, 0 when none did (for cron and CI); "
+    "an error then exits 3 and a bug 4, never 1.",
 )
 @click.pass_context
 def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> None:
@@ -198,6 +199,7 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
         return
     obj = ctx.find_object(Context)
     assert obj is not None
+    ctx.meta[DECISION_EXIT_CODES] = fail_on_drift
     report = _run(obj, opts)
     if opts["as_json"]:
         obj.print_json(report.to_dict())
@@ -206,7 +208,7 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
 
         render_report(report, obj.out)
     if fail_on_drift and report.alarms:
-        sys.exit(1)
+        sys.exit(EXIT_FAIL)
 
 
 @monitor_group.command("export")
