@@ -1,21 +1,22 @@
 """Scorers: async ``(sample, output) -> Score`` callables built by registered factories
 (entry point group ``calipers.scorers``: each built-in is loaded on first use by name).
 
-The names below that live in scorer modules (``JudgeClient``, ``sentence_model``,
-``extract_strict``, ...) load on first use (``calipers._util.lazy``): importing a scorer module
-registers its scorers, which ``build_scorer`` otherwise does only for the ones a run names.
+The names below that live in scorer modules (``JudgeClient``, ``detect_refusal``,
+``sentence_model``, ``extract_strict``, ...) load on first use (``calipers._util.lazy``):
+importing a scorer module registers its scorers, which ``build_scorer`` otherwise does only
+for the ones a run names.
 """
 
 from typing import TYPE_CHECKING
 
 from calipers._util.lazy import lazy_exports
 from calipers.scorers._base import ScoreFn, Scorer, ScorerSpec, build_scorer, list_scorers, scorer
-from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
 
 if TYPE_CHECKING:
     from calipers.scorers._ifeval import langdetect_available
     from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
     from calipers.scorers._numeric import extract_strict, format_number
+    from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
     from calipers.scorers._similarity import (
         ENCODE_LOCK,
         ThresholdCalibration,
@@ -50,10 +51,12 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "DEFAULT_PAIRWISE_RUBRIC": "_judge",
+        "DEFAULT_REFUSAL_PATTERNS": "_refusal",
         "ENCODE_LOCK": "_similarity",
         "JudgeClient": "_judge",
         "ThresholdCalibration": "_similarity",
         "calibrate_threshold": "_similarity",
+        "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
         "format_number": "_numeric",
         "langdetect_available": "_ifeval",
