@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from calipers.cli import cli
@@ -72,6 +73,14 @@ def test_commands_mapping_loads_on_lookup() -> None:
 
 def test_help_imports_none_of_the_heavy_libraries(tmp_path: Path) -> None:
     assert not _modules_after("--help", cwd=tmp_path) & set(HEAVY)
+
+
+@pytest.mark.parametrize("command", ["run", "gate", "sensitivity", "robustness"])
+def test_help_of_a_command_that_starts_runs_imports_none_of_the_heavy_libraries(
+    command: str, tmp_path: Path
+) -> None:
+    # their options come from RunConfig's fields: that must not load the runner's machinery
+    assert not _modules_after(command, "--help", cwd=tmp_path) & set(HEAVY)
 
 
 def test_show_imports_no_statistics_or_model_libraries(tmp_path: Path) -> None:

@@ -1,12 +1,22 @@
-"""Plan -> schedule -> sample -> finalize, and the entry points that tie them together."""
+"""Plan -> schedule -> sample -> finalize, and the entry points that tie them together.
 
-from calipers.runner._api import RunResult, aresume, arun, run
+``RunConfig`` loads with the package (the command line builds its options from its fields);
+the rest loads on first use (``calipers._util.lazy``), so ``calipers run --help`` does not
+import the store, numpy and the statistics.
+"""
+
+from typing import TYPE_CHECKING
+
+from calipers._util.lazy import lazy_exports
 from calipers.runner._config import RunConfig
-from calipers.runner._finalize import summarize_records
-from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
-from calipers.runner._plan import Plan, make_plan
-from calipers.runner._schedule import Progress
-from calipers.runner._seeds import RunSeeds
+
+if TYPE_CHECKING:
+    from calipers.runner._api import RunResult, aresume, arun, run
+    from calipers.runner._finalize import summarize_records
+    from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
+    from calipers.runner._plan import Plan, make_plan
+    from calipers.runner._schedule import Progress
+    from calipers.runner._seeds import RunSeeds
 
 __all__ = [
     "Methodology",
@@ -23,3 +33,21 @@ __all__ = [
     "run",
     "summarize_records",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Methodology": "_methodology",
+        "Plan": "_plan",
+        "Progress": "_schedule",
+        "RunResult": "_api",
+        "RunSeeds": "_seeds",
+        "TaskMethodology": "_methodology",
+        "aresume": "_api",
+        "arun": "_api",
+        "comparable_hash": "_methodology",
+        "make_plan": "_plan",
+        "run": "_api",
+        "summarize_records": "_finalize",
+    },
+)
