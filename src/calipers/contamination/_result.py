@@ -135,6 +135,8 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
+        """The result from its ``to_dict()`` (read back from JSON)."""
+        # the estimates come from JSON here (to_dict's output), so from_dict is the reader
         return cls(
             probe=d["probe"],
             metric=d["metric"],
@@ -156,6 +158,7 @@ class ProbeResult:
 
 
 def _estimate(d: dict[str, Any] | None) -> Estimate | None:
+    # an optional estimate read back from JSON (ProbeResult.from_dict)
     return None if d is None else Estimate.from_dict(d)
 
 
