@@ -136,15 +136,14 @@ class ProbeResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
         """The result from its ``to_dict()`` (read back from JSON)."""
-        # the estimates come from JSON here (to_dict's output), so from_dict is the reader
         return cls(
             probe=d["probe"],
             metric=d["metric"],
             model=d["model"],
             caveat=d["caveat"],
-            item_mean=Estimate.from_dict(d["item_mean"]),
-            control_mean=Estimate.from_dict(d["control_mean"]),
-            difference=Estimate.from_dict(d["difference"]),
+            item_mean=Estimate.from_dict(d["item_mean"]),  # JSON (to_dict()) read back
+            control_mean=Estimate.from_dict(d["control_mean"]),  # JSON (to_dict()) read back
+            difference=Estimate.from_dict(d["difference"]),  # JSON (to_dict()) read back
             p_value=_float(d["p_value"]),
             test=d["test"],
             items=tuple(ItemScore.from_dict(s) for s in d.get("items", [])),
