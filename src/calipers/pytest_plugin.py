@@ -71,9 +71,7 @@ class GateCheck:
 
 
 def _short(row: Any) -> str:
-    from calipers.types import Estimate
-
-    d, k = Estimate.from_dict(row.diff), (100.0 if row.points else 1.0)
+    d, k = row.diff, (100.0 if row.points else 1.0)
     unit, f = (" points", ".1f") if row.points else ("", ".4g")
     text = (
         f"{row.task}/{row.metric} {row.verdict} {d.value * k:+{f}}{unit} "

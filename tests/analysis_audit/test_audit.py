@@ -55,12 +55,12 @@ def test_scores_on_all_and_audited_items(runs: list[str]) -> None:
     rep = audit(stored(*runs), "mcq")
     a, _, c = rep.runs
     # A is wrong on the 4 corrupted items, item 5 and item 13: 24/30; audited 24/26
-    assert (a.all_items["value"], a.audited["value"]) == pytest.approx((24 / 30, 24 / 26))
-    assert (a.all_items["low"], a.all_items["high"]) == pytest.approx(wilson(24, 30))
-    assert a.audited["n"] == 26 and a.shift["value"] == pytest.approx(24 / 26 - 24 / 30)
+    assert (a.all_items.value, a.audited.value) == pytest.approx((24 / 30, 24 / 26))
+    assert (a.all_items.low, a.all_items.high) == pytest.approx(wilson(24, 30))
+    assert a.audited.n == 26 and a.shift.value == pytest.approx(24 / 26 - 24 / 30)
     # C keeps gold on item 19 (scored right): 27/30; on the 26 audited items it is perfect
-    assert (c.all_items["value"], c.audited["value"]) == pytest.approx((27 / 30, 1.0))
-    assert c.shift["low"] <= c.shift["value"] <= c.shift["high"]
+    assert (c.all_items.value, c.audited.value) == pytest.approx((27 / 30, 1.0))
+    assert c.shift.low <= c.shift.value <= c.shift.high
 
 
 def test_confidence_and_agreement_thresholds(runs: list[str]) -> None:
@@ -91,10 +91,10 @@ def test_precision_and_recall_against_annotations(runs: list[str]) -> None:
     rep = audit(stored(*runs), "mcq", annotations=ann)
     wrong, anyerr = rep.agreement
     assert (wrong.tp, wrong.fp, wrong.fn, wrong.tn) == (2, 2, 1, 25)
-    assert (wrong.precision["value"], wrong.recall["value"]) == (2 / 4, 2 / 3)
-    assert (wrong.precision["low"], wrong.precision["high"]) == pytest.approx(wilson(2, 4))
-    assert (wrong.recall["low"], wrong.recall["high"]) == pytest.approx(wilson(2, 3))
-    assert wrong.base_rate["value"] == pytest.approx(3 / 30)
+    assert (wrong.precision.value, wrong.recall.value) == (2 / 4, 2 / 3)
+    assert (wrong.precision.low, wrong.precision.high) == pytest.approx(wilson(2, 4))
+    assert (wrong.recall.low, wrong.recall.high) == pytest.approx(wilson(2, 3))
+    assert wrong.base_rate.value == pytest.approx(3 / 30)
     assert (anyerr.tp, anyerr.fp, anyerr.fn, anyerr.tn) == (3, 1, 2, 24)
     assert anyerr.error_types == [
         "bad_question_clarity",

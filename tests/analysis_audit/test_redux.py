@@ -108,8 +108,8 @@ def test_flagging_against_the_redux_annotations() -> None:
             LIMIT,
         )
         low, high = proportion_confint(tp, len(expect), method="wilson")
-        assert (row.precision["low"], row.precision["high"]) == pytest.approx((low, high))
-        assert row.recall["value"] == pytest.approx(tp / len(t))
+        assert (row.precision.low, row.precision.high) == pytest.approx((low, high))
+        assert row.recall.value == pytest.approx(tp / len(t))
     assert wrong.fn == sum(1 for r in rows if r["type"] == "wrong_groundtruth" and r["fix"] is None)
     fixes = sum(1 for r in rows if r["type"] == "wrong_groundtruth" and r["fix"] is not None)
     assert rep.correction_match == {"n": fixes, "agreed_equals_proposed": fixes}

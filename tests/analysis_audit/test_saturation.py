@@ -25,7 +25,7 @@ def test_near_perfect_models_within_noise_are_saturated(folder: Path) -> None:
     rep = saturation(stored(*ids), "answers")
     assert rep.saturated and not rep.separates and len(rep.top_tied) == 3
     assert rep.headroom == 0.0  # 60/60: the Wilson interval reaches 1
-    assert rep.items.all_right["value"] == pytest.approx(57 / 60)
+    assert rep.items.all_right.value == pytest.approx(57 / 60)
     assert rep.flags == [
         "saturated: top 3 models within noise; best score's interval reaches "
         "100.0%; 95% of items answered the same by every model"
@@ -50,7 +50,7 @@ def test_clearly_separated_models_are_not_flagged(folder: Path) -> None:
     expected = stats.pearsonr([0, 1, 1], [12, 29, 47]).statistic
     assert items["q20"].discrimination == pytest.approx(expected)
     same = proportion_confint(24, 60, method="wilson")  # 12 all right + 12 all wrong
-    assert (rep.items.same["low"], rep.items.same["high"]) == pytest.approx(same)
+    assert (rep.items.same.low, rep.items.same.high) == pytest.approx(same)
 
 
 def test_no_separation_and_a_floor_of_items_everyone_misses(folder: Path) -> None:

@@ -379,11 +379,11 @@ def test_clean_vs_overlapping_score_by_hand(tmp_path: Path) -> None:
     low = 0.5 - math.sqrt((1 - l1) ** 2 + (u2 - 0.5) ** 2)
     high = 0.5 + math.sqrt((u1 - 1) ** 2 + (0.5 - l2) ** 2)
     d = split.difference
-    assert d["value"] == pytest.approx(0.5)
-    assert (d["low"], d["high"]) == (pytest.approx(low, abs=1e-12), pytest.approx(high))
-    assert d["method"] == "newcombe-unpaired" and d["n"] == 100
-    assert split.overlapping["value"] == 1.0 and split.overlapping["low"] == pytest.approx(l1)
-    assert split.clean["value"] == 0.5 and split.clean["high"] == pytest.approx(u2)
+    assert d.value == pytest.approx(0.5)
+    assert d.low == pytest.approx(low, abs=1e-12) and d.high == pytest.approx(high)
+    assert d.method == "newcombe-unpaired" and d.n == 100
+    assert split.overlapping.value == 1.0 and split.overlapping.low == pytest.approx(l1)
+    assert split.clean.value == 0.5 and split.clean.high == pytest.approx(u2)
     assert "higher" in split.reading
     shown = _text(report)
     assert "100.0 [83.9, 100.0]  n=20" in shown and "50.0 [39.3, 60.7]  n=80" in shown
@@ -398,7 +398,7 @@ def test_run_with_several_tasks_needs_the_task_name(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="several tasks"):
         ngram_check([("a", "x " * 20)], tmp_path / "idx", two)
     report = ngram_check([("a", "x " * 20)], tmp_path / "idx", two, task="t")
-    assert report.score is not None and report.score.overlapping["value"] is None  # empty
+    assert report.score is not None and report.score.overlapping.is_empty  # NaN, n=0
     assert "empty" in report.score.reading
 
 

@@ -167,7 +167,7 @@ def test_verdict_rule_on_continuous_scores(shift: float, verdict: str) -> None:
     # every per-item difference equal to the shift: the bootstrap interval is that point
     a = [0.5, 0.6, 0.7, 0.8] * 10
     row = gate_row(paired(a, [x + shift for x in a]), max_drop=0.1, alpha=0.05, power=0.8, seed=0)
-    assert row.diff["low"] == pytest.approx(shift) and row.verdict == verdict
+    assert row.diff.low == pytest.approx(shift) and row.verdict == verdict
     assert row.points and ("worse than the baseline, but by less" in row.explanation) == (
         shift == -0.05
     )
@@ -185,5 +185,5 @@ def test_scores_outside_0_1_are_gated_in_their_own_units() -> None:
     )
     assert not row.points and " points" not in row.explanation
     assert row.verdict == "inconclusive" and row.items_needed is not None
-    d = np.array(row.diff["value"])
-    assert row.diff["low"] < -1.0 < row.diff["high"] and np.isfinite(d)
+    d = np.array(row.diff.value)
+    assert row.diff.low < -1.0 < row.diff.high and np.isfinite(d)

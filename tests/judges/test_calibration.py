@@ -11,7 +11,11 @@ import pytest
 from click.testing import CliRunner
 from scipy.stats import norm
 
-from calipers.analysis._judge_calibration import calibrate_judge, judge_agreement_line
+from calipers.analysis._judge_calibration import (
+    JudgeCalibrationReport,
+    calibrate_judge,
+    judge_agreement_line,
+)
 from calipers.cli import cli
 from calipers.errors import ConfigError, DataError
 from calipers.store import Store
@@ -81,12 +85,12 @@ def test_pass_fail_kappa_matches_the_hand_computation(tmp_path: Path) -> None:
     assert rep.categories == [0.0, 1.0] and rep.confusion == [[3, 2], [1, 4]]
     k, se = fleiss_cohen_everitt([[0.3, 0.2], [0.1, 0.4]], 10)
     assert k == pytest.approx(0.4)  # po 0.7, pe 0.5*0.4 + 0.5*0.6 = 0.5
-    assert rep.statistic == "cohens_kappa" and rep.agreement["value"] == pytest.approx(0.4)
+    assert rep.statistic == "cohens_kappa" and rep.agreement.value == pytest.approx(0.4)
     z = norm.ppf(0.975)
-    assert rep.agreement["low"] == pytest.approx(0.4 - z * se)
-    assert rep.agreement["high"] == pytest.approx(0.4 + z * se)
-    assert rep.exact_agreement["value"] == pytest.approx(0.7)
-    assert rep.judge_score is not None and rep.judge_score["value"] == pytest.approx(0.6)
+    assert rep.agreement.low == pytest.approx(0.4 - z * se)
+    assert rep.agreement.high == pytest.approx(0.4 + z * se)
+    assert rep.exact_agreement.value == pytest.approx(0.7)
+    assert rep.judge_score is not None and rep.judge_score.value == pytest.approx(0.6)
     assert rep.n_matched == 10 and rep.position_bias is None
     assert "krippendorff_alpha_nominal" in rep.secondary
     assert any("only 10 labelled" in c for c in rep.caveats)
@@ -100,11 +104,11 @@ def test_scale_agreement_is_ordinal_alpha(tmp_path: Path) -> None:
         run, recs = store.get_run(run_id), store.get_samples(run_id)
     rep = calibrate_judge(run, recs, _labels(tmp_path, same))
     assert rep.statistic == "krippendorff_alpha_ordinal"
-    assert rep.agreement["value"] == pytest.approx(1.0)
+    assert rep.agreement.value == pytest.approx(1.0)
     assert rep.categories == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert rep.confusion[0][0] == 4 and rep.confusion[4][4] == 6
-    assert rep.secondary["cohens_kappa_quadratic"]["value"] == pytest.approx(1.0)
-    assert calibrate_judge(run, recs, _labels(tmp_path, flipped)).agreement["value"] < 0
+    assert rep.secondary["cohens_kappa_quadratic"].value == pytest.approx(1.0)
+    assert calibrate_judge(run, recs, _labels(tmp_path, flipped)).agreement.value < 0
     with pytest.raises(DataError, match="from 1 to 5"):
         calibrate_judge(run, recs, _labels(tmp_path, {"a": 7}))
 
@@ -127,9 +131,9 @@ def test_length_bias_is_measured(tmp_path: Path) -> None:
     labels = _labels(tmp_path, {str(i): "tie" for i in range(12)})
     rep = calibrate_judge(run, recs, labels)
     assert rep.mode == "pairwise" and rep.length_bias is not None
-    assert rep.length_bias["estimate"]["value"] > 0.8  # longer wins, whatever its content
+    assert rep.length_bias.estimate.value > 0.8  # longer wins, whatever its content
     assert rep.length_bias_vs_human is not None
-    assert rep.length_bias_vs_human["estimate"]["value"] > 0.8  # people saw ties
+    assert rep.length_bias_vs_human.estimate.value > 0.8  # people saw ties
 
 
 def test_position_bias_of_a_first_position_judge(tmp_path: Path) -> None:
@@ -152,9 +156,9 @@ def test_position_bias_of_a_first_position_judge(tmp_path: Path) -> None:
     labels = _labels(tmp_path, {str(i): ("win" if i % 2 else "loss") for i in range(8)})
     rep = calibrate_judge(run, recs, labels)
     pb = rep.position_bias
-    assert pb is not None and pb["n_pairs"] == 8
-    assert pb["first_share"]["value"] == 1.0 and pb["consistency"]["value"] == 0.0
-    assert pb["p_value"] == pytest.approx(2 / 2**8)  # two-sided exact binomial, 8 of 8
+    assert pb is not None and pb.n_pairs == 8
+    assert pb.first_share.value == 1.0 and pb.consistency.value == 0.0
+    assert pb.p_value == pytest.approx(2 / 2**8)  # two-sided exact binomial, 8 of 8
     assert rep.confusion == [[0, 4, 0], [0, 0, 0], [0, 4, 0]]  # judge: all ties
 
 
@@ -175,6 +179,9 @@ def test_cli_stores_the_agreement_for_reports(tmp_path: Path) -> None:
     assert run.summary.judge_calibration is not None
     stored = run.summary.judge_calibration["capq"]
     assert stored["agreement"]["value"] == pytest.approx(0.4) and stored["n_matched"] == 10
+    # the stored dict (JSON) reads back as the typed report, and dumps to the same JSON
+    back = JudgeCalibrationReport.model_validate(stored)
+    assert back.agreement.value == pytest.approx(0.4) and back.model_dump(mode="json") == stored
     assert run.summary.tasks["capq"].metrics["judge"]
     line = judge_agreement_line(run, "capq")
     assert line is not None and "Cohen's kappa 0.400" in line and "n=10" in line
@@ -202,7 +209,7 @@ def test_unmatched_and_bad_labels(tmp_path: Path) -> None:
         run, recs = store.get_run(run_id), store.get_samples(run_id)
     rep = calibrate_judge(run, recs, _labels(tmp_path, {"a": "pass", "zz": "fail"}))
     assert (rep.n_labels, rep.n_matched, rep.n_unmatched) == (2, 1, 1)
-    assert math.isnan(float(rep.agreement["value"] or "nan"))  # one item: undefined, not 0
+    assert math.isnan(rep.agreement.value)  # one item: undefined, not 0
     with pytest.raises(DataError, match="not one of"):
         calibrate_judge(run, recs, _labels(tmp_path, {"a": "maybe"}))
     other = write_task(tmp_path, "plain", ROWS, ["exact_match"])

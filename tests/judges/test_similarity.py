@@ -75,15 +75,15 @@ def test_planted_threshold_is_recovered() -> None:
     gap = (x[~y].max() + x[y].min()) / 2  # separable: the midpoint of the gap
     assert cal.threshold == pytest.approx(gap) and abs(cal.threshold - 0.62) < 0.01
     assert cal.criterion_value == pytest.approx(1.0)
-    assert cal.in_sample_accuracy["value"] == 1.0 and cal.kappa["value"] == pytest.approx(1.0)
+    assert cal.in_sample_accuracy.value == 1.0 and cal.kappa.value == pytest.approx(1.0)
     noisy = y ^ (rng.uniform(size=300) < 0.1)  # 10% of labels flipped
     cal = calibrate_threshold(x, noisy, rng=np.random.default_rng(2), n_resamples=300)
     assert abs(cal.threshold - 0.62) < 0.06
     ti = cal.threshold_interval
-    assert ti["low"] <= 0.62 <= ti["high"] and ti["method"] == "bootstrap-percentile"
+    assert ti.low <= 0.62 <= ti.high and ti.method == "bootstrap-percentile"
     acc = cal.accuracy  # out of sample: about 0.9 with 10% flipped labels
-    assert 0.8 < acc["value"] < 0.95 and acc["low"] < acc["value"] < acc["high"]
-    assert acc["method"] == "bootstrap-oob"
+    assert 0.8 < acc.value < 0.95 and acc.low < acc.value < acc.high
+    assert acc.method == "bootstrap-oob"
     f1 = calibrate_threshold(x, y, rng=np.random.default_rng(1), criterion="f1", n_resamples=50)
     assert f1.threshold == pytest.approx(gap)
 

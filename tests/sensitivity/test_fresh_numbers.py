@@ -76,5 +76,5 @@ def test_a_model_that_memorised_gsm8k_answers_drops_on_fresh_numbers(tmp_path: P
         report = perturbation_gap(load_study(store, plan.study), None)
     (row,) = report.rows
     # right on every original, wrong on every renumbered item: a drop of exactly 1
-    assert row.benchmark_gap["value"] == -1.0 and row.benchmark_gap["n"] == len(fresh)
+    assert row.benchmark_gap.value == -1.0 and row.benchmark_gap.n == len(fresh)
     assert row.control_gap is None and "no control" in row.verdict

@@ -125,8 +125,8 @@ def test_robustness_gap_is_the_paired_drop_and_only_where_the_model_breaks(tmp_p
         )
         run_study(plan, store, provider=model)
         report = robustness(load_study(store, plan.study), "mc")
-    gaps = {r.perturbation: r.gap["value"] for r in report.rows}
-    assert report.clean.score["value"] == 1.0
+    gaps = {r.perturbation: r.gap.value for r in report.rows}
+    assert report.clean.score.value == 1.0
     assert gaps["case"] == -1.0  # all 16 items lost, paired
     assert all(v == 0.0 for k, v in gaps.items() if k != "case")
     (sig,) = [r for r in report.rows if r.significant]
@@ -171,7 +171,7 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
         caught = perturbation_gap(
             study(bench, FakeModel(parrot, name="p")), study(fresh, FakeModel(knows, name="k"))
         )
-    assert [r.benchmark_gap["value"] for r in honest.rows] == [0.0, 0.0]
+    assert [r.benchmark_gap.value for r in honest.rows] == [0.0, 0.0]
     assert all("no detectable excess drop" in r.verdict for r in honest.rows)
     # the parrot answers "A" off the original form: right where the right option sits at A
     bench_items = resolve_task(str(bench))[0]
@@ -180,9 +180,9 @@ def test_perturbation_gap_finds_a_memoriser_and_clears_an_honest_model(tmp_path:
     ):
         shown = apply_variant(bench_items, variant).load(ctx)
         expected = sum(s.target == 0 for s in shown) / len(shown) - 1.0
-        assert row.benchmark_gap["value"] == pytest.approx(expected)
-        assert row.control_gap is not None and row.control_gap["value"] == 0.0
-        assert row.excess_drop is not None and row.excess_drop["high"] < 0
+        assert row.benchmark_gap.value == pytest.approx(expected)
+        assert row.control_gap is not None and row.control_gap.value == 0.0
+        assert row.excess_drop is not None and row.excess_drop.high < 0
         assert "evidence of memorised surface form" in row.verdict
 
 

@@ -110,12 +110,12 @@ def test_position_biased_model_fails_circular_eval_and_shows_the_bias(
         runs = _study(mc_task, store, FakeModel(always_a, name="a-lover"), ["rotations"])
         report = sensitivity(runs, "mc")
     # rotation r puts the right option of item i at (i + r) % 4: A for 3 of the 12 items
-    assert [r.score["value"] for r in report.rows] == [0.25] * 4
-    assert report.circular is not None and report.circular["value"] == 0.0
-    assert report.circular["n"] == 12
+    assert [r.score.value for r in report.rows] == [0.25] * 4
+    assert report.circular is not None and report.circular.value == 0.0
+    assert report.circular.n == 12
     pb = report.position_bias
     assert pb is not None and (pb.n, pb.n_items) == (48, 12)
-    assert [c["value"] for c in pb.chosen] == [1.0, 0.0, 0.0, 0.0]
+    assert [c.value for c in pb.chosen] == [1.0, 0.0, 0.0, 0.0]
     assert pb.correct == [0.25] * 4
     assert pb.over_chosen == [0]
     assert report.noise_floor == 0.0
@@ -144,8 +144,8 @@ def test_a_model_that_knows_is_right_under_every_format(mc_task: Path, tmp_path:
         "permute_seed=1",
         "permute_seed=2",
     ]
-    assert all(r.score["value"] == 1.0 for r in report.rows)
-    assert report.circular is not None and report.circular["value"] == 1.0
+    assert all(r.score.value == 1.0 for r in report.rows)
+    assert report.circular is not None and report.circular.value == 1.0
     assert report.noise_floor == 0.0 and report.spread["sd"] == 0.0
     assert report.position_bias is not None and report.position_bias.over_chosen == []
 
@@ -183,7 +183,7 @@ def test_noise_floor_flags_close_models_in_compare_and_leaderboard(
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         runs = _study(mc_task, store, FakeModel(half_right, name="flaky"), ["instruction"])
         report = sensitivity(runs, "mc")
-        assert [r.score["value"] for r in report.rows] == [0.5, 1.0]
+        assert [r.score.value for r in report.rows] == [0.5, 1.0]
         assert report.noise_floor == 0.5
         floors = format_floors(store.list_runs())
         ((key, floor),) = floors.items()

@@ -16,7 +16,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -29,7 +28,7 @@ from calipers.errors import ConfigError
 from calipers.runner import comparable_hash
 from calipers.stats import subset_difference, summarize, wilson
 from calipers.store import SampleRecord
-from calipers.types import Sample
+from calipers.types import Estimate, Sample
 
 __all__ = [
     "WRONG_LABEL",
@@ -71,9 +70,9 @@ class RunAudit(BaseModel):
     run_id: str
     model: str
     formulation: str | None
-    all_items: dict[str, Any]
-    audited: dict[str, Any]
-    shift: dict[str, Any]  # audited - all_items
+    all_items: Estimate
+    audited: Estimate
+    shift: Estimate  # audited - all_items
 
 
 class FlagAgreement(BaseModel):
@@ -88,9 +87,9 @@ class FlagAgreement(BaseModel):
     fp: int
     fn: int
     tn: int
-    precision: dict[str, Any]
-    recall: dict[str, Any]
-    base_rate: dict[str, Any]  # share of items with such an error: a random flag's precision
+    precision: Estimate
+    recall: Estimate
+    base_rate: Estimate  # share of items with such an error: a random flag's precision
 
 
 class AuditReport(BaseModel):
@@ -271,9 +270,9 @@ def _run_audit(
         run_id=run.record.id,
         model=run.record.model_name,
         formulation=run.methodology.tasks[ctx.task].formulation,
-        all_items=summarize(kept + dropped, rng=rng, confidence=c).to_dict(),
-        audited=summarize(kept, rng=rng, confidence=c).to_dict(),
-        shift=subset_difference(kept, dropped, rng=rng, confidence=c).to_dict(),
+        all_items=summarize(kept + dropped, rng=rng, confidence=c),
+        audited=summarize(kept, rng=rng, confidence=c),
+        shift=subset_difference(kept, dropped, rng=rng, confidence=c),
     )
 
 
@@ -296,9 +295,9 @@ def _against(
         fp=fp,
         fn=fn,
         tn=n - tp - fp - fn,
-        precision=wilson(tp, tp + fp, c).to_dict(),
-        recall=wilson(tp, tp + fn, c).to_dict(),
-        base_rate=wilson(tp + fn, n, c).to_dict(),
+        precision=wilson(tp, tp + fp, c),
+        recall=wilson(tp, tp + fn, c),
+        base_rate=wilson(tp + fn, n, c),
     )
 
 

@@ -107,9 +107,9 @@ class GateRow(BaseModel):
     task: str
     metric: str
     n: int
-    baseline: dict[str, Any]
-    candidate: dict[str, Any]
-    diff: dict[str, Any]
+    baseline: Estimate
+    candidate: Estimate
+    diff: Estimate
     max_drop: float
     verdict: Verdict
     items_needed: int | None
@@ -283,9 +283,9 @@ def gate_row(p: Paired, *, max_drop: float, alpha: float, power: float, seed: in
         task=p.task,
         metric=p.metric,
         n=res.n,
-        baseline=res.mean_a.to_dict(),
-        candidate=res.mean_b.to_dict(),
-        diff=d.to_dict(),
+        baseline=res.mean_a,
+        candidate=res.mean_b,
+        diff=d,
         max_drop=max_drop,
         verdict=verdict,
         items_needed=needed,

@@ -55,8 +55,31 @@ JudgeMode = Literal["scale", "pass_fail", "pairwise"]
 Key = tuple[str, int]
 
 
+class JudgeCorrelation(BaseModel):
+    """A rank correlation (length bias) with its two-sided p-value (None when undefined)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    estimate: Estimate
+    p_value: float | None
+
+
+class JudgePositionBias(BaseModel):
+    """Pairwise judges: consistency across the two orders, and the first position's share of
+    the flips (0.5 = no bias)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_pairs: int
+    n_ties: int
+    consistency: Estimate
+    first_share: Estimate
+    p_value: float | None
+
+
 class JudgeCalibrationReport(BaseModel):
-    """Agreement of a run's judge with human labels; estimates are ``Estimate.to_dict()``."""
+    """Agreement of a run's judge with human labels. Stored in the run summary as its
+    ``model_dump(mode="json")`` (estimates as ``Estimate.to_dict()``); validates from it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,15 +94,15 @@ class JudgeCalibrationReport(BaseModel):
     n_unmatched: int
     n_judge_errors: int
     statistic: str
-    agreement: dict[str, Any]
-    secondary: dict[str, dict[str, Any]]
-    exact_agreement: dict[str, Any]
+    agreement: Estimate
+    secondary: dict[str, Estimate]
+    exact_agreement: Estimate
     categories: list[float]
     confusion: list[list[int]]
-    judge_score: dict[str, Any] | None
-    position_bias: dict[str, Any] | None
-    length_bias: dict[str, Any] | None
-    length_bias_vs_human: dict[str, Any] | None
+    judge_score: Estimate | None
+    position_bias: JudgePositionBias | None
+    length_bias: JudgeCorrelation | None
+    length_bias_vs_human: JudgeCorrelation | None
     caveats: list[str]
 
 
@@ -198,9 +221,9 @@ def _norm(x: float, mode: JudgeMode, scale: tuple[int, int]) -> float:
     return (x - scale[0]) / (scale[1] - scale[0]) if mode == "scale" else x
 
 
-def _corr(c: Any) -> dict[str, Any]:
+def _corr(c: Any) -> JudgeCorrelation:
     p = float(c.p_value)
-    return {"estimate": c.estimate.to_dict(), "p_value": None if math.isnan(p) else p}
+    return JudgeCorrelation(estimate=c.estimate, p_value=None if math.isnan(p) else p)
 
 
 def _agreement(
@@ -210,15 +233,15 @@ def _agreement(
     mode: JudgeMode,
     rng: np.random.Generator,
     c: float,
-) -> tuple[str, Estimate, dict[str, Any]]:
+) -> tuple[str, Estimate, dict[str, Estimate]]:
     kappa = cohens_kappa(
         h, j, categories=cats, confidence=c, weights="quadratic" if mode == "scale" else "none"
     )
     level: Literal["ordinal", "nominal"] = "nominal" if mode == "pass_fail" else "ordinal"
     alpha = krippendorff_alpha([h, j], level=level, rng=rng, confidence=c)
     if mode == "scale":
-        return "krippendorff_alpha_ordinal", alpha, {"cohens_kappa_quadratic": kappa.to_dict()}
-    return "cohens_kappa", kappa, {f"krippendorff_alpha_{level}": alpha.to_dict()}
+        return "krippendorff_alpha_ordinal", alpha, {"cohens_kappa_quadratic": kappa}
+    return "cohens_kappa", kappa, {f"krippendorff_alpha_{level}": alpha}
 
 
 def _biases(
@@ -228,7 +251,7 @@ def _biases(
     scale: tuple[int, int],
     rng: np.random.Generator,
     c: float,
-) -> tuple[dict[str, Any] | None, dict[str, Any], dict[str, Any]]:
+) -> tuple[JudgePositionBias | None, JudgeCorrelation, JudgeCorrelation]:
     keys = list(judged)
     chars = np.array([judged[k]["answer_chars"] for k in keys], dtype=float)
     base = (
@@ -251,22 +274,22 @@ def _biases(
             confidence=c,
         )
         p = float(b.p_value)
-        pb = {
-            "n_pairs": b.n_pairs,
-            "n_ties": b.n_ties,
-            "consistency": b.consistency.to_dict(),
-            "first_share": b.first_share.to_dict(),
-            "p_value": None if math.isnan(p) else p,
-        }
+        pb = JudgePositionBias(
+            n_pairs=b.n_pairs,
+            n_ties=b.n_ties,
+            consistency=b.consistency,
+            first_share=b.first_share,
+            p_value=None if math.isnan(p) else p,
+        )
     return pb, _corr(lb), _corr(lbh)
 
 
-def _judge_score(run: RunRecord, task: str, mode: JudgeMode) -> dict[str, Any] | None:
+def _judge_score(run: RunRecord, task: str, mode: JudgeMode) -> Estimate | None:
     ts = run.task_summary(task)
     metrics = ts.metrics if ts else {}
     want = "win" if mode == "pairwise" else "judge"
     found = (v for k, v in metrics.items() if k == want or k.endswith("." + want))
-    return next((e.to_dict() for e in found), None)
+    return next(found, None)
 
 
 def calibrate_judge(
@@ -334,11 +357,11 @@ def calibrate_judge(
         n_unmatched=len(human) - len(matched) - n_err,
         n_judge_errors=n_err,
         statistic=statistic,
-        agreement=agree.to_dict(),
+        agreement=agree,
         secondary=secondary,
         exact_agreement=wilson(
             sum(h == j for h, j in zip(hs, js, strict=True)), len(hs), confidence
-        ).to_dict(),
+        ),
         categories=cats,
         confusion=confusion,
         judge_score=_judge_score(run, task, mode),

@@ -28,6 +28,7 @@ def judge_agreement_line(run: RunRecord, task: str) -> str | None:
         return (
             f"judge-human agreement: not measured (calipers judge-calibrate {run.id} --labels FILE)"
         )
+    # the report is stored in the run summary as JSON (types cannot hold the analysis type)
     est = Estimate.from_dict(cal["agreement"])
     return (
         f"judge-human agreement: {_NAMES.get(cal['statistic'], cal['statistic'])} "

@@ -25,6 +25,7 @@ from calipers.analysis._saturation import saturation
 from calipers.errors import CalipersError
 from calipers.runner import comparable_hash
 from calipers.stats import rank_models
+from calipers.types import Estimate
 
 __all__ = ["Board", "BoardEntry", "leaderboard"]
 
@@ -34,7 +35,7 @@ class BoardEntry(BaseModel):
 
     run_id: str
     model: str
-    score: dict[str, Any]
+    score: Estimate
     rank: int
     rank_low: int
     rank_high: int
@@ -103,7 +104,7 @@ def _flags(
         flag = floor_flag(
             floors,
             task,
-            e.score["value"] - above.score["value"],
+            e.score.value - above.score.value,
             [keys[e.run_id], keys[above.run_id]],
             above.model,
         )
@@ -131,7 +132,7 @@ def _board(
         BoardEntry(
             run_id=by_label[m.name].record.id,
             model=by_label[m.name].record.model_name,
-            score=m.score.to_dict(),
+            score=m.score,
             rank=m.rank,
             rank_low=m.rank_low,
             rank_high=m.rank_high,

@@ -33,6 +33,7 @@ from calipers.stats import (
     uniform_items,
     wilson,
 )
+from calipers.types import Estimate
 
 __all__ = [
     "ItemRow",
@@ -64,9 +65,9 @@ class ItemStats(BaseModel):
     n_items: int
     binary: bool
     items: list[ItemRow]
-    all_right: dict[str, Any]
-    all_wrong: dict[str, Any]
-    same: dict[str, Any]
+    all_right: Estimate
+    all_wrong: Estimate
+    same: Estimate
     n_discrimination_defined: int
     n_negative_discrimination: int
     median_discrimination: float | None
@@ -86,7 +87,7 @@ class SaturationReport(BaseModel):
     n_items: int
     n_models: int
     best_model: str
-    best: dict[str, Any]
+    best: Estimate
     headroom: float | None  # 1 - upper end of the best score's interval ([0, 1] metrics)
     top_tied: list[str]
     n_tie_groups: int
@@ -147,11 +148,11 @@ def common_matrix(
     return ids, [first[i].category for i in ids], x
 
 
-def _estimates(x: npt.NDArray[np.float64], c: float) -> dict[str, dict[str, Any]]:
+def _estimates(x: npt.NDArray[np.float64], c: float) -> dict[str, Estimate]:
     right, wrong, same = uniform_items(x)
     n = x.shape[1]
     return {
-        k: wilson(int(m.sum()), n, c).to_dict()
+        k: wilson(int(m.sum()), n, c)
         for k, m in (("all_right", right), ("all_wrong", wrong), ("same", same))
     }
 
@@ -245,9 +246,7 @@ def _flags(
     top, n_models = rep["top_tied"], rep["n_models"]
     if n_models < 2:
         return False, []
-    ceiling = (
-        f"best score's interval reaches {100 * rep['best']['high']:.1f}%" if at_ceiling else None
-    )
+    ceiling = f"best score's interval reaches {100 * rep['best'].high:.1f}%" if at_ceiling else None
     uniform = (
         f"{_pct(shares['same'])} of items answered the same by every model"
         if shares["same"] >= same_min
@@ -323,15 +322,14 @@ def saturation(
         n_items=stats.n_items,
         n_models=len(runs),
         best_model=best.name,
-        best=best.score.to_dict(),
+        best=best.score,
         headroom=headroom,
         top_tied=[m.name for m in live if m.tie_group == 1],
         n_tie_groups=len({m.tie_group for m in live}),
     )
     rep["separates"] = rep["n_tie_groups"] >= 2
-    shares = {
-        k: float(getattr(stats, k)["value"] or 0.0) for k in ("same", "all_right", "all_wrong")
-    }
+    ests = {"same": stats.same, "all_right": stats.all_right, "all_wrong": stats.all_wrong}
+    shares = {k: 0.0 if e.is_empty else e.value for k, e in ests.items()}  # no item: 0
     at_ceiling = headroom is not None and headroom <= headroom_margin
     saturated, flags = _flags(rep, at_ceiling, shares, (same_share, wrong_share))
     return SaturationReport(**rep, saturated=saturated, flags=flags, items=stats)

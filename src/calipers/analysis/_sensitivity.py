@@ -21,6 +21,7 @@ from calipers.analysis._align import StoredRun, pair
 from calipers.errors import ConfigError
 from calipers.stats import adjust, clustered_mean, paired_compare, summarize, wilson
 from calipers.store import SampleRecord
+from calipers.types import Estimate
 
 __all__ = [
     "FormulationRow",
@@ -53,8 +54,8 @@ class _Out(BaseModel):
 class FormulationRow(_Out):
     label: str
     run_id: str
-    score: dict[str, Any]  # Estimate.to_dict()
-    diff: dict[str, Any] | None  # paired, this formulation minus the reference
+    score: Estimate
+    diff: Estimate | None  # paired, this formulation minus the reference
     p_value: float | None
     n_paired: int
 
@@ -69,7 +70,7 @@ class PositionBias(_Out):
 
     n: int
     n_items: int
-    chosen: list[dict[str, Any]]  # Estimate.to_dict() per position (cluster-robust)
+    chosen: list[Estimate]  # per position (cluster-robust)
     correct: list[float]
     over_chosen: list[int]
 
@@ -82,7 +83,7 @@ class SensitivityReport(_Out):
     rows: list[FormulationRow]
     spread: dict[str, float | int | None]  # min, max, sd, n (formulations)
     noise_floor: float | None  # max - min of the formulation scores
-    circular: dict[str, Any] | None
+    circular: Estimate | None
     circular_note: str
     position_bias: PositionBias | None
     notes: list[str]
@@ -160,8 +161,8 @@ def _rows(
             FormulationRow(
                 label=describe_formulation(ref, run, task),
                 run_id=run.record.id,
-                score=score.to_dict(),
-                diff=None if is_ref else res.diff.to_dict(),
+                score=score,
+                diff=None if is_ref else res.diff,
                 p_value=None if is_ref or math.isnan(res.p_value) else float(res.p_value),
                 n_paired=res.n,
             )
@@ -170,7 +171,7 @@ def _rows(
 
 
 def _spread(rows: Sequence[FormulationRow]) -> dict[str, float | int | None]:
-    values = np.array([r.score["value"] for r in rows if r.score["n"]], dtype=np.float64)
+    values = np.array([r.score.value for r in rows if r.score.n], dtype=np.float64)
     if values.size == 0:
         return {"min": None, "max": None, "sd": None, "n": 0}
     sd = float(values.std(ddof=1)) if values.size > 1 else None
@@ -193,7 +194,7 @@ def _only_rotated(ref: StoredRun, run: StoredRun, task: str) -> bool:
 
 def _circular(
     runs: Sequence[StoredRun], task: str, metric: str, confidence: float
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[Estimate | None, str]:
     """CircularEval: an item counts as right only if it is right under every rotation of its
     options. Needs the runs of rotations 0..n-1 that differ in nothing else."""
     ref = runs[0]
@@ -224,7 +225,7 @@ def _circular(
     ids = set.intersection(*(set(d) for d in per_run))
     right = sum(all(d[i] for d in per_run) for i in ids)
     est = wilson(right, len(ids), confidence)
-    return est.to_dict(), (
+    return est, (
         f"right under all {n_opts} rotations, on the {len(ids)} items scored in every rotation"
     )
 
@@ -275,7 +276,7 @@ def position_bias(
     return PositionBias(
         n=len(chosen),
         n_items=len(set(items)),
-        chosen=[e.to_dict() for e in shares],
+        chosen=shares,
         correct=right,
         over_chosen=[j for j, e in enumerate(shares) if e.low > right[j]],
     )
@@ -347,8 +348,8 @@ class RobustnessRow(_Out):
     perturbation: str
     run_id: str
     n_paired: int
-    score: dict[str, Any]
-    gap: dict[str, Any]  # paired: perturbed minus clean
+    score: Estimate
+    gap: Estimate  # paired: perturbed minus clean
     p_value: float | None
     p_adjusted: float | None  # Holm over the perturbations
     significant: bool
@@ -390,7 +391,7 @@ def robustness(
                 run_id=r.run_id,
                 n_paired=r.n_paired,
                 score=r.score,
-                gap=r.diff or {},
+                gap=r.diff if r.diff is not None else Estimate.empty(),
                 p_value=r.p_value,
                 p_adjusted=float(p_adj) if ok else None,
                 significant=ok and p_adj < alpha,

@@ -17,8 +17,7 @@ from calipers.types import Estimate
 __all__ = ["audit_cmd", "items_cmd"]
 
 
-def _est(d: dict[str, Any], *, points: bool = False) -> str:
-    e = Estimate.from_dict(d)
+def _est(e: Estimate, *, points: bool = False) -> str:
     if e.is_empty:
         return "n/a (n=0)"
     if points:
@@ -242,7 +241,7 @@ def _print_items(obj: Context, rep: Any) -> None:
         f"[bold]Items[/] · {rep.task} · {rep.metric} · {rep.n_items} items scored "
         f"by all {rep.n_models} runs"
     )
-    best = Estimate.from_dict(rep.best)
+    best = rep.best
     sep = (
         f"separates the models: {rep.n_tie_groups} tie groups"
         if rep.separates

@@ -186,10 +186,9 @@ def ngram_cmd(
     obj.out.print(render_ngram_report(report))
 
 
-def _pts(e: dict[str, Any] | None) -> str:
-    if not e:
+def _pts(est: Estimate | None) -> str:
+    if est is None:
         return "-"
-    est = Estimate.from_dict(e)
     return f"{100 * est.value:+.1f} [{100 * est.low:+.1f}, {100 * est.high:+.1f}]"
 
 

@@ -56,8 +56,7 @@ class GateCommand(click.Command):
 # -- outputs for CI ---------------------------------------------------------------------------
 
 
-def _num(e: dict[str, Any], points: bool, signed: bool = False) -> str:
-    est = Estimate.from_dict(e)
+def _num(est: Estimate, points: bool, signed: bool = False) -> str:
     if est.is_empty:
         return "n/a"
     k, f = (100.0, ".1f") if points else (1.0, ".4g")

@@ -15,10 +15,8 @@ from calipers.types import Estimate
 __all__ = ["judge_calibrate_cmd"]
 
 
-def _est(d: dict[str, Any] | None) -> str:
-    if d is None:
-        return "n/a"
-    return Estimate.from_dict(d).format()
+def _est(e: Estimate | None) -> str:
+    return "n/a" if e is None else e.format()
 
 
 def _p(v: float | None) -> str:
@@ -39,7 +37,7 @@ def _print_judge(obj: Context, rep: Any, saved: bool) -> None:
     t.add_row(f"[bold]{rep.statistic}[/]", _est(rep.agreement))
     for name, d in rep.secondary.items():
         t.add_row(name, _est(d))
-    t.add_row("exact agreement", Estimate.from_dict(rep.exact_agreement).format(percent=True))
+    t.add_row("exact agreement", rep.exact_agreement.format(percent=True))
     t.add_row("judge score (run)", _est(rep.judge_score))
     out.print(t)
     c = Table(
@@ -54,18 +52,16 @@ def _print_judge(obj: Context, rep: Any, saved: bool) -> None:
     if rep.position_bias:
         pb = rep.position_bias
         out.print(
-            f"Position bias: {pb['n_pairs']} decided pairs, consistent across orders "
-            f"{_est(pb['consistency'])}; first position wins "
-            f"{_est(pb['first_share'])} of the flips (0.5 = no bias, p={_p(pb['p_value'])})"
+            f"Position bias: {pb.n_pairs} decided pairs, consistent across orders "
+            f"{_est(pb.consistency)}; first position wins "
+            f"{_est(pb.first_share)} of the flips (0.5 = no bias, p={_p(pb.p_value)})"
         )
     for label, lb in (
         ("all judged items", rep.length_bias),
         ("judge minus human, labelled items", rep.length_bias_vs_human),
     ):
         if lb:
-            out.print(
-                f"Length bias ({label}): Spearman {_est(lb['estimate'])}, p={_p(lb['p_value'])}"
-            )
+            out.print(f"Length bias ({label}): Spearman {_est(lb.estimate)}, p={_p(lb.p_value)}")
     for cav in rep.caveats:
         out.print(f"[dim]caveat: {escape(cav)}[/]")
     if saved:

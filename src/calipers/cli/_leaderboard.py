@@ -7,7 +7,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
-from calipers.types import Estimate
 
 __all__ = ["leaderboard_cmd"]
 
@@ -77,7 +76,7 @@ def leaderboard_cmd(
         for col in ("rank [95%]", "tie group", "model", "score [95% interval]", "run", "flags"):
             t.add_column(col)
         for e in b.entries:
-            est = Estimate.from_dict(e.score)
+            est = e.score
             interval = f"{e.rank} [{e.rank_low}–{e.rank_high}]"
             t.add_row(
                 interval,

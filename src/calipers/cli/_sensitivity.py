@@ -22,10 +22,9 @@ _AXES_HELP = (
 )
 
 
-def _pts(e: dict[str, Any] | None) -> str:
-    if e is None:
+def _pts(est: Estimate | None) -> str:
+    if est is None:
         return "-"
-    est = Estimate.from_dict(e)
     if est.is_empty:
         return "n/a (n=0)"
     return f"{100 * est.value:.1f} [{100 * est.low:.1f}, {100 * est.high:.1f}]"
@@ -77,7 +76,7 @@ def _print(obj: Context, report: Any, skipped: list[tuple[str, str]]) -> None:
     pb = report.position_bias
     if pb:
         cells = ", ".join(
-            f"{chr(65 + i)} {100 * Estimate.from_dict(c).value:.0f}% (right {100 * r:.0f}%)"
+            f"{chr(65 + i)} {100 * c.value:.0f}% (right {100 * r:.0f}%)"
             for i, (c, r) in enumerate(zip(pb.chosen, pb.correct, strict=True))
         )
         over = ", ".join(chr(65 + j) for j in pb.over_chosen)

@@ -382,6 +382,7 @@ def _est(d: dict[str, Any] | None, pct: bool = False) -> str:
 
     if not d:
         return "n/a"
+    # the profile is read from the suite's JSON file (written by any version)
     e = Estimate.from_dict({k: (v if v is not None else float("nan")) for k, v in d.items()})
     if e.is_empty:
         return "n/a"

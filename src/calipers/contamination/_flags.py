@@ -44,11 +44,15 @@ def contamination_flags(
             return [StoredRun(r, tuple(store.get_samples(r.id))) for r in rs]
 
         report = perturbation_gap(load(members), load(studies[f"{sid}-control"]))
-        hits = [r for r in report.rows if r.excess_drop and r.excess_drop["high"] < 0]
+        hits = [
+            (r, r.excess_drop)
+            for r in report.rows
+            if r.excess_drop is not None and r.excess_drop.high < 0
+        ]
         if not hits:
             continue
-        worst = min(hits, key=lambda r: r.excess_drop["value"] if r.excess_drop else 0.0)
-        drop = -100 * (worst.excess_drop or {"value": 0.0})["value"]
+        worst, excess = min(hits, key=lambda h: h[1].value)
+        drop = -100 * excess.value
         text = (
             f"contamination: benchmark items lose {drop:.1f} pts more than fresh items "
             f"when {worst.perturbation} (study {sid})"

@@ -38,6 +38,7 @@ from calipers.contamination._ngram_index import CorpusIndex, open_index
 from calipers.contamination._ngram_score import ScoreSplit, score_split
 from calipers.errors import ConfigError
 from calipers.stats import wilson
+from calipers.types import Estimate
 
 if TYPE_CHECKING:
     from calipers.analysis import StoredRun
@@ -98,7 +99,7 @@ class NgramReport(BaseModel):
     n_overlapping: int | None = None
     n_clean: int | None = None
     n_shared_ngrams: int | None = None
-    overlap_share: dict[str, Any] | None = None
+    overlap_share: Estimate | None = None
     ratio_histogram: dict[str, int] | None = None
     ratio_quantiles: dict[str, float] | None = None
     fp_rate: float | None = None
@@ -321,7 +322,7 @@ def ngram_check(
         n_overlapping=n_over,
         n_clean=checked - n_over,
         n_shared_ngrams=n_shared,
-        overlap_share=wilson(n_over, checked, confidence).to_dict(),
+        overlap_share=wilson(n_over, checked, confidence),
         ratio_histogram=_histogram(ratio),
         ratio_quantiles={f"p{q}": float(np.percentile(valid, q)) for q in (50, 90, 99, 100)}
         if valid.size

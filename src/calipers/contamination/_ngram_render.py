@@ -3,8 +3,6 @@ and what the check can and cannot prove."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
@@ -17,9 +15,8 @@ from calipers.types import Estimate
 __all__ = ["render_ngram_report"]
 
 
-def _est(d: dict[str, Any] | None, scale: float = 100.0) -> str:
-    e = Estimate.from_dict(d) if d else Estimate.empty()
-    if e.is_empty:
+def _est(e: Estimate | None, scale: float = 100.0) -> str:
+    if e is None or e.is_empty:
         return "n/a (n=0)"
     return f"{e.value * scale:.1f} [{e.low * scale:.1f}, {e.high * scale:.1f}]  n={e.n}"
 
@@ -60,7 +57,7 @@ def _summary(r: NgramReport) -> Table:
 
 
 def _score(s: ScoreSplit) -> Table:
-    d = Estimate.from_dict(s.difference)
+    d = s.difference
     scale = 100.0 if d.low >= -1 and d.high <= 1 else 1.0
     t = Table(
         title=f"{escape(s.model)} ({s.run_id}) on {s.task}, {s.metric}",
@@ -73,7 +70,7 @@ def _score(s: ScoreSplit) -> Table:
         _est(s.clean, scale),
         _est(s.overlapping, scale),
         _est(s.difference, scale),
-        str(s.difference.get("method", "")),
+        s.difference.method,
     )
     return t
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -38,9 +38,9 @@ class ScoreSplit(BaseModel):
     metric: str
     n_scored: int
     n_unscored: int
-    clean: dict[str, Any]
-    overlapping: dict[str, Any]
-    difference: dict[str, Any]
+    clean: Estimate
+    overlapping: Estimate
+    difference: Estimate
     reading: str
 
 
@@ -160,8 +160,8 @@ def score_split(
         metric=metric,
         n_scored=len(groups["clean"]) + len(groups["overlapping"]),
         n_unscored=unscored,
-        clean=clean.to_dict(),
-        overlapping=over.to_dict(),
-        difference=diff.to_dict(),
+        clean=clean,
+        overlapping=over,
+        difference=diff,
         reading=reading,
     )

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
@@ -42,9 +41,9 @@ class GapRow(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     perturbation: str
-    benchmark_gap: dict[str, Any]  # paired, perturbed - original (Estimate.to_dict())
-    control_gap: dict[str, Any] | None
-    excess_drop: dict[str, Any] | None  # benchmark gap - control gap
+    benchmark_gap: Estimate  # paired, perturbed - original
+    control_gap: Estimate | None
+    excess_drop: Estimate | None  # benchmark gap - control gap
     verdict: str
 
 
@@ -99,16 +98,16 @@ def perturbation_gap(
     control_rows = {r.label: r for r in c.rows[1:]} if c else {}
     rows = []
     for r in b.rows[1:]:
-        gap = Estimate.from_dict(r.diff or {})
+        gap = r.diff if r.diff is not None else Estimate.empty()
         cr = control_rows.get(r.label)
-        cgap = Estimate.from_dict(cr.diff) if cr and cr.diff else None
+        cgap = cr.diff if cr else None
         excess = _difference(gap, cgap) if cgap is not None else None
         rows.append(
             GapRow(
                 perturbation=r.label,
-                benchmark_gap=gap.to_dict(),
-                control_gap=cgap.to_dict() if cgap else None,
-                excess_drop=excess.to_dict() if excess else None,
+                benchmark_gap=gap,
+                control_gap=cgap,
+                excess_drop=excess,
                 verdict=_verdict(gap, excess),
             )
         )

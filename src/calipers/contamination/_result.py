@@ -135,14 +135,15 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
+        """The result from its ``to_dict()`` (read back from JSON)."""
         return cls(
             probe=d["probe"],
             metric=d["metric"],
             model=d["model"],
             caveat=d["caveat"],
-            item_mean=Estimate.from_dict(d["item_mean"]),
-            control_mean=Estimate.from_dict(d["control_mean"]),
-            difference=Estimate.from_dict(d["difference"]),
+            item_mean=Estimate.from_dict(d["item_mean"]),  # JSON (to_dict()) read back
+            control_mean=Estimate.from_dict(d["control_mean"]),  # JSON (to_dict()) read back
+            difference=Estimate.from_dict(d["difference"]),  # JSON (to_dict()) read back
             p_value=_float(d["p_value"]),
             test=d["test"],
             items=tuple(ItemScore.from_dict(s) for s in d.get("items", [])),
@@ -156,6 +157,7 @@ class ProbeResult:
 
 
 def _estimate(d: dict[str, Any] | None) -> Estimate | None:
+    # an optional estimate read back from JSON (ProbeResult.from_dict)
     return None if d is None else Estimate.from_dict(d)
 
 

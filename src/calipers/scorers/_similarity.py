@@ -124,10 +124,10 @@ class ThresholdCalibration(BaseModel):
     n_positive: int
     n_negative: int
     criterion_value: float
-    threshold_interval: dict[str, Any]
-    accuracy: dict[str, Any]
-    in_sample_accuracy: dict[str, Any]
-    kappa: dict[str, Any]
+    threshold_interval: Estimate
+    accuracy: Estimate
+    in_sample_accuracy: Estimate
+    kappa: Estimate
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -215,22 +215,20 @@ def calibrate_threshold(
         accuracy=_interval(
             float(np.mean(accs)) if accs else math.nan, accs, confidence, x.size, "bootstrap-oob"
         ),
-        in_sample_accuracy=wilson(int(np.sum(pred == y)), int(x.size), confidence).to_dict(),
+        in_sample_accuracy=wilson(int(np.sum(pred == y)), int(x.size), confidence),
         kappa=cohens_kappa(
             y.astype(int), pred.astype(int), categories=[0, 1], confidence=confidence
-        ).to_dict(),
+        ),
     )
 
 
 def _interval(
     value: float, draws: Sequence[float], confidence: float, n: int, method: str
-) -> dict[str, Any]:
+) -> Estimate:
     if not draws or math.isnan(value):
-        return Estimate(value, math.nan, math.nan, n, method, confidence).to_dict()
+        return Estimate(value, math.nan, math.nan, n, method, confidence)
     q = np.quantile(np.asarray(draws), [(1 - confidence) / 2, (1 + confidence) / 2])
-    return Estimate(
-        value, min(float(q[0]), value), max(float(q[1]), value), n, method, confidence
-    ).to_dict()
+    return Estimate(value, min(float(q[0]), value), max(float(q[1]), value), n, method, confidence)
 
 
 _YES = {"1", "true", "yes", "match", "pass", "1.0"}

@@ -66,17 +66,24 @@ def _est(e: Estimate) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in d.items()}
 
 
-def profile(records: Sequence[LogRecord], typos: set[str]) -> dict[str, Any]:
+def _estimates(records: Sequence[LogRecord], typos: set[str]) -> dict[str, Estimate]:
     lengths = np.array([len(r.query) for r in records], dtype=np.float64)
     multi = sum(r.n_user_turns > 1 for r in records)
     typo = sum(any(w in typos for w in _words(r.user_text)) for r in records)
     return {
-        "n": len(records),
-        "length_median": _est(quantile_interval(lengths, 0.5)),
-        "length_p90": _est(quantile_interval(lengths, 0.9)),
-        "multi_turn": _est(wilson(multi, len(records))),
-        "likely_typo": _est(wilson(typo, len(records))),
+        "length_median": quantile_interval(lengths, 0.5),
+        "length_p90": quantile_interval(lengths, 0.9),
+        "multi_turn": wilson(multi, len(records)),
+        "likely_typo": wilson(typo, len(records)),
     }
+
+
+def _stored(n: int, estimates: dict[str, Estimate]) -> dict[str, Any]:
+    return {"n": n, **{k: _est(e) for k, e in estimates.items()}}
+
+
+def profile(records: Sequence[LogRecord], typos: set[str]) -> dict[str, Any]:
+    return _stored(len(records), _estimates(records, typos))
 
 
 def share_difference(a: Estimate, b: Estimate) -> Estimate:
@@ -101,7 +108,8 @@ def compare_profiles(
     """The suite's profile next to the traffic's, with the differences and cluster coverage.
     ``traffic_clusters[i]`` is the cluster of traffic record i (duplicates included)."""
     typos = likely_typos(r.user_text for r in traffic)
-    t, s = profile(traffic, typos), profile(suite, typos)
+    te, se = _estimates(traffic, typos), _estimates(suite, typos)
+    t, s = _stored(len(traffic), te), _stored(len(suite), se)
     ks = ks_drift([len(r.query) for r in traffic], [len(r.query) for r in suite])
     covered = set(suite_clusters)
     all_clusters = set(traffic_clusters)
@@ -116,8 +124,7 @@ def compare_profiles(
             "n_suite": ks.n_current,
         },
         "difference": {
-            k: _est(share_difference(Estimate.from_dict(s[k]), Estimate.from_dict(t[k])))
-            for k in ("multi_turn", "likely_typo")
+            k: _est(share_difference(se[k], te[k])) for k in ("multi_turn", "likely_typo")
         },
         "coverage": {
             "clusters_covered": len(covered & all_clusters),

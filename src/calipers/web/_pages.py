@@ -11,7 +11,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from calipers.errors import CalipersError, ConfigError
 from calipers.reports import diff_panels, diff_text, methodology_rows, num, task_views
 from calipers.store import Store
-from calipers.types import Estimate
 from calipers.web._charts import forest_svg, plot_row
 from calipers.web._queries import (
     compare_runs,
@@ -143,7 +142,7 @@ def _board_chart(board: Any) -> Any:
         plot_row(
             e.model,
             f"rank {e.rank} [{e.rank_low}–{e.rank_high}] · {e.run_id}",
-            Estimate.from_dict(e.score),
+            e.score,
         )
         for e in board.entries
     ]
@@ -158,6 +157,5 @@ def leaderboard_page(request: Request, task: Many = None) -> Response:
         "leaderboard.html.j2",
         boards=boards,
         charts=[_board_chart(b) for b in boards],
-        est=Estimate.from_dict,
         tasks=task or [],
     )
