@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     )
     from calipers.stats._passk import pass_at_k, pass_at_k_estimate
     from calipers.stats._power import mde_paired, sample_size_paired, unpaired_sample_size
+    from calipers.stats._ppi import PPIResult, ppi_difference, ppi_lambda, ppi_mean
     from calipers.stats._proportion import beta_posterior, wilson
     from calipers.stats._quantile import order_statistic_ranks, quantile_interval
     from calipers.stats._ranking import Leaderboard, RankedModel, rank_models
@@ -76,6 +77,7 @@ _MODULES = {
     "Guardrail": "_sequential",
     "GuardrailStatus": "_sequential",
     "Leaderboard": "_ranking",
+    "PPIResult": "_ppi",
     "PairedResult": "_paired",
     "PositionBias": "_agreement",
     "RankedModel": "_ranking",
@@ -113,6 +115,9 @@ _MODULES = {
     "pass_at_k_estimate": "_passk",
     "point_biserial": "_items",
     "position_bias": "_agreement",
+    "ppi_difference": "_ppi",
+    "ppi_lambda": "_ppi",
+    "ppi_mean": "_ppi",
     "psi": "_drift",
     "psi_drift": "_drift",
     "quantile_interval": "_quantile",
@@ -134,6 +139,7 @@ __all__ = [
     "Guardrail",
     "GuardrailStatus",
     "Leaderboard",
+    "PPIResult",
     "PairedResult",
     "PositionBias",
     "RankedModel",
@@ -171,6 +177,9 @@ __all__ = [
     "pass_at_k_estimate",
     "point_biserial",
     "position_bias",
+    "ppi_difference",
+    "ppi_lambda",
+    "ppi_mean",
     "psi",
     "psi_drift",
     "quantile_interval",
