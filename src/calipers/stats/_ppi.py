@@ -155,8 +155,8 @@ def ppi_mean(
     Fewer than ``min_n`` human labels (default 30), or for 0/1 labels fewer than 10 human 0s or
     1s (the CLT is not to be trusted there), or no unlabelled items: the estimate is the
     human-only one (Wilson for 0/1), ``lam = 0``, method ``"human-only-small-n"``; label more
-    items rather than lean on the judge. No human labels
-    give ``Estimate.empty``. Values must be finite: drop unlabelled items before calling.
+    items rather than lean on the judge. No human labels give ``Estimate.empty``. Values must
+    be finite: drop unlabelled items before calling.
     """
     c = check_confidence(confidence)
     ys, fs, fu = _floats(y), _floats(yhat), _floats(yhat_unlabelled)
