@@ -31,7 +31,7 @@ def campaign(
     store: Store, n: int, *, k: int = 2, kind: str = "single", **fields: Any
 ) -> ReviewCampaignRecord:
     rec = store.create_campaign(
-        ReviewCampaignRecord(name="c", kind=kind, questions=[{"id": "ok"}], k=k, **fields)  # type: ignore[arg-type]
+        ReviewCampaignRecord(name="c", kind=kind, questions=[{"id": "ok"}], k=k, **fields)
     )
     items = [
         ReviewItemRecord(item_key=f"i{i:03d}", payload={"a": f"A{i}", "b": f"B{i}"})
