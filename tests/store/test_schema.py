@@ -37,6 +37,113 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "indexes": ["ix_online_scores_scorer (scorer)"],
         "unique": ["uq_online_scores_pair_id_role_scorer (pair_id, role, scorer)"],
     },
+    "raters": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "campaign_id INTEGER NOT NULL",
+            "name TEXT NOT NULL",
+            "pool TEXT NOT NULL",
+            "token_hash TEXT NOT NULL",
+            "role TEXT NOT NULL",
+            "excluded BOOLEAN NOT NULL",
+            "excluded_reason TEXT NULL",
+            "excluded_at DATETIME NULL",
+            "created_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_raters (id)",
+        "foreign_keys": [
+            "fk_raters_campaign_id_review_campaigns (campaign_id) -> review_campaigns (id)",
+        ],
+        "indexes": [],
+        "unique": [
+            "uq_raters_campaign_id_name (campaign_id, name)",
+            "uq_raters_token_hash (token_hash)",
+        ],
+    },
+    "review_assignments": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "item_id INTEGER NOT NULL",
+            "rater_id INTEGER NOT NULL",
+            "slot INTEGER NULL",
+            "is_repeat BOOLEAN NOT NULL",
+            "swapped BOOLEAN NULL",
+            "state TEXT NOT NULL",
+            "leased_at DATETIME NOT NULL",
+            "lease_expires_at DATETIME NOT NULL",
+            "finished_at DATETIME NULL",
+        ],
+        "primary_key": "pk_review_assignments (id)",
+        "foreign_keys": [
+            "fk_review_assignments_item_id_review_items (item_id) -> review_items (id)",
+            "fk_review_assignments_rater_id_raters (rater_id) -> raters (id)",
+        ],
+        "indexes": [
+            "UNIQUE uq_review_assignments_item_rater (item_id, rater_id)",
+            "UNIQUE uq_review_assignments_item_slot (item_id, slot)",
+            "ix_review_assignments_rater_id_state (rater_id, state)",
+        ],
+        "unique": [],
+    },
+    "review_campaigns": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "name TEXT NOT NULL",
+            "kind TEXT NOT NULL",
+            "questions TEXT NOT NULL",
+            "k INTEGER NOT NULL",
+            "repeat_fraction FLOAT NOT NULL",
+            "seed INTEGER NOT NULL",
+            "settings TEXT NOT NULL",
+            "created_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_review_campaigns (id)",
+        "foreign_keys": [],
+        "indexes": [],
+        "unique": [
+            "uq_review_campaigns_name (name)",
+        ],
+    },
+    "review_items": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "campaign_id INTEGER NOT NULL",
+            "item_key TEXT NOT NULL",
+            "position INTEGER NOT NULL",
+            "payload TEXT NOT NULL",
+            "source TEXT NOT NULL",
+            "gold TEXT NULL",
+            "is_attention_check BOOLEAN NOT NULL",
+        ],
+        "primary_key": "pk_review_items (id)",
+        "foreign_keys": [
+            "fk_review_items_campaign_id_review_campaigns (campaign_id) -> review_campaigns (id)",
+        ],
+        "indexes": [
+            "ix_review_items_campaign_id_position (campaign_id, position)",
+        ],
+        "unique": [
+            "uq_review_items_campaign_id_item_key (campaign_id, item_key)",
+        ],
+    },
+    "review_judgments": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "assignment_id INTEGER NOT NULL",
+            "answers TEXT NOT NULL",
+            "seconds FLOAT NULL",
+            "created_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_review_judgments (id)",
+        "foreign_keys": [
+            "fk_review_judgments_assignment_id_review_assignments (assignment_id) -> "
+            "review_assignments (id)",
+        ],
+        "indexes": [],
+        "unique": [
+            "uq_review_judgments_assignment_id (assignment_id)",
+        ],
+    },
     "response_cache": {
         "columns": [
             "key TEXT NOT NULL",
@@ -215,7 +322,7 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 4
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 5
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
@@ -224,7 +331,27 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
         (2, "m002_traffic"),
         (3, "m003_online_scores"),
         (4, "m004_sample_seed"),
+        (5, "m005_review"),
     ]
+
+
+# The partial unique indexes that make an over-assignment or a second look impossible.
+PARTIAL_INDEXES = {
+    "uq_review_assignments_item_slot": "state IN ('leased', 'answered')",
+    "uq_review_assignments_item_rater": (
+        "NOT is_repeat AND state IN ('leased', 'answered', 'skipped')"
+    ),
+}
+
+
+def test_review_indexes_are_partial_on_sqlite(sqlite_engine: sa.Engine) -> None:
+    migrate(sqlite_engine)
+    with sqlite_engine.connect() as conn:
+        for name, where in PARTIAL_INDEXES.items():
+            sql = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
+            ).scalar_one()
+            assert sql.startswith("CREATE UNIQUE INDEX") and sql.endswith(f"WHERE {where}")
 
 
 def test_a_version_1_store_gains_the_traffic_table_and_keeps_its_data(tmp_path: Path) -> None:
@@ -286,6 +413,14 @@ def test_postgres_gets_the_same_schema() -> None:
         assert "cached BOOLEAN NOT NULL DEFAULT false" in samples
         assert "ts TIMESTAMP WITH TIME ZONE NOT NULL" in found["traffic"]["columns"]
         assert "id BIGINT NOT NULL" in found["traffic"]["columns"]
+        indexes = {ix["name"]: ix for ix in sa.inspect(engine).get_indexes("review_assignments")}
+        for name in PARTIAL_INDEXES:  # PostgreSQL rewrites the predicate; its parts stay
+            where = indexes[name]["dialect_options"]["postgresql_where"]
+            assert "leased" in where and "answered" in where
+        assert (
+            "is_repeat"
+            in indexes["uq_review_assignments_item_rater"]["dialect_options"]["postgresql_where"]
+        )
     finally:
         engine.dispose()
         wipe(url)
@@ -316,7 +451,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 4
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 5
 
 
 def add_note(conn: Connection) -> None:
@@ -345,11 +480,11 @@ def test_a_failing_migration_changes_nothing(store_url: str) -> None:
     engine = create_engine(resolve_url(store_url))
     try:
         migrate(engine)
-        with pytest.raises(StoreError, match=r"Migration 5 \(broken\) of the store failed"):
+        with pytest.raises(StoreError, match=r"Migration 6 \(broken\) of the store failed"):
             migrate(engine, [*MIGRATIONS, broken])
         assert not sa.inspect(engine).has_table("half_done")
         with engine.connect() as conn:
-            assert current_version(conn) == 4
+            assert current_version(conn) == 5
     finally:
         engine.dispose()
 

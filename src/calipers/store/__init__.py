@@ -1,5 +1,5 @@
-"""Persistence for runs, samples, the response cache, gateway traffic and its online scores
-(layer 3).
+"""Persistence for runs, samples, the response cache, gateway traffic and its online scores,
+and human review campaigns with their assignment engine (layer 3).
 
 SQLite by default (``$CALIPERS_HOME/calipers.db`` or ``./.calipers/calipers.db``), PostgreSQL
 by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md``.
@@ -11,10 +11,21 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
 
 from calipers.store._engine import default_sqlite_path
 from calipers.store._records import (
+    ASSIGNMENT_STATES,
     NOT_SENT_BREAKER_OPEN,
+    RATER_ROLES,
+    REVIEW_KINDS,
     RUN_STATUSES,
     TRAFFIC_ROLES,
+    AssignmentState,
+    JudgmentRecord,
+    LeaseRecord,
     OnlineScoreRecord,
+    RaterRecord,
+    RaterRole,
+    ReviewCampaignRecord,
+    ReviewItemRecord,
+    ReviewKind,
     RunRecord,
     RunStatus,
     SampleKey,
@@ -22,13 +33,36 @@ from calipers.store._records import (
     TrafficRecord,
     TrafficRole,
 )
+from calipers.store._review import (
+    LeaseClosedError,
+    LeaseExpiredError,
+    LeaseNotYoursError,
+    RaterExcludedError,
+    ReviewNotFoundError,
+)
 from calipers.store._store import Store
 
 __all__ = [
+    "ASSIGNMENT_STATES",
     "NOT_SENT_BREAKER_OPEN",
+    "RATER_ROLES",
+    "REVIEW_KINDS",
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
+    "AssignmentState",
+    "JudgmentRecord",
+    "LeaseClosedError",
+    "LeaseExpiredError",
+    "LeaseNotYoursError",
+    "LeaseRecord",
     "OnlineScoreRecord",
+    "RaterExcludedError",
+    "RaterRecord",
+    "RaterRole",
+    "ReviewCampaignRecord",
+    "ReviewItemRecord",
+    "ReviewKind",
+    "ReviewNotFoundError",
     "RunRecord",
     "RunStatus",
     "SampleKey",

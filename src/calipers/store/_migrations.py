@@ -166,11 +166,113 @@ def m004_sample_seed(conn: Connection) -> None:
         )
 
 
+def m005_review(conn: Connection) -> None:
+    """Human review: campaigns, their items, raters, assignments (leases) and judgments."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    big_int_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    active = "state IN ('leased', 'answered')"
+    first_look = "NOT is_repeat AND state IN ('leased', 'answered', 'skipped')"
+
+    def key(name: str) -> sa.Column[int]:
+        return sa.Column(name, big_int_id, primary_key=True, autoincrement=True)
+
+    def ref(name: str, target: str) -> sa.Column[int]:
+        return sa.Column(name, big_int_id, sa.ForeignKey(target), nullable=False)
+
+    sa.Table(
+        "review_campaigns",
+        md,
+        key("id"),
+        sa.Column("name", sa.Text, nullable=False),
+        sa.Column("kind", sa.Text, nullable=False),
+        sa.Column("questions", JSONText, nullable=False),
+        sa.Column("k", sa.Integer, nullable=False),
+        sa.Column("repeat_fraction", sa.Float, nullable=False),
+        sa.Column("seed", sa.Integer, nullable=False),
+        sa.Column("settings", JSONText, nullable=False),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.UniqueConstraint("name"),
+    )
+    sa.Table(
+        "review_items",
+        md,
+        key("id"),
+        ref("campaign_id", "review_campaigns.id"),
+        sa.Column("item_key", sa.Text, nullable=False),
+        sa.Column("position", sa.Integer, nullable=False),
+        sa.Column("payload", JSONText, nullable=False),
+        sa.Column("source", JSONText, nullable=False),
+        sa.Column("gold", JSONText, nullable=True),
+        sa.Column("is_attention_check", sa.Boolean, nullable=False),
+        sa.UniqueConstraint("campaign_id", "item_key"),
+        sa.Index(None, "campaign_id", "position"),
+    )
+    sa.Table(
+        "raters",
+        md,
+        key("id"),
+        ref("campaign_id", "review_campaigns.id"),
+        sa.Column("name", sa.Text, nullable=False),
+        sa.Column("pool", sa.Text, nullable=False),
+        sa.Column("token_hash", sa.Text, nullable=False),
+        sa.Column("role", sa.Text, nullable=False),
+        sa.Column("excluded", sa.Boolean, nullable=False),
+        sa.Column("excluded_reason", sa.Text, nullable=True),
+        sa.Column("excluded_at", UTCDateTime, nullable=True),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.UniqueConstraint("campaign_id", "name"),
+        sa.UniqueConstraint("token_hash"),
+    )
+    sa.Table(
+        "review_assignments",
+        md,
+        key("id"),
+        ref("item_id", "review_items.id"),
+        ref("rater_id", "raters.id"),
+        sa.Column("slot", sa.Integer, nullable=True),
+        sa.Column("is_repeat", sa.Boolean, nullable=False),
+        sa.Column("swapped", sa.Boolean, nullable=True),
+        sa.Column("state", sa.Text, nullable=False),
+        sa.Column("leased_at", UTCDateTime, nullable=False),
+        sa.Column("lease_expires_at", UTCDateTime, nullable=False),
+        sa.Column("finished_at", UTCDateTime, nullable=True),
+        sa.Index(None, "rater_id", "state"),
+        sa.Index(
+            "uq_review_assignments_item_slot",
+            "item_id",
+            "slot",
+            unique=True,
+            sqlite_where=sa.text(active),
+            postgresql_where=sa.text(active),
+        ),
+        sa.Index(
+            "uq_review_assignments_item_rater",
+            "item_id",
+            "rater_id",
+            unique=True,
+            sqlite_where=sa.text(first_look),
+            postgresql_where=sa.text(first_look),
+        ),
+    )
+    sa.Table(
+        "review_judgments",
+        md,
+        key("id"),
+        ref("assignment_id", "review_assignments.id"),
+        sa.Column("answers", JSONText, nullable=False),
+        sa.Column("seconds", sa.Float, nullable=True),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.UniqueConstraint("assignment_id"),
+    )
+    md.create_all(conn, checkfirst=False)
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_traffic,
     m003_online_scores,
     m004_sample_seed,
+    m005_review,
 ]
 
 

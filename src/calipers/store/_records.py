@@ -18,10 +18,21 @@ from calipers.store._summary import read_summary
 from calipers.types import RunSummary, TaskSummary
 
 __all__ = [
+    "ASSIGNMENT_STATES",
     "NOT_SENT_BREAKER_OPEN",
+    "RATER_ROLES",
+    "REVIEW_KINDS",
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
+    "AssignmentState",
+    "JudgmentRecord",
+    "LeaseRecord",
     "OnlineScoreRecord",
+    "RaterRecord",
+    "RaterRole",
+    "ReviewCampaignRecord",
+    "ReviewItemRecord",
+    "ReviewKind",
     "RunRecord",
     "RunStatus",
     "SampleKey",
@@ -231,3 +242,113 @@ class OnlineScoreRecord(_Record):
     id: int | None = None
 
     _utc = field_validator("scored_at")(_as_utc)
+
+
+ReviewKind = Literal["single", "pairwise"]
+REVIEW_KINDS: tuple[ReviewKind, ...] = ("single", "pairwise")
+
+RaterRole = Literal["rater", "adjudicator"]
+RATER_ROLES: tuple[RaterRole, ...] = ("rater", "adjudicator")
+
+AssignmentState = Literal["leased", "answered", "skipped", "expired"]
+ASSIGNMENT_STATES: tuple[AssignmentState, ...] = ("leased", "answered", "skipped", "expired")
+
+
+class ReviewCampaignRecord(_Record):
+    """A human review campaign: what raters are asked (``questions``, validated by the review
+    layer) about which items, and how many judgments each item gets (``k``).
+
+    ``repeat_fraction`` plans self-consistency checks: after answering ``n`` items a rater is
+    shown ``round(n * repeat_fraction)`` of them again (extra judgments, never counted toward
+    ``k``). ``seed`` drives the pairwise left/right draws and the choice of repeats;
+    ``settings`` holds the owner's other choices (minimum seconds per item, source, ...).
+    """
+
+    name: str = Field(min_length=1)
+    kind: ReviewKind
+    questions: list[dict[str, Any]]
+    k: int = Field(ge=1)
+    repeat_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
+    seed: int = 0
+    settings: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utc_now)
+    id: int | None = None
+
+    _utc = field_validator("created_at")(_as_utc)
+
+
+class ReviewItemRecord(_Record):
+    """One item of a campaign. ``payload`` is everything raters see (a pairwise item holds the
+    two answers as ``"a"`` and ``"b"``); ``source`` (run id, sample id, model identity) is
+    never sent to raters. A control item (``gold`` answer given, or ``is_attention_check``) is
+    offered to every rater once and never counts toward ``k``. ``position`` orders the queue
+    and is assigned by the store in the order items are added."""
+
+    item_key: str = Field(min_length=1)
+    payload: dict[str, Any]
+    source: dict[str, Any] = Field(default_factory=dict)
+    gold: Any = None
+    is_attention_check: bool = False
+    position: int | None = None
+    campaign_id: int | None = None
+    id: int | None = None
+
+    @property
+    def is_control(self) -> bool:
+        return self.gold is not None or self.is_attention_check
+
+
+class RaterRecord(_Record):
+    """A person invited to a campaign. The store holds only ``token_hash`` (hashed by the
+    caller, never the token). An excluded rater gets no new items; ``excluded_reason`` and
+    ``excluded_at`` record the latest exclusion and stay when it is reversed."""
+
+    campaign_id: int
+    name: str = Field(min_length=1)
+    token_hash: str = Field(min_length=1)
+    pool: str = "default"
+    role: RaterRole = "rater"
+    excluded: bool = False
+    excluded_reason: str | None = None
+    excluded_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+    id: int | None = None
+
+    _utc = field_validator("created_at", "excluded_at")(_as_utc)
+
+
+class LeaseRecord(_Record):
+    """An item leased to a rater: what the rater page may show (never the item's source).
+    ``swapped`` (pairwise only) says the rater sees ``b`` on the left and ``a`` on the right;
+    ``counted`` says the judgment fills one of the item's ``k`` slots."""
+
+    assignment_id: int
+    campaign: str
+    rater: str
+    item_key: str
+    payload: dict[str, Any]
+    is_repeat: bool
+    counted: bool
+    swapped: bool | None
+    leased_at: datetime
+    lease_expires_at: datetime
+
+    _utc = field_validator("leased_at", "lease_expires_at")(_as_utc)
+
+
+class JudgmentRecord(_Record):
+    """One answered assignment, joined with who judged which item, for analysis."""
+
+    id: int
+    assignment_id: int
+    item_key: str
+    rater: str
+    pool: str
+    answers: dict[str, Any]
+    seconds: float | None
+    is_repeat: bool
+    counted: bool
+    swapped: bool | None
+    created_at: datetime
+
+    _utc = field_validator("created_at")(_as_utc)

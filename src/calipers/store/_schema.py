@@ -12,11 +12,17 @@ import sqlalchemy as sa
 from calipers.store._types import JSONText, UTCDateTime
 
 __all__ = [
+    "ACTIVE_STATES",
     "NAMING_CONVENTION",
     "SAMPLE_KEY_COLUMNS",
     "metadata",
     "online_scores",
+    "raters",
     "response_cache",
+    "review_assignments",
+    "review_campaigns",
+    "review_items",
+    "review_judgments",
     "runs",
     "samples",
     "schema_version",
@@ -146,4 +152,101 @@ online_scores = sa.Table(
     # One score per arm and scorer: an hourly look never scores (or pays for) it twice.
     sa.UniqueConstraint("pair_id", "role", "scorer"),
     sa.Index(None, "scorer"),
+)
+
+# -- human review (migration 5) ------------------------------------------------------------------
+
+ACTIVE_STATES = ("leased", "answered")
+"""Assignment states that hold their slot (and the rater's one look at the item)."""
+
+review_campaigns = sa.Table(
+    "review_campaigns",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("questions", JSONText, nullable=False),
+    sa.Column("k", sa.Integer, nullable=False),
+    sa.Column("repeat_fraction", sa.Float, nullable=False),
+    sa.Column("seed", sa.Integer, nullable=False),
+    sa.Column("settings", JSONText, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("name"),
+)
+
+review_items = sa.Table(
+    "review_items",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("campaign_id", _BigIntId, sa.ForeignKey("review_campaigns.id"), nullable=False),
+    sa.Column("item_key", sa.Text, nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("payload", JSONText, nullable=False),
+    sa.Column("source", JSONText, nullable=False),
+    sa.Column("gold", JSONText, nullable=True),
+    sa.Column("is_attention_check", sa.Boolean, nullable=False),
+    sa.UniqueConstraint("campaign_id", "item_key"),
+    sa.Index(None, "campaign_id", "position"),
+)
+
+raters = sa.Table(
+    "raters",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("campaign_id", _BigIntId, sa.ForeignKey("review_campaigns.id"), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("pool", sa.Text, nullable=False),
+    sa.Column("token_hash", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("excluded", sa.Boolean, nullable=False),
+    sa.Column("excluded_reason", sa.Text, nullable=True),
+    sa.Column("excluded_at", UTCDateTime, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("campaign_id", "name"),
+    sa.UniqueConstraint("token_hash"),
+)
+
+review_assignments = sa.Table(
+    "review_assignments",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("item_id", _BigIntId, sa.ForeignKey("review_items.id"), nullable=False),
+    sa.Column("rater_id", _BigIntId, sa.ForeignKey("raters.id"), nullable=False),
+    # 1..k for a judgment that counts toward k; NULL for a repeat or a control item.
+    sa.Column("slot", sa.Integer, nullable=True),
+    sa.Column("is_repeat", sa.Boolean, nullable=False),
+    sa.Column("swapped", sa.Boolean, nullable=True),  # pairwise: True shows b left, a right
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("leased_at", UTCDateTime, nullable=False),
+    sa.Column("lease_expires_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Index(None, "rater_id", "state"),
+    # The database itself refuses an over-assignment or a second look, whatever the query did.
+    sa.Index(
+        "uq_review_assignments_item_slot",
+        "item_id",
+        "slot",
+        unique=True,
+        sqlite_where=sa.text("state IN ('leased', 'answered')"),
+        postgresql_where=sa.text("state IN ('leased', 'answered')"),
+    ),
+    sa.Index(
+        "uq_review_assignments_item_rater",
+        "item_id",
+        "rater_id",
+        unique=True,
+        sqlite_where=sa.text("NOT is_repeat AND state IN ('leased', 'answered', 'skipped')"),
+        postgresql_where=sa.text("NOT is_repeat AND state IN ('leased', 'answered', 'skipped')"),
+    ),
+)
+
+review_judgments = sa.Table(
+    "review_judgments",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("assignment_id", _BigIntId, sa.ForeignKey("review_assignments.id"), nullable=False),
+    sa.Column("answers", JSONText, nullable=False),
+    sa.Column("seconds", sa.Float, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("assignment_id"),
 )
