@@ -102,6 +102,15 @@ class _Counts:
     def with_ties(self) -> bool:
         return bool(self.cells[:, 2].sum() > 0)
 
+    @property
+    def incidence(self) -> tuple[Array, Array]:
+        """(pairs, models) indicators of each pair's first and of its second model."""
+        k, rows = len(self.names), np.arange(self.i.size)
+        ai, aj = np.zeros((self.i.size, k)), np.zeros((self.j.size, k))
+        ai[rows, self.i] = 1.0
+        aj[rows, self.j] = 1.0
+        return ai, aj
+
 
 _OUTCOMES = {"a": 0, "b": 1, "tie": 2}
 
@@ -163,52 +172,41 @@ def _components(c: _Counts, strong: bool) -> list[list[str]]:
     return sorted(groups.values(), key=lambda g: (-len(g), g))
 
 
-def _probabilities(x: Array, c: _Counts) -> tuple[Array, Array, Array, Array]:
-    """Per pair (rows of ``x`` are parameter sets): log D and P(i wins), P(j wins), P(tie)."""
+Probs = tuple[Array, Array, Array]
+
+
+def _evaluate(x: Array, w: Array, c: _Counts, prior: float) -> tuple[Array, Probs]:
+    """Per row of ``x``: the log-likelihood minus the ridge prior and the centring term (zero
+    at the optimum), and per pair P(i wins), P(j wins), P(tie)."""
     k = len(c.names)
     a, b = x[:, c.i], x[:, c.j]
     t = x[:, k : k + 1] + (a + b) / 2 if c.with_ties else np.full_like(a, -np.inf)
     m = np.maximum(np.maximum(a, b), t)
     ea, eb, et = np.exp(a - m), np.exp(b - m), np.exp(t - m)
     s = ea + eb + et
-    return m + np.log(s), ea / s, eb / s, et / s
-
-
-def _objective(x: Array, w: Array, c: _Counts, prior: float) -> Array:
-    """Log-likelihood minus the ridge prior and the (zero at the optimum) centring term."""
-    k = len(c.names)
-    a, b = x[:, c.i], x[:, c.j]
-    log_d, _, _, _ = _probabilities(x, c)
-    ll = w[..., 0] * a + w[..., 1] * b - w.sum(axis=-1) * log_d
+    ll = w[..., 0] * a + w[..., 1] * b - w.sum(axis=-1) * (m + np.log(s))
     if c.with_ties:
-        ll = ll + w[..., 2] * (x[:, k : k + 1] + (a + b) / 2)
-    theta = x[:, :k]
-    penalty = 0.5 * prior * (x**2).sum(axis=1) + 0.5 * theta.sum(axis=1) ** 2 / k
-    return np.asarray(ll.sum(axis=1) - penalty, dtype=np.float64)
+        ll += w[..., 2] * t
+    penalty = 0.5 * prior * (x**2).sum(axis=1) + 0.5 * x[:, :k].sum(axis=1) ** 2 / k
+    return ll.sum(axis=1) - penalty, (ea / s, eb / s, et / s)
 
 
-def _newton_step(x: Array, w: Array, c: _Counts, prior: float) -> Array:
-    """The Newton step ``-H^-1 g`` of :func:`_objective` for each row of ``x``."""
-    k, rows = len(c.names), x.shape[0]
-    nv = x.shape[1]
-    _, pa, pb, pt = _probabilities(x, c)
+def _newton_step(x: Array, p: Probs, w: Array, c: _Counts, prior: float) -> Array:
+    """The Newton step ``-H^-1 g`` of the objective for each row of ``x``."""
+    k, rows, nv = len(c.names), x.shape[0], x.shape[1]
+    pa, pb, pt = p
     n = w.sum(axis=-1)
     ga, gb, gt = w[..., 0] - n * pa, w[..., 1] - n * pb, w[..., 2] - n * pt
     # Hessian of -n * logsumexp(a, b, t) in (a, b, t), then t = delta + (a + b) / 2.
     haa, hbb, htt = -n * pa * (1 - pa), -n * pb * (1 - pb), -n * pt * (1 - pt)
     hab, hat, hbt = n * pa * pb, n * pa * pt, n * pb * pt
-    hii = haa + hat + htt / 4
-    hjj = hbb + hbt + htt / 4
-    hij = hab + hat / 2 + hbt / 2 + htt / 4
-    ai = np.zeros((c.i.size, k))
-    ai[np.arange(c.i.size), c.i] = 1.0
-    aj = np.zeros((c.j.size, k))
-    aj[np.arange(c.j.size), c.j] = 1.0
+    ai, aj = c.incidence
     g = np.zeros((rows, nv))
     g[:, :k] = (ga + gt / 2) @ ai + (gb + gt / 2) @ aj
     h = np.zeros((rows, nv, nv))
     diag = np.arange(k)
-    h[:, diag, diag] = hii @ ai + hjj @ aj
+    h[:, diag, diag] = (haa + hat + htt / 4) @ ai + (hbb + hbt + htt / 4) @ aj
+    hij = hab + hat / 2 + hbt / 2 + htt / 4
     h[:, c.i, c.j] = hij
     h[:, c.j, c.i] = hij
     if c.with_ties:
@@ -216,9 +214,8 @@ def _newton_step(x: Array, w: Array, c: _Counts, prior: float) -> Array:
         h[:, k, :k] = (hat + htt / 2) @ ai + (hbt + htt / 2) @ aj
         h[:, :k, k] = h[:, k, :k]
         h[:, k, k] = htt.sum(axis=1)
-    theta = x[:, :k]
     g -= prior * x
-    g[:, :k] -= theta.sum(axis=1, keepdims=True) / k
+    g[:, :k] -= x[:, :k].sum(axis=1, keepdims=True) / k
     # The damping keeps the step finite where a resample's likelihood is flat (e.g. no ties
     # left, so nu -> 0); it does not move the optimum, where g = 0.
     h -= (prior + _DAMPING) * np.eye(nv)
@@ -230,12 +227,12 @@ def _newton_step(x: Array, w: Array, c: _Counts, prior: float) -> Array:
 def _fit(x0: Array, w: Array, c: _Counts, prior: float) -> tuple[Array, bool]:
     """Maximise the objective from ``x0`` (rows fitted independently); True if converged."""
     x = x0.copy()
-    f = _objective(x, w, c, prior)
+    f, p = _evaluate(x, w, c, prior)
     for _ in range(_MAX_ITER):
-        step = _newton_step(x, w, c, prior)
+        step = _newton_step(x, p, w, c, prior)
         scale = np.ones((x.shape[0], 1))
         for _ in range(40):  # backtrack where the full step does not improve the objective
-            f_new = _objective(x + scale * step, w, c, prior)
+            f_new, p = _evaluate(x + scale * step, w, c, prior)
             worse = ~(f_new >= f - 1e-12 * np.abs(f))
             if not worse.any():
                 break
