@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         position_bias,
     )
     from calipers.stats._bootstrap import bootstrap_mean
+    from calipers.stats._bradley_terry import BradleyTerry, PairRecord, RatedModel, bradley_terry
     from calipers.stats._clustered import clustered_mean
     from calipers.stats._drift import (
         DriftTest,
@@ -83,10 +84,14 @@ _MODULES = {
     "RankedModel": "_ranking",
     "SequentialPath": "_sequential",
     "SequentialTest": "_sequential",
+    "BradleyTerry": "_bradley_terry",
+    "PairRecord": "_bradley_terry",
+    "RatedModel": "_bradley_terry",
     "adjust": "_multiple",
     "adjust_drift": "_drift",
     "beta_posterior": "_proportion",
     "bootstrap_mean": "_bootstrap",
+    "bradley_terry": "_bradley_terry",
     "chi2_drift": "_drift",
     "classifier_drift": "_drift",
     "clustered_mean": "_clustered",
@@ -133,6 +138,7 @@ _MODULES = {
 }
 
 __all__ = [
+    "BradleyTerry",
     "CorrelationTest",
     "Decision",
     "DriftTest",
@@ -140,15 +146,18 @@ __all__ = [
     "GuardrailStatus",
     "Leaderboard",
     "PPIResult",
+    "PairRecord",
     "PairedResult",
     "PositionBias",
     "RankedModel",
+    "RatedModel",
     "SequentialPath",
     "SequentialTest",
     "adjust",
     "adjust_drift",
     "beta_posterior",
     "bootstrap_mean",
+    "bradley_terry",
     "chi2_drift",
     "classifier_drift",
     "clustered_mean",
