@@ -31,6 +31,7 @@ from calipers.store._records import (
 )
 from calipers.store._review_sql import (
     ReviewNotFoundError,
+    active,
     campaign_row,
     claim_item,
     due_repeat,
@@ -196,7 +197,8 @@ class ReviewStore:
     ) -> LeaseRecord | None:
         """The rater's open lease (renewed), else a new one: a planned repeat when one is due,
         else the first item in queue order with a free slot that the rater has not seen.
-        ``None`` when there is nothing left for this rater."""
+        ``None`` when nothing is free for this rater now: :meth:`waiting_for` says whether
+        slots other raters hold may still come back (ask again) or the rater is done."""
         expires = now + timedelta(seconds=lease_s)
         with write_transaction(self._engine) as conn:
             camp = campaign_row(conn, campaign)
@@ -258,6 +260,34 @@ class ReviewStore:
         """ "I can't judge this": the slot goes back to the pool, and the rater never gets the
         item again. Counted (as a skipped assignment), never a label."""
         self._close(campaign, rater, assignment_id, "skipped", now)
+
+    def waiting_for(self, campaign: str, rater: str, *, now: datetime) -> int:
+        """How many items still lack their k answers although this rater could judge them
+        (not seen, not skipped): when :meth:`lease_next` gives ``None`` while this is above 0,
+        the free slots are held by other raters' open leases, which a skip or an expiry may
+        hand back. 0 means the rater is done."""
+        answered = (
+            sa.select(sa.func.count())
+            .where(_A.c.item_id == _I.c.id, _A.c.slot.is_not(None), _A.c.state == "answered")
+            .scalar_subquery()
+        )
+        with read_transaction(self._engine) as conn:
+            camp = campaign_row(conn, campaign)
+            r = rater_row(conn, camp.id, rater)
+            seen = sa.exists().where(
+                _A.c.item_id == _I.c.id,
+                _A.c.rater_id == r.id,
+                sa.not_(_A.c.is_repeat),
+                sa.or_(_A.c.state == "skipped", active(now)),
+            )
+            stmt = sa.select(sa.func.count()).where(
+                _I.c.campaign_id == camp.id,
+                _I.c.gold.is_(None),
+                sa.not_(_I.c.is_attention_check),
+                sa.not_(seen),
+                answered < camp.k,
+            )
+            return int(conn.scalar(stmt) or 0)
 
     def expire_leases(self, campaign: str, *, now: datetime) -> int:
         """Mark the campaign's leases past their expiry as expired; return how many."""

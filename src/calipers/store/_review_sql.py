@@ -81,12 +81,13 @@ def claim_item(conn: Connection, camp: Any, rater_id: int, now: datetime) -> Any
         .order_by(_I.c.position, _I.c.id)
         .limit(1)
     )
-    waiting = stmt
     if conn.dialect.name == "postgresql":
-        waiting = stmt.with_for_update(of=_I)  # when all open items are being taken: wait
+        # Never wait for an item another rater is taking: waiting while holding an item seen
+        # full on an earlier pass deadlocks (two raters, two items). When every open item is
+        # being taken, the rater gets None now and Store.waiting_for says to ask again.
         stmt = stmt.with_for_update(of=_I, skip_locked=True)
     for _ in range(1000):  # each pass either claims or finds the item it saw full meanwhile
-        item = conn.execute(stmt).first() or conn.execute(waiting).first()
+        item = conn.execute(stmt).first()
         if item is None:
             return None
         conn.execute(  # free the item's stale slots (the item is locked: no one else does)
