@@ -287,3 +287,18 @@ def _rate_in_process(url: str, rater: str) -> None:
     with Store.open(url) as mine:
         while (lease := mine.lease_next("c", rater, now=T0, lease_s=600)) is not None:
             mine.submit("c", rater, lease.assignment_id, {"ok": 1}, seconds=1.0, now=T0)
+
+
+def test_none_now_is_not_done_while_another_raters_lease_may_come_back(store: Store) -> None:
+    campaign(store, 1, k=1)
+    raters(store, 2)
+    held = store.lease_next("c", "r0", now=T0, lease_s=60)
+    assert held is not None
+    assert store.lease_next("c", "r1", now=T0, lease_s=60) is None  # the one slot is held
+    assert store.waiting_for("c", "r1", now=T0) == 1  # ... but it may come back: ask again
+    store.skip("c", "r0", held.assignment_id, now=T0)
+    assert store.waiting_for("c", "r0", now=T0) == 0  # r0 skipped it: done
+    got = store.lease_next("c", "r1", now=T0, lease_s=60)
+    assert got is not None and got.item_key == "i000"
+    store.submit("c", "r1", got.assignment_id, {"ok": 1}, seconds=3, now=T0)
+    assert store.waiting_for("c", "r1", now=T0) == 0
