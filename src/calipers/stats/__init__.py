@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from calipers.stats._bootstrap import bootstrap_mean
     from calipers.stats._clustered import clustered_mean
+    from calipers.stats._dawid_skene import DawidSkene, dawid_skene
     from calipers.stats._drift import (
         DriftTest,
         adjust_drift,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "CorrelationTest": "_agreement",
+    "DawidSkene": "_dawid_skene",
     "Decision": "_sequential",
     "DriftTest": "_drift",
     "Guardrail": "_sequential",
@@ -89,6 +91,7 @@ _MODULES = {
     "classifier_drift": "_drift",
     "clustered_mean": "_clustered",
     "cohens_kappa": "_agreement",
+    "dawid_skene": "_dawid_skene",
     "decide_rollout": "_sequential",
     "guardrail_verdict": "_sequential",
     "is_binary": "_summarize",
@@ -129,6 +132,7 @@ _MODULES = {
 
 __all__ = [
     "CorrelationTest",
+    "DawidSkene",
     "Decision",
     "DriftTest",
     "Guardrail",
@@ -147,6 +151,7 @@ __all__ = [
     "classifier_drift",
     "clustered_mean",
     "cohens_kappa",
+    "dawid_skene",
     "decide_rollout",
     "guardrail_verdict",
     "is_binary",
