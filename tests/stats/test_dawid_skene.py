@@ -177,3 +177,7 @@ def test_validation() -> None:
     unused: list[Hashable] = ["a", "b", "c"]
     fit = dawid_skene([1, 1, 2], ["x", "y", "x"], ["a", "a", "b"], classes=unused)
     assert fit.posterior.shape == (2, 3) and fit.prior[2] < 0.05
+    # No smoothing: rater y never saw a class-x item, so its x row has no weight: uniform.
+    bare = dawid_skene([1, 2, 2], ["x", "x", "y"], ["a", "b", "b"], smoothing=0.0)
+    np.testing.assert_allclose(bare.confusion[1], [[0.5, 0.5], [0.0, 1.0]])
+    np.testing.assert_allclose(bare.posterior, [[1.0, 0.0], [0.0, 1.0]])

@@ -106,7 +106,9 @@ def _m_step(c: _Coded, post: Floats, smoothing: float) -> tuple[Floats, Floats]:
             r, k
         )
     counts += smoothing
-    return prior / prior.sum(), counts / counts.sum(axis=2, keepdims=True)
+    rows = counts.sum(axis=2, keepdims=True)  # 0 only without smoothing: no evidence, uniform
+    conf = np.divide(counts, rows, out=np.full_like(counts, 1.0 / k), where=rows > 0)
+    return prior / prior.sum(), conf
 
 
 def _majority(c: _Coded) -> Floats:
@@ -152,7 +154,9 @@ def dawid_skene(
     per class, as Dawid & Skene did); one iteration is an M-step (priors and confusion
     matrices, with ``smoothing`` pseudo-counts in every cell) then an E-step (posteriors).
     It stops once the log-likelihood changes by less than ``tol`` or after ``max_iter``
-    iterations (``converged`` says which). EM finds a local maximum; starting from the
+    iterations (``converged`` says which). ``smoothing=0`` is plain maximum likelihood: a
+    confusion row with no weight is then uniform, and an item whose labels are impossible
+    under the fit gets a NaN posterior. EM finds a local maximum; starting from the
     majority vote assumes raters are, on the whole, better than chance.
     """
     if smoothing < 0 or not math.isfinite(smoothing):
