@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from calipers.stats._bootstrap import bootstrap_mean
     from calipers.stats._bradley_terry import BradleyTerry, PairRecord, RatedModel, bradley_terry
     from calipers.stats._clustered import clustered_mean
+    from calipers.stats._dawid_skene import DawidSkene, dawid_skene
     from calipers.stats._drift import (
         DriftTest,
         adjust_drift,
@@ -55,6 +56,14 @@ if TYPE_CHECKING:
     from calipers.stats._proportion import beta_posterior, wilson
     from calipers.stats._quantile import order_statistic_ranks, quantile_interval
     from calipers.stats._ranking import Leaderboard, RankedModel, rank_models
+    from calipers.stats._rater_qc import (
+        RaterFlag,
+        first_flag,
+        gold_accuracy,
+        left_share,
+        rater_flag,
+        self_consistency,
+    )
     from calipers.stats._sequential import (
         Decision,
         Guardrail,
@@ -73,6 +82,7 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "CorrelationTest": "_agreement",
+    "DawidSkene": "_dawid_skene",
     "Decision": "_sequential",
     "DriftTest": "_drift",
     "Guardrail": "_sequential",
@@ -82,6 +92,7 @@ _MODULES = {
     "PairedResult": "_paired",
     "PositionBias": "_agreement",
     "RankedModel": "_ranking",
+    "RaterFlag": "_rater_qc",
     "SequentialPath": "_sequential",
     "SequentialTest": "_sequential",
     "BradleyTerry": "_bradley_terry",
@@ -96,13 +107,17 @@ _MODULES = {
     "classifier_drift": "_drift",
     "clustered_mean": "_clustered",
     "cohens_kappa": "_agreement",
+    "dawid_skene": "_dawid_skene",
     "decide_rollout": "_sequential",
+    "first_flag": "_rater_qc",
+    "gold_accuracy": "_rater_qc",
     "guardrail_verdict": "_sequential",
     "is_binary": "_summarize",
     "item_difficulty": "_items",
     "item_rest_correlations": "_items",
     "krippendorff_alpha": "_agreement",
     "ks_drift": "_drift",
+    "left_share": "_rater_qc",
     "length_bias": "_agreement",
     "mde_paired": "_power",
     "mmd2_unbiased": "_drift",
@@ -127,7 +142,9 @@ _MODULES = {
     "psi_drift": "_drift",
     "quantile_interval": "_quantile",
     "rank_models": "_ranking",
+    "rater_flag": "_rater_qc",
     "sample_size_paired": "_power",
+    "self_consistency": "_rater_qc",
     "sign_flip_pvalue": "_paired",
     "subset_difference": "_items",
     "summarize": "_summarize",
@@ -140,6 +157,7 @@ _MODULES = {
 __all__ = [
     "BradleyTerry",
     "CorrelationTest",
+    "DawidSkene",
     "Decision",
     "DriftTest",
     "Guardrail",
@@ -151,6 +169,7 @@ __all__ = [
     "PositionBias",
     "RankedModel",
     "RatedModel",
+    "RaterFlag",
     "SequentialPath",
     "SequentialTest",
     "adjust",
@@ -162,13 +181,17 @@ __all__ = [
     "classifier_drift",
     "clustered_mean",
     "cohens_kappa",
+    "dawid_skene",
     "decide_rollout",
+    "first_flag",
+    "gold_accuracy",
     "guardrail_verdict",
     "is_binary",
     "item_difficulty",
     "item_rest_correlations",
     "krippendorff_alpha",
     "ks_drift",
+    "left_share",
     "length_bias",
     "mde_paired",
     "mmd2_unbiased",
@@ -193,7 +216,9 @@ __all__ = [
     "psi_drift",
     "quantile_interval",
     "rank_models",
+    "rater_flag",
     "sample_size_paired",
+    "self_consistency",
     "sign_flip_pvalue",
     "subset_difference",
     "summarize",
