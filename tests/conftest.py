@@ -62,3 +62,32 @@ def capitals_task(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return spec
+
+
+# 12 four-option questions; the right option's text always starts with "right".
+MC_ITEMS = [
+    {
+        "id": f"q{i}",
+        "question": f"Question {i}?",
+        "options": [f"right {i}" if j == i % 4 else f"wrong {i}.{j}" for j in range(4)],
+        "answer": i % 4,
+    }
+    for i in range(12)
+]
+
+
+@pytest.fixture
+def mc_task(tmp_path: Path) -> Path:
+    """A multiple-choice task file of MC_ITEMS, scored by the chosen letter."""
+    data = tmp_path / "mc.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in MC_ITEMS), encoding="utf-8")
+    spec = tmp_path / "mc.yaml"
+    spec.write_text(
+        "name: mc\nkind: generate\ndata: mc.jsonl\ntarget_type: index\n"
+        "fields: {input: question, target: answer, choices: options, id: id}\n"
+        'prompt:\n  template: "{input}\\n{choices}\\nAnswer:"\n'
+        "  instruction: Answer with the letter of the right option.\n"
+        "scorers: [choice_letter]\n",
+        encoding="utf-8",
+    )
+    return spec

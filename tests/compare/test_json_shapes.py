@@ -59,32 +59,9 @@ def test_gate_json_is_unchanged(tmp_path: Path) -> None:
     _check("gate", out, tmp_path)
 
 
-def _mc(tmp_path: Path) -> Path:
-    rows = [
-        {
-            "id": f"q{i}",
-            "question": f"Question {i}?",
-            "options": [f"right {i}" if j == i % 4 else f"wrong {i}.{j}" for j in range(4)],
-            "answer": i % 4,
-        }
-        for i in range(12)
-    ]
-    (tmp_path / "mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    spec = tmp_path / "mc.yaml"
-    spec.write_text(
-        "name: mc\nkind: generate\ndata: mc.jsonl\ntarget_type: index\n"
-        "fields: {input: question, target: answer, choices: options, id: id}\n"
-        'prompt:\n  template: "{input}\\n{choices}\\nAnswer:"\n'
-        "  instruction: Answer with the letter of the right option.\n"
-        "scorers: [choice_letter]\n",
-        encoding="utf-8",
-    )
-    return spec
-
-
-def test_sensitivity_json_is_unchanged(tmp_path: Path) -> None:
+def test_sensitivity_json_is_unchanged(tmp_path: Path, mc_task: Path) -> None:
     store = f"sqlite:///{tmp_path / 's.db'}"
-    spec = _mc(tmp_path)
+    spec = mc_task
     out = _invoke(
         "--store", store, "sensitivity", "-m", "fake:const=A", "-t", str(spec),
         "--axes", "rotations,instruction", "--no-chat-template", "--json",

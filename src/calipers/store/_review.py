@@ -31,13 +31,13 @@ from calipers.store._records import (
 )
 from calipers.store._review_sql import (
     ReviewNotFoundError,
-    active,
     campaign_row,
     claim_item,
     due_repeat,
     insert_row,
     lease_of,
     rater_row,
+    seen_by,
 )
 from calipers.store._schema import (
     raters,
@@ -274,17 +274,11 @@ class ReviewStore:
         with read_transaction(self._engine) as conn:
             camp = campaign_row(conn, campaign)
             r = rater_row(conn, camp.id, rater)
-            seen = sa.exists().where(
-                _A.c.item_id == _I.c.id,
-                _A.c.rater_id == r.id,
-                sa.not_(_A.c.is_repeat),
-                sa.or_(_A.c.state == "skipped", active(now)),
-            )
             stmt = sa.select(sa.func.count()).where(
                 _I.c.campaign_id == camp.id,
                 _I.c.gold.is_(None),
                 sa.not_(_I.c.is_attention_check),
-                sa.not_(seen),
+                sa.not_(seen_by(r.id, now)),
                 answered < camp.k,
             )
             return int(conn.scalar(stmt) or 0)

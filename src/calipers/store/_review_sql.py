@@ -22,6 +22,7 @@ __all__ = [
     "insert_row",
     "lease_of",
     "rater_row",
+    "seen_by",
 ]
 
 _A, _I, _R = review_assignments, review_items, raters
@@ -35,6 +36,17 @@ def active(now: datetime) -> Any:
     """An assignment that holds its slot at ``now``: answered, or leased and not yet expired."""
     return sa.or_(
         _A.c.state == "answered", sa.and_(_A.c.state == "leased", _A.c.lease_expires_at > now)
+    )
+
+
+def seen_by(rater_id: int, now: datetime) -> Any:
+    """The rater has had the item (``review_items`` row): answered it, skipped it, or holds an
+    open lease on it. Planned repeats do not count: they come on top."""
+    return sa.exists().where(
+        _A.c.item_id == _I.c.id,
+        _A.c.rater_id == rater_id,
+        sa.not_(_A.c.is_repeat),
+        sa.or_(_A.c.state == "skipped", active(now)),
     )
 
 
@@ -67,16 +79,10 @@ def claim_item(conn: Connection, camp: Any, rater_id: int, now: datetime) -> Any
     held = sa.select(sa.func.count()).where(
         _A.c.item_id == _I.c.id, _A.c.slot.is_not(None), active(now)
     )
-    seen = sa.exists().where(
-        _A.c.item_id == _I.c.id,
-        _A.c.rater_id == rater_id,
-        sa.not_(_A.c.is_repeat),
-        sa.or_(_A.c.state == "skipped", active(now)),
-    )
     control = sa.or_(_I.c.gold.is_not(None), _I.c.is_attention_check)
     stmt = (
         sa.select(_I.c.id, _I.c.item_key, control.label("control"))
-        .where(_I.c.campaign_id == camp.id, sa.not_(seen))
+        .where(_I.c.campaign_id == camp.id, sa.not_(seen_by(rater_id, now)))
         .where(sa.or_(control, held.scalar_subquery() < camp.k))
         .order_by(_I.c.position, _I.c.id)
         .limit(1)
