@@ -81,6 +81,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "monitor": ("_monitor", "Metrics, drift and uncovered requests in the gateway's traffic."),
     "plan": ("_plan", "How many items to detect a difference, and what they cost."),
     "report": ("_report", "Write an HTML report (offline) and its Markdown for runs."),
+    "review": ("_review", "Human review: campaigns, raters, agreement, final labels."),
     "robustness": ("_sensitivity", "Is a model worse on questions written like real users'?"),
     "run": ("_run", "Evaluate a model on tasks and store the run."),
     "runs": ("_runs", "List stored runs, newest first."),
@@ -106,6 +107,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "judge-calibrate",
     ),
     "Production": ("gateway", "ab", "monitor", "suite"),
+    "People": ("review",),
     "Catalogues": ("tasks", "models", "model"),
 }
 
