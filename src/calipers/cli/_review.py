@@ -29,6 +29,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "list": ("_review_admin", "List review campaigns."),
     "status": ("_review_admin", "A campaign's progress: items judged, open leases, skips."),
     "import-labels": ("_review_import", "Import labels people already gave (e.g. XSTest's)."),
+    "queue": ("_review_decide", "Items whose raters disagree, waiting for an adjudicator."),
+    "adjudicate": ("_review_decide", "Decide an item's final answer (recorded with who decided)."),
     "report": ("_review_report", "Agreement, rates, ratings and final labels of a campaign."),
     "export": ("_review_report", "Export final labels: JSONL, CSV, Label Studio, Argilla, suite."),
     "serve": ("_review_serve", "Serve the rater, adjudicator and owner pages."),
