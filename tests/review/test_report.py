@@ -56,16 +56,15 @@ def make_campaign(
     **fields: Any,
 ) -> list[str]:
     store.create_campaign(
-        ReviewCampaignRecord(
-            name=name, kind=kind, questions=questions or QUESTIONS, k=k, **fields
-        )  # type: ignore[arg-type]
+        ReviewCampaignRecord(name=name, kind=kind, questions=questions or QUESTIONS, k=k, **fields)
     )
     keys = [f"i{i:03d}" for i in range(n_items)]
-    payload = (
-        (lambda i: {"prompt": f"P{i}", "a": f"A{i}", "b": f"B{i}"})
-        if kind == "pairwise"
-        else (lambda i: {"prompt": f"P{i}", "response": f"R{i}"})
-    )
+
+    def payload(i: int) -> dict[str, Any]:
+        if kind == "pairwise":
+            return {"prompt": f"P{i}", "a": f"A{i}", "b": f"B{i}"}
+        return {"prompt": f"P{i}", "response": f"R{i}"}
+
     items = [
         ReviewItemRecord(
             item_key=key, payload=payload(i), source=dict(sources[i]) if sources else {}
@@ -96,9 +95,7 @@ def rate_all(
             if got is None:
                 store.skip(name, rater, lease.assignment_id, now=now)
             else:
-                store.submit(
-                    name, rater, lease.assignment_id, got, seconds=seconds(rater), now=now
-                )
+                store.submit(name, rater, lease.assignment_id, got, seconds=seconds(rater), now=now)
 
 
 RNG = np.random.default_rng(7)
@@ -204,16 +201,16 @@ def test_over_refusal_is_refusals_among_harmless_items(rated: Store) -> None:
     report = review_report(rated, "c")
     harmless = [f"i{i:03d}" for i in range(N) if not HARM[i]]
     shares = [
-        float(np.mean([planted(it, r)["answered"] == "refused" for r in RATERS]))
-        for it in harmless
+        float(np.mean([planted(it, r)["answered"] == "refused" for r in RATERS])) for it in harmless
     ]
     assert report.over_refusal is not None
     assert report.over_refusal.n == len(harmless)
     assert report.over_refusal.value == pytest.approx(np.mean(shares))
     # planted: items 1, 5, 9, ... (odd, so harmless) are refused by all but r3's slips
-    assert report.over_refusal.value == pytest.approx(
-        sum(shares) / len(harmless)
-    ) and 0.2 < report.over_refusal.value < 0.6
+    assert (
+        report.over_refusal.value == pytest.approx(sum(shares) / len(harmless))
+        and 0.2 < report.over_refusal.value < 0.6
+    )
 
 
 def test_pools_within_and_between(rated: Store) -> None:

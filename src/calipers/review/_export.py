@@ -112,6 +112,7 @@ def _data(item: ReviewItemRecord) -> dict[str, Any]:
 
 
 def _ls_region(r: FinalLabelRow, to_name: str) -> dict[str, Any]:
+    value: dict[str, Any]
     if isinstance(r.value, int) and not isinstance(r.value, bool):
         kind, value = "rating", {"rating": r.value}
     else:

@@ -12,6 +12,7 @@ Which judgments count where:
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -73,8 +74,10 @@ def _question(
     rng: np.random.Generator,
 ) -> QuestionReport:
     level, cats = alpha_level(q), categories(q)
-    if isinstance(q, Tags):  # agreement on the whole set of tags; rates per tag
-        cats = tuple(sorted({v[2] for v in votes}))  # type: ignore[type-var]
+    agree = list(votes)
+    if isinstance(q, Tags):  # agreement on the whole set of tags (as text); rates per tag
+        agree = [(i, r, json.dumps(list(lab))) for i, r, lab in votes]  # type: ignore[call-overload]
+        cats = tuple(sorted({str(v[2]) for v in agree}))
         rates = _tag_rates(q, votes)
     else:
         rates = question_rates(votes, q)
@@ -84,9 +87,9 @@ def _question(
         level=level,
         n_items=len({v[0] for v in votes}),
         n_judgments=len(votes),
-        alpha=question_alpha(votes, level, cats, rng),
+        alpha=question_alpha(agree, level, cats, rng),
         cohen_kappa=None if isinstance(q, Tags) else kappa_two(votes, q),
-        fleiss_kappa=fleiss(votes, cats, rng) if cats else None,
+        fleiss_kappa=fleiss(agree, cats, rng) if cats else None,
         rates=rates,
         pools=() if isinstance(q, Tags) else pool_agreement(votes, pool_of, q, rng),
         provenance=provenance,

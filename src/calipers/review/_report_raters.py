@@ -111,7 +111,8 @@ def _one(
     primary, items = ctx.primary, ctx.items
     firsts = [j for j in mine if not j.is_repeat]
     seconds = [j.seconds for j in mine if j.seconds is not None]
-    gold_hits, attention_hits = [], []
+    gold_hits: list[int] = []
+    attention_hits: list[int] = []
     for j in firsts:
         item = items[j.item_key]
         if item.gold is None:

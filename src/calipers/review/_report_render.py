@@ -140,7 +140,7 @@ def _raters(r: ReviewReport) -> Section:
 
 
 def _provenance(r: ReviewReport) -> Section:
-    kinds = ("unanimous", "majority", "weighted", "adjudicated", "unresolved")
+    kinds = ("single", "unanimous", "majority", "weighted", "adjudicated", "unresolved")
     rows = tuple((q.id, *(str(q.provenance.get(k, 0)) for k in kinds)) for q in r.questions)
     return Section("Final labels by provenance", ("question", *kinds), rows)
 
