@@ -107,6 +107,8 @@ def _over_refusal(answered: Sequence[Vote], harm_final: dict[str, Any]) -> Estim
 
 
 def _skips(store: Store, campaign: str) -> dict[str, int] | None:
+    """Skipped assignments per rater, from ``store.skip_counts(campaign)`` once the store has
+    it (the contract has no skip count yet); None until then, and the report says so."""
     counts = getattr(store, "skip_counts", None)
     return None if counts is None else dict(counts(campaign))
 
@@ -160,7 +162,7 @@ def review_report(
         notes.extend(more)
     skips = _skips(store, campaign)
     if skips is None:
-        notes.append("skip counts are not available from this store")
+        notes.append("skips per rater: the store does not count them yet (Store.skip_counts)")
     return ReviewReport(
         campaign=camp.name,
         kind=camp.kind,

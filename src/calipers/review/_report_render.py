@@ -123,18 +123,20 @@ def _raters(r: ReviewReport) -> Section:
         (
             q.name, q.pool, str(q.answered), _opt(q.skipped, "{}"), _opt(q.median_seconds),
             _opt(q.too_fast, "{}"), _e(q.gold_accuracy), _e(q.attention),
-            _e(q.self_consistency), _e(q.left_share), _opt(q.competence, "{:.2f}"),
+            _e(q.self_consistency), _e(q.left_share), _e(q.agreement),
+            _opt(q.competence, "{:.2f}"),
             ", ".join(q.flag_reasons) or "—",
             f"excluded ({q.excluded_reason})" if q.excluded else "",
         )
         for q in r.raters
     )  # fmt: skip
     cols = ("rater", "pool", "answered", "skipped", "median s", "too fast", "gold accuracy",
-            "attention", "self-consistency", "left share", "competence (DS)", "flag",
+            "attention", "self-consistency", "left share", "agreement", "competence (DS)", "flag",
             "status")  # fmt: skip
     return Section(
         "Raters", cols, rows,
-        "Wilson intervals over the rater's items; competence: Dawid-Skene accuracy. Excluded "
+        "Wilson intervals over the rater's items; agreement: with the gold answer or the other "
+        "raters' consensus (what the flag reads); competence: Dawid-Skene accuracy. Excluded "
         "raters' judgments are left out of every other table.",
     )  # fmt: skip
 
