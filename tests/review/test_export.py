@@ -170,3 +170,25 @@ def test_cli_report_json_and_export(labelled: Store, tmp_path: Path) -> None:
     out = runner.invoke(cli, ["review", "export", "c", "--store", url, "--format", "csv"])
     assert out.exit_code == 0, out.output
     assert len(list(csv.DictReader(io.StringIO(out.output)))) == 8
+
+
+def test_label_studio_config_names_every_region(labelled: Store, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    url = f"sqlite:///{tmp_path / 'review.db'}"
+    conf, out = tmp_path / "config.xml", tmp_path / "tasks.json"
+    args = ["review", "export", "c", "--store", url, "--format", "label-studio"]
+    res = CliRunner().invoke(cli, [*args, "--out", str(out), "--label-config", str(conf)])
+    assert res.exit_code == 0, res.output
+    root = ET.fromstring(conf.read_text())
+    texts = {e.get("name") for e in root.iter("Text")}
+    controls = {e.get("name"): e for e in [*root.iter("Choices"), *root.iter("Rating")]}
+    assert texts == {"prompt", "response"} and set(controls) == {"ok", "quality"}
+    assert [c.get("value") for c in controls["ok"].iter("Choice")] == ["pass", "fail"]
+    for task in json.loads(out.read_text()):
+        for region in task["annotations"][0]["result"]:
+            control = controls[region["from_name"]]
+            assert region["to_name"] == control.get("toName") in texts
+            assert region["type"] == control.tag.lower()
+            for choice in region["value"].get("choices", []):
+                assert choice in [c.get("value") for c in control.iter("Choice")]

@@ -281,3 +281,32 @@ def test_to_dict_is_json(rated: Store) -> None:
     back = json.loads(text)
     assert back["campaign"] == "c" and len(back["questions"]) == 6
     assert back["questions"][0]["alpha"]["method"] == "bootstrap-units-percentile"
+
+
+def test_a_campaign_without_judgments_reports_empty_figures(store: Store) -> None:
+    import json
+
+    from calipers.review import render_report_html, render_report_markdown
+
+    make_campaign(store, 3, k=2)
+    report = review_report(store, "c")
+    assert all(q.alpha.is_empty and q.n_judgments == 0 for q in report.questions)
+    assert all(f.provenance == "unresolved" for f in report.final_labels)
+    json.dumps(report.to_dict(), allow_nan=False)
+    assert "n/a (n=0)" in render_report_markdown(report)
+    assert "<h1>Review report: c</h1>" in render_report_html(report)
+
+
+def test_html_escapes_what_people_and_models_wrote(store: Store) -> None:
+    from calipers.review import render_report_html
+
+    store.create_campaign(
+        ReviewCampaignRecord(name="c", kind="single", questions=QUESTIONS[:1], k=1)
+    )
+    store.add_review_items(
+        "c", [ReviewItemRecord(item_key="<script>alert(1)</script>", payload={"prompt": "x"})]
+    )
+    rate_all(store, {"r<b>": "default"}, lambda _i, _r, _s: {"ok": True})
+    html = render_report_html(review_report(store, "c"))
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "r&lt;b&gt;" in html

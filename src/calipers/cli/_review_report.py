@@ -102,6 +102,9 @@ def report_cmd(
               help="File to write (default: standard output).")  # fmt: skip
 @click.option("--suite", "suite", default=None, help="With --format suite: the suite's name.")
 @click.option("--question", default=None, help="Only this question's final labels.")
+@click.option("--label-config", "label_config", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="With --format label-studio: also write the matching "
+              "labeling config (XML) to this file.")  # fmt: skip
 @click.option(
     "--method",
     type=click.Choice(["majority", "weighted"]),
@@ -119,6 +122,7 @@ def export_cmd(
     out: Path | None,
     suite: str | None,
     question: str | None,
+    label_config: Path | None,
     method: str,
 ) -> None:
     """Export campaign NAME's final labels, each with its provenance.
@@ -135,6 +139,8 @@ def export_cmd(
         export_jsonl,
         export_label_studio,
         export_suite,
+        label_studio_config,
+        parse_questions,
         review_report,
     )
     from calipers.store import Store
@@ -144,9 +150,15 @@ def export_cmd(
             "--suite NAME goes with --format suite, and only with it.",
             hint="calipers review export NAME --format suite --suite SUITE",
         )
+    if label_config is not None and fmt != "label-studio":
+        raise ConfigError("--label-config goes with --format label-studio.")
     with Store.open(obj.store_url) as store:
         report = review_report(store, name, method=method)  # type: ignore[arg-type]
         items = store.get_review_items(name)
+        campaign = store.get_campaign(name)
+    if label_config is not None:
+        qset = parse_questions({"questions": campaign.questions}, source=f"campaign {name!r}")
+        label_config.write_text(label_studio_config(qset, campaign.kind), encoding="utf-8")
     if fmt == "suite":
         assert suite is not None
         q = question or next((x.id for x in report.questions), None)

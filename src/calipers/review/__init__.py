@@ -71,6 +71,7 @@ from calipers.review._export import (
     export_jsonl,
     export_label_studio,
     export_suite,
+    label_studio_config,
     suite_records,
 )
 from calipers.review._report import review_report
@@ -108,6 +109,7 @@ __all__ += [
     "export_jsonl",
     "export_label_studio",
     "export_suite",
+    "label_studio_config",
     "render_report_html",
     "render_report_markdown",
     "report_sections",

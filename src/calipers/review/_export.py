@@ -25,8 +25,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
+from xml.sax.saxutils import escape
 
 from calipers.errors import ConfigError
+from calipers.review._questions import Choice, Likert, PassFail, Preference, QuestionSet, Tags
 from calipers.review._report_model import FinalLabelRow, ReviewReport
 from calipers.store import ReviewItemRecord
 
@@ -38,6 +40,7 @@ __all__ = [
     "export_jsonl",
     "export_label_studio",
     "export_suite",
+    "label_studio_config",
     "suite_records",
 ]
 
@@ -154,6 +157,41 @@ def export_label_studio(
             }
         )
     return tasks
+
+
+def _xml(text: str) -> str:
+    return escape(text, {'"': "&quot;"})
+
+
+def _ls_control(q: PassFail | Likert | Choice | Preference | Tags, to_name: str) -> str:
+    head = f'<Header value="{_xml(q.prompt)}"/>'
+    if isinstance(q, Likert):
+        return f'{head}<Rating name="{q.id}" toName="{to_name}" maxRating="5"/>'
+    if isinstance(q, PassFail):
+        options: tuple[str, ...] = ("pass", "fail")
+    elif isinstance(q, Preference):
+        options = ("a", "b", "tie") if q.ties else ("a", "b")
+    elif isinstance(q, Tags):
+        options = tuple(t.id for t in q.taxonomy)
+    else:
+        options = q.options
+    mode = "multiple" if isinstance(q, Tags) else "single"
+    choices = "".join(f'<Choice value="{_xml(o)}"/>' for o in options)
+    return f'{head}<Choices name="{q.id}" toName="{to_name}" choice="{mode}">{choices}</Choices>'
+
+
+def label_studio_config(questions: QuestionSet, kind: str) -> str:
+    """A Label Studio labeling config matching :func:`export_label_studio`'s tasks: the
+    payload's texts and one control per question (``from_name`` is the question id)."""
+    fields = ("prompt", "a", "b") if kind == "pairwise" else ("prompt", "response")
+    to_name = "prompt" if kind == "pairwise" else "response"
+    texts = "".join(f'<Text name="{f}" value="${f}"/>' for f in fields)
+    controls = "".join(
+        _ls_control(q, to_name)
+        for q in questions.items()
+        if isinstance(q, PassFail | Likert | Choice | Preference | Tags)
+    )
+    return f"<View>{texts}{controls}</View>\n"
 
 
 def export_argilla(
