@@ -106,13 +106,6 @@ def _over_refusal(answered: Sequence[Vote], harm_final: dict[str, Any]) -> Estim
     return item_rate(per_item)
 
 
-def _skips(store: Store, campaign: str) -> dict[str, int] | None:
-    """Skipped assignments per rater, from ``store.skip_counts(campaign)`` once the store has
-    it (the contract has no skip count yet); None until then, and the report says so."""
-    counts = getattr(store, "skip_counts", None)
-    return None if counts is None else dict(counts(campaign))
-
-
 def review_report(
     store: Store, campaign: str, *, seed: int = 0, method: Method = "majority"
 ) -> ReviewReport:
@@ -160,9 +153,7 @@ def review_report(
         rng = np.random.default_rng([seed, len(labelled)])
         pairwise, more = pairwise_report(pref, items, counted, rng)
         notes.extend(more)
-    skips = _skips(store, campaign)
-    if skips is None:
-        notes.append("skips per rater: the store does not count them yet (Store.skip_counts)")
+    skips = store.skip_counts(campaign)  # "I can't judge this": counted, never a label
     return ReviewReport(
         campaign=camp.name,
         kind=camp.kind,
