@@ -1,7 +1,8 @@
 """Human review: questions as data, rater answers checked against them.
 
-See ``docs/review.md``. More of review (assignments, storage, the rater page, agreement) is
-coming; this package is an application (layer 5) that calls the library API.
+See ``docs/review.md``. This package is an application (layer 5) that calls the library API:
+the store keeps campaigns, assignments and judgments; the statistics are in
+:mod:`calipers.stats`.
 """
 
 from calipers.review._campaigns import (
@@ -13,19 +14,29 @@ from calipers.review._campaigns import (
     rate_half_width,
     store_campaign,
 )
+from calipers.review._final import (
+    FinalLabel,
+    Provenance,
+    disagreements,
+    final_labels,
+    label_key,
+)
 from calipers.review._questions import (
     LIKERT_MAX,
     LIKERT_MIN,
     Choice,
     Comment,
     Likert,
+    PairwiseOutcome,
     PassFail,
+    Preference,
     Question,
     QuestionSet,
     Refusal,
     Tag,
     Tags,
     load_questions,
+    pairwise_outcome,
     parse_questions,
     validate_answers,
 )
@@ -38,6 +49,7 @@ from calipers.review._sources import (
     items_from_suite,
     items_from_traffic,
 )
+from calipers.review._tokens import IssuedToken, check_token, issue_token, token_key
 
 __all__ = [
     "FILE_FIELDS",
@@ -45,9 +57,14 @@ __all__ = [
     "LIKERT_MIN",
     "Choice",
     "Comment",
+    "FinalLabel",
+    "IssuedToken",
     "KPlan",
     "Likert",
+    "PairwiseOutcome",
     "PassFail",
+    "Preference",
+    "Provenance",
     "Question",
     "QuestionSet",
     "Refusal",
@@ -55,17 +72,24 @@ __all__ = [
     "Tag",
     "Tags",
     "check_kind",
+    "check_token",
+    "disagreements",
+    "final_labels",
+    "issue_token",
     "items_from_file",
     "items_from_run",
     "items_from_runs",
     "items_from_suite",
     "items_from_traffic",
     "k_for_width",
+    "label_key",
     "load_controls",
     "load_questions",
     "mix_controls",
+    "pairwise_outcome",
     "parse_questions",
     "rate_half_width",
     "store_campaign",
+    "token_key",
     "validate_answers",
 ]
