@@ -215,3 +215,54 @@ def test_an_empty_csv_is_refused(tmp_path: Path) -> None:
                           str(f), "--questions", questions(tmp_path), "--k", "1")  # fmt: skip
     assert code != 0
     assert "gave no items to review" in err
+
+
+def test_uncovered_traffic_is_what_monitor_export_exports(tmp_path: Path) -> None:
+    from tests.monitor._monitor_fixtures import BASE, COOKING, HOUR, T0, write_windows
+
+    url = store_url(tmp_path)
+    write_windows(url, [BASE, COOKING], n=80, seed=4)
+    span = ["--since", T0.isoformat(), "--until", (T0 + 2 * HOUR).isoformat()]
+    queue = tmp_path / "queue.jsonl"
+    fast = ["--outlier-quantile", "0.05"]
+    code, out, err = invoke("--store", url, "monitor", "export", *span, *fast, "--to-review",
+                            str(queue))  # fmt: skip
+    assert code == 0, err
+    flagged = [json.loads(line) for line in queue.read_text("utf-8").splitlines()]
+    assert flagged
+    code, out, err = invoke("review", "create", "u", "--store", url, "--from", "traffic",
+                            *span, *fast, "--uncovered", "--questions", questions(tmp_path),
+                            "--k", "1", "--json")  # fmt: skip
+    assert code == 0, err
+    with Store.open(url) as store:
+        items = store.get_review_items("u")
+    assert [it.item_key for it in items] == [r["pair_id"] for r in flagged]
+    assert [it.payload["prompt"] for it in items] == [r["prompt"] for r in flagged]
+    assert json.loads(out)["source"] == "traffic (uncovered)"
+
+
+def test_suite_items_with_a_reference_answer(tmp_path: Path) -> None:
+    from calipers.suites import load_suite
+    from tests.suites._logs import production_log
+
+    log, _rows = production_log(tmp_path)
+    code, _, err = invoke("suite", "import", str(log), "--name", "prod", "--field",
+                          "input=question", "--field", "id=req_id", "--field",
+                          "accepted=thumbs_up", "--field", "output=answer")  # fmt: skip
+    assert code == 0, err
+    assert invoke("suite", "build", "prod", "--backend", "tfidf")[0] == 0
+    _manifest, suite_items = load_suite("prod")
+    with_ref = [it for it in suite_items if it.reference is not None]
+    assert 0 < len(with_ref) < len(suite_items)  # references as the suite chose them
+    url = store_url(tmp_path)
+    code, out, err = invoke("review", "create", "s", "--store", url, "--from", "suite:prod@v1",
+                            "--questions", questions(tmp_path), "--k", "1", "--json")  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["items"] == len(with_ref) and data["source"] == "suite:prod@v1"
+    assert sum(data["skipped"].values()) == len(suite_items) - len(with_ref)
+    with Store.open(url) as store:
+        items = store.get_review_items("s")
+    assert [it.item_key for it in items] == [it.id for it in with_ref]
+    assert [it.payload["response"] for it in items] == [it.reference for it in with_ref]
+    assert items[0].payload["prompt"].endswith(with_ref[0].query)

@@ -39,13 +39,17 @@ def _when(text: str | None) -> Any:
     return parse_when(text, utc_now())
 
 
-def _uncovered(store: Store, since: Any, until: Any, suites: tuple[str, ...]) -> Any:
+def _uncovered(
+    store: Store, since: Any, until: Any, suites: tuple[str, ...], quantile: float | None
+) -> Any:
     """The exchanges ``calipers monitor`` flags as not covered (what ``monitor export``
     exports): outliers and new clusters against the reference traffic and ``suites``."""
     from calipers.monitor import MonitorConfig, monitor
 
     def run() -> list[Any]:
-        report = monitor(store, MonitorConfig(since=since, until=until, suites=list(suites)))
+        more = {} if quantile is None else {"outlier_quantile": quantile}
+        config = MonitorConfig(since=since, until=until, suites=list(suites), **more)
+        report = monitor(store, config)
         assert report.novelty is not None
         return [it.exchange for it in report.novelty.outliers]
 
@@ -84,7 +88,11 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
         return items_from_suite(rest)
     if spec == "traffic":
         since, until = _when(o["since"]), _when(o["until"])
-        unc = _uncovered(store, since, until, o["covered_by"]) if o["uncovered"] else None
+        unc = (
+            _uncovered(store, since, until, o["covered_by"], o["outlier_quantile"])
+            if o["uncovered"]
+            else None
+        )
         return items_from_traffic(store, kind=kind, since=since, until=until, uncovered=unc)
     if Path(spec).is_file():
         return items_from_file(spec, kind=kind, fields=_pairs(o["fields"]), key=o["key"])
@@ -186,6 +194,11 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
     multiple=True,
     metavar="SUITE",
     help="With --uncovered: suites whose items count as covered.",
+)
+@click.option(
+    "--outlier-quantile",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="With --uncovered: as for `calipers monitor` [default: 0.01].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the campaign as JSON.")
 @store_option
