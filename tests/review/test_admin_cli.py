@@ -219,3 +219,21 @@ def test_limit_takes_the_first_items(tmp_path: Path, capitals_task: Path) -> Non
                             "--json")  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["items"] == 3 < len(CAPITALS)
+
+
+def test_a_control_that_looks_different_is_refused(tmp_path: Path, capitals_task: Path) -> None:
+    url = store_url(tmp_path)
+    run = make_run(url, capitals_task, "fake:echo")  # its items show a reference answer
+    gold = _jsonl(
+        tmp_path / "g.jsonl", [{"prompt": "p", "response": "r", "gold": {"correct": True}}]
+    )
+    args = ["--store", url, "--from", f"run:{run}", "--questions", questions(tmp_path)]
+    code, _, err = invoke("review", "create", "x", *args, "--k", "1", "--gold", gold)
+    assert code != 0
+    assert "has the fields ['prompt', 'response']" in err and "could tell it" in err
+    gold = _jsonl(
+        tmp_path / "g.jsonl",
+        [{"prompt": "p", "response": "r", "reference": "x", "gold": {"correct": True}}],
+    )
+    code, _, err = invoke("review", "create", "x", *args, "--k", "1", "--gold", gold)
+    assert code == 0, err

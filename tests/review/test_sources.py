@@ -266,3 +266,22 @@ def test_suite_items_with_a_reference_answer(tmp_path: Path) -> None:
     assert [it.item_key for it in items] == [it.id for it in with_ref]
     assert [it.payload["response"] for it in items] == [it.reference for it in with_ref]
     assert items[0].payload["prompt"].endswith(with_ref[0].query)
+
+
+def test_pairwise_file_records_which_column_is_which(tmp_path: Path) -> None:
+    f = tmp_path / "pairs.csv"
+    with f.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["q", "chosen", "rejected"])
+        w.writerows([["q1", "good 1", "bad 1"], ["q2", "good 2", "bad 2"]])
+    q = questions(tmp_path, PAIRWISE_QUESTIONS)
+    code, out, err = invoke("review", "create", "p", "--store", store_url(tmp_path), "--from",
+                            str(f), "--kind", "pairwise", "--field", "prompt=q", "--field",
+                            "a=chosen", "--field", "b=rejected", "--questions", q, "--k", "2",
+                            "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["items"] == 2
+    with Store.open(store_url(tmp_path)) as store:
+        items = store.get_review_items("p")
+    assert items[1].payload == {"prompt": "q2", "a": "good 2", "b": "bad 2"}
+    assert items[1].source["columns"] == {"prompt": "q", "a": "chosen", "b": "rejected"}

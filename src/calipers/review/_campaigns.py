@@ -232,6 +232,21 @@ def mix_controls(
     return queue
 
 
+def _check_control_fields(queue: Sequence[ReviewItemRecord]) -> None:
+    """A control whose payload has other fields than the items (say no ``reference`` where
+    every item shows one) would give itself away to raters: refuse it."""
+    shapes = {frozenset(it.payload) for it in queue if not it.is_control}
+    for it in queue:
+        if it.is_control and frozenset(it.payload) not in shapes:
+            have = sorted(it.payload)
+            want = " or ".join(str(sorted(s)) for s in sorted(shapes, key=sorted))
+            raise DataError(
+                f"Control item {it.item_key!r} has the fields {have}, the items {want}: "
+                "raters could tell it from the others.",
+                hint="Give gold items and attention checks the same fields as the items.",
+            )
+
+
 def store_campaign(
     store: Store,
     name: str,
@@ -248,6 +263,7 @@ def store_campaign(
     check_kind(kind, questions)
     if not any(not it.is_control for it in queue):
         raise DataError(f"Campaign {name!r} would have no items to review.")
+    _check_control_fields(queue)
     dup = sorted(k for k, n in Counter(it.item_key for it in queue).items() if n > 1)
     if dup:
         raise DataError(
