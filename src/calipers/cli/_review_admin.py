@@ -125,7 +125,7 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
 @click.option(
     "--width",
     type=float,
-    help="Instead of --k: the 95%% interval half-width wanted on a rate, e.g. 0.05.",
+    help="Instead of --k: the 95% interval half-width wanted on a rate, e.g. 0.05.",
 )
 @click.option(
     "--rate",
