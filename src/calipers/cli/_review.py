@@ -23,7 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "_review_admin",
         "Invite a rater, adjudicator or owner: prints their personal link.",
     ),
-    "raters": ("_review_admin", "The campaign's raters, their progress and quality flags."),
+    "raters": ("_review_admin", "The campaign's raters: pool, role, answered, skipped, excluded."),
     "exclude": ("_review_admin", "Exclude a rater (recorded, reversible with include)."),
     "include": ("_review_admin", "Reverse an exclusion."),
     "list": ("_review_admin", "List review campaigns."),
