@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from calipers._util.clock import utc_now
 from calipers.review._questions import Choice, Likert, PassFail, Preference, Tags, parse_questions
 from calipers.review._report_model import FinalLabelRow, QuestionReport, Rate, ReviewReport
 from calipers.review._report_pairwise import pairwise_report
@@ -153,7 +154,9 @@ def review_report(
         rng = np.random.default_rng([seed, len(labelled)])
         pairwise, more = pairwise_report(pref, items, counted, rng)
         notes.extend(more)
-    skips = store.skip_counts(campaign)  # "I can't judge this": counted, never a label
+    # "I can't judge this": counted per rater, never a label
+    counts = store.assignment_counts(campaign, now=utc_now())
+    skips = {name: c.get("skipped", 0) for name, c in counts.items()}
     return ReviewReport(
         campaign=camp.name,
         kind=camp.kind,

@@ -61,19 +61,6 @@ class ReviewPeopleStore:
             row = conn.execute(sa.select(_R).where(_R.c.token_key == key)).first()
         return None if row is None else _rater(row)
 
-    def skip_counts(self, campaign: str) -> dict[str, int]:
-        """ "I can't judge this" per rater (every rater listed, 0 included): counted, never a
-        label."""
-        stmt = (
-            sa.select(_R.c.name, sa.func.count(_A.c.id))
-            .select_from(_R)
-            .outerjoin(_A, sa.and_(_A.c.rater_id == _R.c.id, _A.c.state == "skipped"))
-            .group_by(_R.c.id, _R.c.name)
-        )
-        with read_transaction(self._engine) as conn:
-            stmt = stmt.where(_R.c.campaign_id == campaign_row(conn, campaign).id)
-            return {name: int(n) for name, n in conn.execute(stmt)}
-
     # -- web sessions -------------------------------------------------------------------------
 
     def create_review_session(
