@@ -13,6 +13,7 @@ from calipers.reports import diff_panels, diff_text, methodology_rows, num, task
 from calipers.store import Store
 from calipers.web._charts import forest_svg, plot_row
 from calipers.web._queries import (
+    compare_calibrations,
     compare_runs,
     leaderboard_boards,
     list_runs,
@@ -74,7 +75,7 @@ def run_page(
     store = store_of(request)
     run = store.get_run(run_id)
     samples = store.get_samples(run.id)
-    tasks = task_views(run, samples)
+    tasks = task_views(run, samples, saved=store.list_runs())
     names = [t.name for t in tasks]
     if task and task not in names:
         raise ConfigError(
@@ -112,12 +113,13 @@ def compare_page(
 ) -> Response:
     store = store_of(request)
     ids = order_runs(run or [], baseline)
-    result, problem = None, None
+    result, problem, marks = None, None, {}
     if len(ids) >= 2:
         try:
             result = compare_runs(
                 store, ids, force=force, correction=correction, all_metrics=all_metrics
             )
+            marks = compare_calibrations(store, result)
         except CalipersError as e:  # not comparable, unknown run: said on the page
             problem = e
     return page(
@@ -132,6 +134,7 @@ def compare_page(
         result=result,
         problem=problem,
         panels=diff_panels(result) if result else [],
+        marks=marks,
         diff_text=diff_text,
         num=num,
     )

@@ -4,7 +4,7 @@ always agree (``calipers runs``, ``compare``, ``leaderboard``, ``report``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from calipers.errors import ConfigError
 from calipers.store import RunRecord, Store
@@ -12,7 +12,14 @@ from calipers.store import RunRecord, Store
 if TYPE_CHECKING:
     from calipers.analysis import Board, ComparisonSet
 
-__all__ = ["compare_runs", "leaderboard_boards", "list_runs", "order_runs", "report_html"]
+__all__ = [
+    "compare_calibrations",
+    "compare_runs",
+    "leaderboard_boards",
+    "list_runs",
+    "order_runs",
+    "report_html",
+]
 
 MAX_LIMIT = 1000
 
@@ -83,3 +90,11 @@ def report_html(store: Store, run_id: str) -> str:
     from calipers.reports import render_multi_html
 
     return render_multi_html(load_runs(store, [run_id]))
+
+
+def compare_calibrations(store: Store, result: ComparisonSet) -> dict[int, dict[str, Any]]:
+    """As ``calipers compare``: each judge-based row's calibration (``row_calibrations``)."""
+    from calipers.analysis import row_calibrations
+
+    ids = {i for r in result.rows for i in (r.run_a, r.run_b)}
+    return row_calibrations(result.rows, [store.get_run(i) for i in ids], store.list_runs())
