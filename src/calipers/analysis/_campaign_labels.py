@@ -62,7 +62,8 @@ def campaign_question(
     return usable[0]
 
 
-def _value(value: Any, qtype: str, options: tuple[str, ...], positive: str | None) -> Any:
+def _check(qtype: str, options: tuple[str, ...], positive: str | None) -> None:
+    """Whether the question's answers can be read on a judge's scale (before any label)."""
     if qtype == "choice":
         if positive is None:
             raise ConfigError(
@@ -75,16 +76,20 @@ def _value(value: Any, qtype: str, options: tuple[str, ...], positive: str | Non
                 f"--positive {positive!r} is not an option of the question.",
                 hint=f"Its options: {', '.join(options)}.",
             )
-        return "pass" if value == positive else "fail"
-    if positive is not None:
+    elif positive is not None:
         raise ConfigError(f"--positive applies to choice questions; this one is {qtype}.")
+    elif qtype not in _USABLE:
+        raise ConfigError(
+            f"A {qtype} question cannot label a judge: use a pass/fail, Likert or choice one."
+        )
+
+
+def _value(value: Any, qtype: str, positive: str | None) -> Any:
+    if qtype == "choice":
+        return "pass" if value == positive else "fail"
     if qtype == "pass_fail" and isinstance(value, bool):
         return "pass" if value else "fail"
-    if qtype in ("pass_fail", "likert"):
-        return value  # pass/fail or a number: read on the judge's scale like a file's labels
-    raise ConfigError(
-        f"A {qtype} question cannot label a judge: use a pass/fail, Likert or choice one."
-    )
+    return value  # pass/fail text or a Likert number: read on the judge's scale like a file's
 
 
 def campaign_labels(
@@ -105,6 +110,7 @@ def campaign_labels(
     a choice question needs ``positive``, the option that counts as a pass. Unresolved final
     labels (a tie nobody adjudicated) are left out and counted."""
     qid, qtype, options = campaign_question(questions, question)
+    _check(qtype, options, positive)
     by_key = {it.item_key: it for it in items}
     out: dict[Key, tuple[Any, str]] = {}
     unresolved = 0
@@ -121,7 +127,7 @@ def campaign_labels(
         where = f"campaign {campaign}, item {fl.item_key} ({qid})"
         if key in out:
             raise DataError(f"{where}: sample {key[0]!r} is labelled by two items.")
-        out[key] = (_value(fl.value, qtype, options, positive), where)
+        out[key] = (_value(fl.value, qtype, positive), where)
     if not out:
         raise DataError(
             f"Campaign {campaign!r} has no final {qid!r} labels of run {run_id}'s task {task!r}.",
