@@ -41,6 +41,7 @@ def _views(a: str, b: str) -> dict[str, str]:
     with TestClient(create_app(), base_url=LOOPBACK) as c:
         out["dashboard"] = c.get(f"/runs/{a}").text
         out["dashboard compare"] = c.get(f"/compare?run={a}&run={b}").text
+        out["dashboard leaderboard"] = c.get("/leaderboard").text
     return {k: " ".join(v.split()) for k, v in out.items()}
 
 
@@ -52,12 +53,14 @@ def _json(a: str, b: str) -> dict[str, object]:
     with TestClient(create_app(), base_url=LOOPBACK) as c:
         api = c.get(f"/api/runs/{a}").json()
         api_cmp = c.get(f"/api/compare?run={a}&run={b}").json()
+        api_board = c.get("/api/leaderboard").json()
     return {
         "show": show["judge_calibration"]["capq"]["calibrated"],
         "compare": cmp["rows"][0]["calibrated"],
         "leaderboard": board[0]["entries"][0]["calibrated"],
         "dashboard": api["judge_calibration"]["capq"]["calibrated"],
         "dashboard compare": api_cmp["rows"][0]["calibrated"],
+        "dashboard leaderboard": api_board[0]["entries"][0]["calibrated"],
     }
 
 

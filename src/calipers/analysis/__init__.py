@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         judge_corrected_comparison,
     )
     from calipers.analysis._judge_line import (
+        board_calibrations,
         is_judge_metric,
         judge_agreement_line,
         judge_calibration,
@@ -101,6 +102,7 @@ _MODULES = {
     "StoredRun": "_align",
     "StudyPlan": "_study",
     "audit": "_audit",
+    "board_calibrations": "_judge_line",
     "calibrate_judge": "_judge_calibration",
     "calibrate_similarity": "_judge_calibration",
     "campaign_labels": "_campaign_labels",
@@ -167,6 +169,7 @@ __all__ = [
     "StoredRun",
     "StudyPlan",
     "audit",
+    "board_calibrations",
     "calibrate_judge",
     "calibrate_similarity",
     "campaign_labels",

@@ -20,6 +20,7 @@ from calipers.types import Estimate
 __all__ = [
     "JUDGE_METRICS",
     "JUDGE_SCORERS",
+    "board_calibrations",
     "is_judge_metric",
     "judge_agreement_line",
     "judge_calibration",
@@ -123,6 +124,18 @@ def row_calibrations(
             ok = all(v is None or v["calibrated"] for v in found.values())
             out[i] = {"calibrated": ok, "judge_calibration": found}
     return out
+
+
+def board_calibrations(
+    boards: Sequence[Any], runs: Iterable[RunRecord], saved: Iterable[RunRecord] = ()
+) -> list[list[dict[str, Any] | None]]:
+    """Per leaderboard board (``Board``), per entry: its run's :func:`metric_calibration` on
+    the board's task and metric (None: not a judge's score). ``runs``: the ranked runs."""
+    by_id, others = {r.id: r for r in runs}, list(saved)
+    return [
+        [metric_calibration(by_id[e.run_id], b.task, b.metric, others) for e in b.entries]
+        for b in boards
+    ]
 
 
 def judge_agreement_line(run: RunRecord, task: str, saved: Iterable[RunRecord] = ()) -> str | None:

@@ -44,7 +44,7 @@ def leaderboard_cmd(
     lose more than fresh items under `calipers contamination perturbation`. A judge-based
     score whose judge has no calibration on record is marked "uncalibrated".
     """
-    from calipers.analysis import format_floors, leaderboard, load_runs, metric_calibration
+    from calipers.analysis import board_calibrations, format_floors, leaderboard, load_runs
     from calipers.contamination import contamination_flags
     from calipers.store import Store
 
@@ -61,11 +61,7 @@ def leaderboard_cmd(
         floors=format_floors(records),
         flags=extra,
     )
-    by_id = {r.record.id: r.record for r in runs}
-    marks = [
-        [metric_calibration(by_id[e.run_id], b.task, b.metric, records) for e in b.entries]
-        for b in boards
-    ]
+    marks = board_calibrations(boards, [r.record for r in runs], records)
     if as_json:
         dumped = [b.model_dump(mode="json") for b in boards]
         for board, mark in zip(dumped, marks, strict=True):

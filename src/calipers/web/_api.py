@@ -11,6 +11,7 @@ from starlette.responses import Response
 from calipers._util.environment import calipers_version
 from calipers.web._pages import Many, Text, store_of
 from calipers.web._queries import (
+    board_marks,
     compare_calibrations,
     compare_runs,
     leaderboard_boards,
@@ -97,8 +98,14 @@ def api_compare(
 @router.get("/leaderboard")
 def api_leaderboard(request: Request, task: Many = None) -> Response:
     """As ``calipers leaderboard --json``."""
-    boards = leaderboard_boards(store_of(request), tasks=task or ())
-    return json_response([b.model_dump(mode="json") for b in boards])
+    store = store_of(request)
+    boards = leaderboard_boards(store, tasks=task or ())
+    dumped = [b.model_dump(mode="json") for b in boards]
+    for board, marks in zip(dumped, board_marks(store, boards), strict=True):
+        for entry, st in zip(board["entries"], marks, strict=True):
+            if st is not None:
+                entry.update(calibrated=st["calibrated"], judge_calibration=st)
+    return json_response(dumped)
 
 
 health = APIRouter()

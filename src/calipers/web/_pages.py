@@ -13,6 +13,7 @@ from calipers.reports import diff_panels, diff_text, methodology_rows, num, task
 from calipers.store import Store
 from calipers.web._charts import forest_svg, plot_row
 from calipers.web._queries import (
+    board_marks,
     compare_calibrations,
     compare_runs,
     leaderboard_boards,
@@ -154,11 +155,13 @@ def _board_chart(board: Any) -> Any:
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 def leaderboard_page(request: Request, task: Many = None) -> Response:
-    boards = leaderboard_boards(store_of(request), tasks=task or ())
+    store = store_of(request)
+    boards = leaderboard_boards(store, tasks=task or ())
     return page(
         request,
         "leaderboard.html.j2",
         boards=boards,
+        marks=board_marks(store, boards),
         charts=[_board_chart(b) for b in boards],
         tasks=task or [],
     )

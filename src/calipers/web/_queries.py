@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from calipers.analysis import Board, ComparisonSet
 
 __all__ = [
+    "board_marks",
     "compare_calibrations",
     "compare_runs",
     "leaderboard_boards",
@@ -82,6 +83,14 @@ def leaderboard_boards(
         floors=format_floors(records),
         flags=extra,
     )
+
+
+def board_marks(store: Store, boards: Sequence[Board]) -> list[list[dict[str, Any] | None]]:
+    """As ``calipers leaderboard``: each entry's judge calibration (``board_calibrations``)."""
+    from calipers.analysis import board_calibrations
+
+    records = store.list_runs()
+    return board_calibrations(boards, records, records)
 
 
 def report_html(store: Store, run_id: str) -> str:
