@@ -27,7 +27,7 @@ def _run(tmp: Path, judge: str = "judgetest:grader") -> str:
     return run_id
 
 
-def _views(a: str, b: str) -> dict[str, str]:
+def _views(a: str, b: str, tmp: Path) -> dict[str, str]:
     """What each view prints about run a (and a against b)."""
     inv = CliRunner().invoke
     out = {
@@ -42,6 +42,11 @@ def _views(a: str, b: str) -> dict[str, str]:
         out["dashboard"] = c.get(f"/runs/{a}").text
         out["dashboard compare"] = c.get(f"/compare?run={a}&run={b}").text
         out["dashboard leaderboard"] = c.get("/leaderboard").text
+        out["dashboard report"] = c.get(f"/runs/{a}/report").text
+    done = CliRunner().invoke(cli, ["report", a, "--json", "--out", str(tmp / "rep")])
+    paths = json.loads(done.stdout)
+    out["report html"] = Path(paths["html"]).read_text(encoding="utf-8")
+    out["report md"] = Path(paths["markdown"]).read_text(encoding="utf-8")
     return {k: " ".join(v.split()) for k, v in out.items()}
 
 
@@ -66,19 +71,19 @@ def _json(a: str, b: str) -> dict[str, object]:
 
 def test_marked_in_every_view_until_a_calibration_is_saved(tmp_path: Path) -> None:
     a, b = _run(tmp_path), _run(tmp_path)
-    for view, text in _views(a, b).items():
+    for view, text in _views(a, b, tmp_path).items():
         assert "uncalibrated" in text, view
     assert set(_json(a, b).values()) == {False}
-    assert "(uncalibrated)" in _views(a, b)["compare"]
-    assert "uncalibrated judge" in _views(a, b)["leaderboard"]
+    assert "(uncalibrated)" in _views(a, b, tmp_path)["compare"]
+    assert "uncalibrated judge" in _views(a, b, tmp_path)["leaderboard"]
 
     # calibrate run b: a calibration of the same judge, scorer and task counts for run a too
     res = CliRunner().invoke(cli, ["judge-calibrate", b, "--labels", str(_labels(tmp_path, HUMAN))])
     assert res.exit_code == 0, res.output
-    for view, text in _views(a, b).items():
+    for view, text in _views(a, b, tmp_path).items():
         assert "uncalibrated" not in text, view
     assert set(_json(a, b).values()) == {True}
-    shown = _views(a, b)["show"]
+    shown = _views(a, b, tmp_path)["show"]
     assert f"calibrated on run {b}" in shown and "Cohen's kappa 0.400" in shown
     show = json.loads(CliRunner().invoke(cli, ["show", a, "--json"]).stdout)
     assert show["judge_calibration"]["capq"]["calibration"]["run_id"] == b

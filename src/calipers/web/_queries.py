@@ -98,7 +98,7 @@ def report_html(store: Store, run_id: str) -> str:
     from calipers.analysis import load_runs
     from calipers.reports import render_multi_html
 
-    return render_multi_html(load_runs(store, [run_id]))
+    return render_multi_html(load_runs(store, [run_id]), saved=store.list_runs())
 
 
 def compare_calibrations(store: Store, result: ComparisonSet) -> dict[int, dict[str, Any]]:
