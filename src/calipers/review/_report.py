@@ -144,6 +144,12 @@ def review_report(
         finals.extend(labels)
         prov = dict(Counter(f.provenance for f in labels))
         questions.append(_question(q, _votes(q, counted), pool_of, prov, rng))
+        given = {json.dumps(v[2], sort_keys=True) for v in _votes(q, counted)}
+        if len(given) == 1:
+            notes.append(
+                f"{q.id}: every judgment gives the same answer, so agreement beyond chance "
+                "(alpha, kappa) is undefined, not high"
+            )
     over = None
     ids = {q.id: q for q in labelled}
     if "answered" in ids and "harm" in ids:

@@ -20,7 +20,7 @@ import numpy as np
 
 from calipers.review._questions import Choice, Likert, PassFail, Preference, Tags
 from calipers.review._report_model import PoolAgreement, Rate
-from calipers.stats import clustered_mean, cohens_kappa, krippendorff_alpha
+from calipers.stats import clustered_mean, cohens_kappa, krippendorff_alpha, wilson
 from calipers.types import Estimate
 
 __all__ = [
@@ -136,11 +136,21 @@ def fleiss(
     return Estimate(value, min(float(low), value), max(float(high), value), n, method)
 
 
-def item_rate(per_item: dict[str, list[float]]) -> Estimate:
-    """Mean over items of each item's mean, with a t interval over items."""
+def item_rate(per_item: dict[str, list[float]], *, share: bool = True) -> Estimate:
+    """Mean over items of each item's mean, with a t interval over items. A share (values 0
+    or 1) whose items all agree within (every item mean 0 or 1: one rater, or unanimous
+    raters) is a proportion of items: a Wilson interval, which does not collapse to a point
+    at 0% or 100% as a t interval would. A share's t interval is kept within [0, 1]."""
     keys = [k for k, v in per_item.items() if v]
     means = [float(np.mean(per_item[k])) for k in keys]
-    return clustered_mean(means, keys)
+    if share and keys and all(m in (0.0, 1.0) for m in means):
+        return wilson(int(sum(means)), len(means))
+    est = clustered_mean(means, keys)
+    if share and est.n:
+        est = Estimate(
+            est.value, max(est.low, 0.0), min(est.high, 1.0), est.n, est.method, est.confidence
+        )
+    return est
 
 
 def _shares(votes: Sequence[Vote], target: Hashable) -> Estimate:
@@ -158,7 +168,7 @@ def question_rates(votes: Sequence[Vote], q: Labelled) -> tuple[Rate, ...]:
         per_item: dict[str, list[float]] = defaultdict(list)
         for item, _rater, label in votes:
             per_item[item].append(float(label))  # type: ignore[arg-type]
-        return (Rate("mean", item_rate(per_item)),)
+        return (Rate("mean", item_rate(per_item, share=False)),)
     return tuple(Rate(str(c), _shares(votes, c)) for c in categories(q))
 
 
