@@ -70,6 +70,13 @@ SECTIONS: tuple[Section, ...] = (
         "drift alarms per window and newly appearing kinds of requests",
         "calipers monitor",
     ),
+    Section(
+        "review",
+        "Review",
+        "a human review campaign: agreement per question, rates with items as the unit, "
+        "ratings of pairwise campaigns, rater quality and final labels",
+        "calipers review report",
+    ),
 )
 
 
@@ -93,7 +100,17 @@ def _monitor(store: Store, params: Mapping[str, str]) -> SectionPage:
     return monitor_page(store, params)
 
 
-BUILTIN_BUILDERS: dict[str, SectionBuilder] = {"ab": _ab, "monitor": _monitor}
+def _review(store: Store, params: Mapping[str, str]) -> SectionPage:
+    from calipers.web._human_review_page import review_page  # calipers.review on first use
+
+    return review_page(store, params)
+
+
+BUILTIN_BUILDERS: dict[str, SectionBuilder] = {
+    "ab": _ab,
+    "monitor": _monitor,
+    "review": _review,
+}
 """Builders shipped with calipers, by section key."""
 
 
