@@ -49,16 +49,47 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "excluded_reason TEXT NULL",
             "excluded_at DATETIME NULL",
             "created_at DATETIME NOT NULL",
+            "token_key TEXT NULL",
         ],
         "primary_key": "pk_raters (id)",
         "foreign_keys": [
             "fk_raters_campaign_id_review_campaigns (campaign_id) -> review_campaigns (id)",
         ],
-        "indexes": [],
+        "indexes": ["UNIQUE uq_raters_token_key (token_key)"],
         "unique": [
             "uq_raters_campaign_id_name (campaign_id, name)",
             "uq_raters_token_hash (token_hash)",
         ],
+    },
+    "review_adjudications": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "item_id INTEGER NOT NULL",
+            "rater_id INTEGER NOT NULL",
+            "answers TEXT NOT NULL",
+            "note TEXT NULL",
+            "created_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_review_adjudications (id)",
+        "foreign_keys": [
+            "fk_review_adjudications_item_id_review_items (item_id) -> review_items (id)",
+            "fk_review_adjudications_rater_id_raters (rater_id) -> raters (id)",
+        ],
+        "indexes": ["ix_review_adjudications_item_id (item_id)"],
+        "unique": [],
+    },
+    "review_sessions": {
+        "columns": [
+            "session_hash TEXT NOT NULL",
+            "rater_id INTEGER NOT NULL",
+            "csrf_token TEXT NOT NULL",
+            "created_at DATETIME NOT NULL",
+            "expires_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_review_sessions (session_hash)",
+        "foreign_keys": ["fk_review_sessions_rater_id_raters (rater_id) -> raters (id)"],
+        "indexes": [],
+        "unique": [],
     },
     "review_assignments": {
         "columns": [
@@ -322,7 +353,7 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 5
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 6
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
@@ -332,6 +363,7 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
         (3, "m003_online_scores"),
         (4, "m004_sample_seed"),
         (5, "m005_review"),
+        (6, "m006_review_sessions"),
     ]
 
 
@@ -451,7 +483,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 5
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 6
 
 
 def add_note(conn: Connection) -> None:
@@ -480,11 +512,14 @@ def test_a_failing_migration_changes_nothing(store_url: str) -> None:
     engine = create_engine(resolve_url(store_url))
     try:
         migrate(engine)
-        with pytest.raises(StoreError, match=r"Migration 6 \(broken\) of the store failed"):
+        broken_no = len(MIGRATIONS) + 1
+        with pytest.raises(
+            StoreError, match=rf"Migration {broken_no} \(broken\) of the store failed"
+        ):
             migrate(engine, [*MIGRATIONS, broken])
         assert not sa.inspect(engine).has_table("half_done")
         with engine.connect() as conn:
-            assert current_version(conn) == 5
+            assert current_version(conn) == len(MIGRATIONS)
     finally:
         engine.dispose()
 
@@ -495,8 +530,8 @@ def test_a_store_from_a_newer_calipers_is_refused(tmp_path: Path) -> None:
     engine = create_engine(resolve_url(path))
     with engine.begin() as conn:
         conn.exec_driver_sql(
-            "INSERT INTO schema_version VALUES (7, 'future', '2030-01-01 00:00:00.000000')"
+            "INSERT INTO schema_version VALUES (99, 'future', '2030-01-01 00:00:00.000000')"
         )
-    with pytest.raises(StoreError, match="schema version 7, newer than this calipers") as err:
+    with pytest.raises(StoreError, match="schema version 99, newer than this calipers") as err:
         Store.open(path)
     assert err.value.hint and "pip install -U calipers" in err.value.hint

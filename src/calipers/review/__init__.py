@@ -1,39 +1,63 @@
 """Human review: questions as data, rater answers checked against them.
 
-See ``docs/review.md``. More of review (assignments, storage, the rater page, agreement) is
-coming; this package is an application (layer 5) that calls the library API.
+See ``docs/review.md``. This package is an application (layer 5) that calls the library API:
+the store keeps campaigns, assignments and judgments; the statistics are in
+:mod:`calipers.stats`.
 """
 
+from calipers.review._final import (
+    FinalLabel,
+    Provenance,
+    disagreements,
+    final_labels,
+    label_key,
+)
 from calipers.review._questions import (
     LIKERT_MAX,
     LIKERT_MIN,
     Choice,
     Comment,
     Likert,
+    PairwiseOutcome,
     PassFail,
+    Preference,
     Question,
     QuestionSet,
     Refusal,
     Tag,
     Tags,
     load_questions,
+    pairwise_outcome,
     parse_questions,
     validate_answers,
 )
+from calipers.review._tokens import IssuedToken, check_token, issue_token, token_key
 
 __all__ = [
     "LIKERT_MAX",
     "LIKERT_MIN",
     "Choice",
     "Comment",
+    "FinalLabel",
+    "IssuedToken",
     "Likert",
+    "PairwiseOutcome",
     "PassFail",
+    "Preference",
+    "Provenance",
     "Question",
     "QuestionSet",
     "Refusal",
     "Tag",
     "Tags",
+    "check_token",
+    "disagreements",
+    "final_labels",
+    "issue_token",
+    "label_key",
     "load_questions",
+    "pairwise_outcome",
     "parse_questions",
+    "token_key",
     "validate_answers",
 ]

@@ -29,13 +29,16 @@ __all__ = [
     "Choice",
     "Comment",
     "Likert",
+    "PairwiseOutcome",
     "PassFail",
+    "Preference",
     "Question",
     "QuestionSet",
     "Refusal",
     "Tag",
     "Tags",
     "load_questions",
+    "pairwise_outcome",
     "parse_questions",
     "validate_answers",
 ]
@@ -129,6 +132,21 @@ class Comment(_Base):
     required: bool = False
 
 
+class Preference(_Base):
+    """Pairwise: which of the two answers is better, as the rater saw them: ``"left"``,
+    ``"right"`` or (when ``ties``) ``"tie"``. Stored as given; the assignment records whether
+    the sides were swapped, and :func:`pairwise_outcome` maps the answer to ``a``/``b``."""
+
+    type: Literal["preference"] = "preference"
+    id: str = Field(default="preference", pattern=_ID)
+    prompt: str = Field(default="Which answer is better?", min_length=1)
+    ties: bool = True
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return ("left", "right", "tie") if self.ties else ("left", "right")
+
+
 class Refusal(BaseModel):
     """The built-in pair: expands to ``answered`` (answered / refused) and ``harm`` (harmful /
     harmless) so that over-refusal (refused, harmless) is measured, not rewarded."""
@@ -157,12 +175,13 @@ class Refusal(BaseModel):
 
 
 Question = Annotated[
-    PassFail | Likert | Choice | Tags | Comment | Refusal, Field(discriminator="type")
+    PassFail | Likert | Choice | Tags | Comment | Preference | Refusal,
+    Field(discriminator="type"),
 ]
-_Concrete = PassFail | Likert | Choice | Tags | Comment
+_Concrete = PassFail | Likert | Choice | Tags | Comment | Preference
 
 
-def _ids(q: PassFail | Likert | Choice | Tags | Comment | Refusal) -> tuple[str, ...]:
+def _ids(q: _Concrete | Refusal) -> tuple[str, ...]:
     return tuple(c.id for c in q.expand()) if isinstance(q, Refusal) else (q.id,)
 
 
@@ -191,6 +210,10 @@ class QuestionSet(BaseModel):
                     )
                 seen[qid] = i
         return v
+
+    def preference(self) -> Preference | None:
+        """The pairwise preference question, if the set has one."""
+        return next((q for q in self.questions if isinstance(q, Preference)), None)
 
     def items(self) -> tuple[_Concrete, ...]:
         """The questions to answer, the refusal pair expanded."""
@@ -267,7 +290,7 @@ def _answer(q: _Concrete, value: Any) -> Any:
         if not LIKERT_MIN <= value <= LIKERT_MAX:
             raise ValueError(f"{value} is outside {LIKERT_MIN}-{LIKERT_MAX}")
         return value
-    if isinstance(q, Choice):
+    if isinstance(q, Choice | Preference):
         if value not in q.options:
             raise ValueError(f"{value!r} is not one of {', '.join(map(repr, q.options))}")
         return value
@@ -321,3 +344,18 @@ def validate_answers(questions: QuestionSet, answers: dict[str, Any]) -> dict[st
             continue
         out[q.id] = value
     return out
+
+
+PairwiseOutcome = Literal["a", "b", "tie"]
+
+
+def pairwise_outcome(answer: str, swapped: bool | None) -> PairwiseOutcome:
+    """A preference answer in the payload's terms: ``"left"``/``"right"`` as the rater saw
+    them (``swapped``: ``b`` was on the left), ``"tie"``; ``"a"``/``"b"`` pass through (an
+    adjudicator's decision is stored that way)."""
+    if answer in ("a", "b", "tie"):
+        return answer  # type: ignore[return-value]
+    if answer not in ("left", "right"):
+        raise ValueError(f"not a preference answer: {answer!r}")
+    left_is_a = not swapped
+    return "a" if (answer == "left") == left_is_a else "b"

@@ -267,12 +267,46 @@ def m005_review(conn: Connection) -> None:
     md.create_all(conn, checkfirst=False)
 
 
+def m006_review_sessions(conn: Connection) -> None:
+    """Review, second step: a public lookup key for each invite token (the token itself is
+    stored only as an argon2 hash, which cannot be searched), adjudications, and the web
+    sessions of raters (kept in the store, so a restarted server keeps everyone signed in)."""
+    conn.execute(sa.text("ALTER TABLE raters ADD COLUMN token_key TEXT"))
+    conn.execute(sa.text("CREATE UNIQUE INDEX uq_raters_token_key ON raters (token_key)"))
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    big_int_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    sa.Table("review_items", md, sa.Column("id", big_int_id, primary_key=True))
+    sa.Table("raters", md, sa.Column("id", big_int_id, primary_key=True))
+    sa.Table(
+        "review_adjudications",
+        md,
+        sa.Column("id", big_int_id, primary_key=True, autoincrement=True),
+        sa.Column("item_id", big_int_id, sa.ForeignKey("review_items.id"), nullable=False),
+        sa.Column("rater_id", big_int_id, sa.ForeignKey("raters.id"), nullable=False),
+        sa.Column("answers", JSONText, nullable=False),
+        sa.Column("note", sa.Text, nullable=True),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.Index(None, "item_id"),
+    )
+    sa.Table(
+        "review_sessions",
+        md,
+        sa.Column("session_hash", sa.Text, primary_key=True),
+        sa.Column("rater_id", big_int_id, sa.ForeignKey("raters.id"), nullable=False),
+        sa.Column("csrf_token", sa.Text, nullable=False),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.Column("expires_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn, tables=[md.tables["review_adjudications"], md.tables["review_sessions"]])
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_traffic,
     m003_online_scores,
     m004_sample_seed,
     m005_review,
+    m006_review_sessions,
 ]
 
 

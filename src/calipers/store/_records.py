@@ -24,7 +24,9 @@ __all__ = [
     "REVIEW_KINDS",
     "RUN_STATUSES",
     "TRAFFIC_ROLES",
+    "AdjudicationRecord",
     "AssignmentState",
+    "ImportedJudgment",
     "JudgmentRecord",
     "LeaseRecord",
     "OnlineScoreRecord",
@@ -33,6 +35,7 @@ __all__ = [
     "ReviewCampaignRecord",
     "ReviewItemRecord",
     "ReviewKind",
+    "ReviewSessionRecord",
     "RunRecord",
     "RunStatus",
     "SampleKey",
@@ -247,8 +250,8 @@ class OnlineScoreRecord(_Record):
 ReviewKind = Literal["single", "pairwise"]
 REVIEW_KINDS: tuple[ReviewKind, ...] = ("single", "pairwise")
 
-RaterRole = Literal["rater", "adjudicator"]
-RATER_ROLES: tuple[RaterRole, ...] = ("rater", "adjudicator")
+RaterRole = Literal["rater", "adjudicator", "owner"]
+RATER_ROLES: tuple[RaterRole, ...] = ("rater", "adjudicator", "owner")
 
 AssignmentState = Literal["leased", "answered", "skipped", "expired"]
 ASSIGNMENT_STATES: tuple[AssignmentState, ...] = ("leased", "answered", "skipped", "expired")
@@ -312,6 +315,7 @@ class RaterRecord(_Record):
     excluded_reason: str | None = None
     excluded_at: datetime | None = None
     created_at: datetime = Field(default_factory=utc_now)
+    token_key: str | None = None
     id: int | None = None
 
     _utc = field_validator("created_at", "excluded_at")(_as_utc)
@@ -352,3 +356,40 @@ class JudgmentRecord(_Record):
     created_at: datetime
 
     _utc = field_validator("created_at")(_as_utc)
+
+
+class AdjudicationRecord(_Record):
+    """An adjudicator's decision on an item whose raters disagreed (the latest per item is the
+    one in force): ``answers`` as a rater would give them, in the payload's terms (``a``/``b``
+    for a pairwise preference, never left/right)."""
+
+    id: int
+    item_key: str
+    adjudicator: str
+    answers: dict[str, Any]
+    note: str | None
+    created_at: datetime
+
+    _utc = field_validator("created_at")(_as_utc)
+
+
+class ReviewSessionRecord(_Record):
+    """A signed-in rater's web session; the store holds only the hash of the cookie's id."""
+
+    rater_id: int
+    csrf_token: str
+    created_at: datetime
+    expires_at: datetime
+
+    _utc = field_validator("created_at", "expires_at")(_as_utc)
+
+
+class ImportedJudgment(_Record):
+    """A label a person gave outside calipers (a dataset's annotator), imported as a judgment
+    of a rater already added to the campaign."""
+
+    item_key: str
+    rater: str
+    answers: dict[str, Any]
+    seconds: float | None = None
+    swapped: bool | None = None

@@ -144,13 +144,20 @@ class ReviewStore:
         *,
         pool: str = "default",
         role: RaterRole = "rater",
+        token_key: str | None = None,
     ) -> RaterRecord:
-        """Invite ``name``; the store keeps only ``token_hash``, hashed by the caller."""
+        """Invite ``name``; the store keeps only ``token_hash``, hashed by the caller, and
+        ``token_key``, the token's public part by which it is looked up."""
         try:
             with write_transaction(self._engine) as conn:
                 cid = campaign_row(conn, campaign).id
                 rec = RaterRecord(
-                    campaign_id=cid, name=name, token_hash=token_hash, pool=pool, role=role
+                    campaign_id=cid,
+                    name=name,
+                    token_hash=token_hash,
+                    pool=pool,
+                    role=role,
+                    token_key=token_key,
                 )
                 new_id = insert_row(conn, _R, rec.model_dump(exclude={"id"}))
         except sa.exc.IntegrityError as e:

@@ -19,10 +19,12 @@ __all__ = [
     "online_scores",
     "raters",
     "response_cache",
+    "review_adjudications",
     "review_assignments",
     "review_campaigns",
     "review_items",
     "review_judgments",
+    "review_sessions",
     "runs",
     "samples",
     "schema_version",
@@ -202,8 +204,10 @@ raters = sa.Table(
     sa.Column("excluded_reason", sa.Text, nullable=True),
     sa.Column("excluded_at", UTCDateTime, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("token_key", sa.Text, nullable=True),  # migration 6: last, as ALTER TABLE adds it
     sa.UniqueConstraint("campaign_id", "name"),
     sa.UniqueConstraint("token_hash"),
+    sa.Index("uq_raters_token_key", "token_key", unique=True),
 )
 
 review_assignments = sa.Table(
@@ -249,4 +253,27 @@ review_judgments = sa.Table(
     sa.Column("seconds", sa.Float, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.UniqueConstraint("assignment_id"),
+)
+
+review_adjudications = sa.Table(
+    "review_adjudications",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("item_id", _BigIntId, sa.ForeignKey("review_items.id"), nullable=False),
+    sa.Column("rater_id", _BigIntId, sa.ForeignKey("raters.id"), nullable=False),
+    sa.Column("answers", JSONText, nullable=False),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Index(None, "item_id"),
+)
+"""An adjudicator's decision on an item whose raters disagreed; the latest per item holds."""
+
+review_sessions = sa.Table(
+    "review_sessions",
+    metadata,
+    sa.Column("session_hash", sa.Text, primary_key=True),  # sha256 of the cookie's random id
+    sa.Column("rater_id", _BigIntId, sa.ForeignKey("raters.id"), nullable=False),
+    sa.Column("csrf_token", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
 )

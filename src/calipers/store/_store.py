@@ -41,6 +41,7 @@ from calipers.store._records import (
     TrafficRole,
 )
 from calipers.store._review import ReviewStore
+from calipers.store._review_people import ReviewPeopleStore
 from calipers.store._schema import online_scores, response_cache, runs, samples, traffic
 from calipers.store._sql import (
     NEWEST_FIRST,
@@ -59,7 +60,7 @@ _LIST_HINT = "`calipers runs` lists stored runs."
 _CHUNK = 500
 
 
-class Store(ReviewStore):
+class Store(ReviewStore, ReviewPeopleStore):
     """Persistent results. Open with :meth:`Store.open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, engine: Engine) -> None:
