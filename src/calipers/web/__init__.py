@@ -3,7 +3,8 @@
 Runs and their samples, the full HTML report, paired comparisons, the leaderboard, the A/B
 status and monitoring of the gateway's traffic; JSON twins of the pages under ``/api``.
 Needs FastAPI (``pip install 'calipers[ui]'``). Charts are inline SVG (:mod:`calipers.web._charts`),
-usable without FastAPI. :func:`review_app` builds the pages of ``calipers review serve``. See ``docs/ui.md``.
+usable without FastAPI. See ``docs/ui.md``. :func:`review_app` builds the pages of
+``calipers review serve``.
 
     from calipers.web import create_app
     app = create_app("sqlite:///.calipers/calipers.db")

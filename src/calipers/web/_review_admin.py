@@ -11,7 +11,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -21,10 +21,10 @@ from calipers.review import disagreements, pairwise_outcome, validate_answers
 from calipers.stats import left_share
 from calipers.store import JudgmentRecord, ReviewItemRecord
 from calipers.web._review_app import (
+    FormData,
     PageError,
     ReviewState,
     check_csrf,
-    form_of,
     render,
     require,
     state,
@@ -96,7 +96,7 @@ def adjudicate_page(request: Request, item: str | None = None) -> Response:
 
 
 @router.post("/adjudicate")
-def adjudicate(request: Request, form: dict[str, list[str]] = Depends(form_of)) -> Response:
+def adjudicate(request: Request, form: FormData) -> Response:
     v = require(request, "adjudicator", "owner")
     check_csrf(request, v, form)
     st = state(request)
@@ -106,6 +106,9 @@ def adjudicate(request: Request, form: dict[str, list[str]] = Depends(form_of)) 
         answers = validate_answers(st.questions, answers_from_form(st.questions, form))
     except ConfigError as e:
         raise PageError(400, "Incomplete decision", e.message, link="/adjudicate") from None
+    for q in st.questions.items():  # stored in the payload's terms: A was on the left
+        if q.type == "preference" and q.id in answers:
+            answers[q.id] = pairwise_outcome(answers[q.id], False)
     try:
         st.store.adjudicate(st.campaign, key, v.rater.name, answers, note=note, now=utc_now())
     except StoreError:
@@ -131,9 +134,7 @@ def _rater_rows(st: ReviewState, judgments: list[JudgmentRecord]) -> list[dict[s
                 left = share
                 if not share.low <= 0.5 <= share.high:
                     flags.append(f"picks left {100 * share.value:.0f}% of the time")
-        rows.append(
-            {"r": r, "n": len(mine), "median": median, "left": left, "flags": flags}
-        )
+        rows.append({"r": r, "n": len(mine), "median": median, "left": left, "flags": flags})
     return rows
 
 
@@ -141,7 +142,8 @@ def _rater_rows(st: ReviewState, judgments: list[JudgmentRecord]) -> list[dict[s
 def owner_page(request: Request) -> Response:
     v = require(request, "owner")
     st = state(request)
-    items = [i for i in st.store.get_review_items(st.campaign) if not i.is_control]
+    every = st.store.get_review_items(st.campaign)
+    items = [i for i in every if not i.is_control]
     judgments = st.store.get_judgments(st.campaign)
     counts = Counter(j.item_key for j in judgments if j.counted)
     k = st.store.get_campaign(st.campaign).k
@@ -153,7 +155,10 @@ def owner_page(request: Request) -> Response:
         "k": k,
     }
     queue = adjudication_queue(
-        st, st.store.get_review_items(st.campaign), judgments, st.store.get_adjudications(st.campaign)
+        st,
+        st.store.get_review_items(st.campaign),
+        judgments,
+        st.store.get_adjudications(st.campaign),
     )
     return render(
         request,
@@ -166,7 +171,7 @@ def owner_page(request: Request) -> Response:
 
 
 @router.post("/owner/raters")
-def set_excluded(request: Request, form: dict[str, list[str]] = Depends(form_of)) -> Response:
+def set_excluded(request: Request, form: FormData) -> Response:
     v = require(request, "owner")
     check_csrf(request, v, form)
     st = state(request)

@@ -28,10 +28,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs, urlsplit
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -44,6 +44,7 @@ from calipers.web._render import environment
 
 __all__ = [
     "REVIEW_CSP",
+    "FormData",
     "PageError",
     "ReviewState",
     "Visitor",
@@ -157,13 +158,17 @@ def require(request: Request, *roles: str) -> Visitor:
 
 async def form_of(request: Request) -> dict[str, list[str]]:
     """The POSTed form (``application/x-www-form-urlencoded``, at most 256 KiB)."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/x-www-form-urlencoded":
-        raise PageError(415, "Unsupported form", "Send the page's own form.")
     body = await request.body()
     if len(body) > MAX_FORM:
         raise PageError(413, "Too long", "The answer is too long.")
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if body and kind != "application/x-www-form-urlencoded":
+        raise PageError(415, "Unsupported form", "Send the page's own form.")
     return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+
+
+FormData = Annotated[dict[str, list[str]], Depends(form_of)]
+"""A POST endpoint's parameter: the form, read before the (sync) endpoint runs."""
 
 
 def check_csrf(request: Request, v: Visitor, form: dict[str, list[str]]) -> None:

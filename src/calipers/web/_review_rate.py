@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -27,11 +27,11 @@ from calipers.store import (
     ReviewNotFoundError,
 )
 from calipers.web._review_app import (
+    FormData,
     PageError,
     ReviewState,
     Visitor,
     check_csrf,
-    form_of,
     render,
     require,
     state,
@@ -87,9 +87,7 @@ def _done(st: ReviewState, rater: str) -> int:
     return sum(1 for j in st.store.get_judgments(st.campaign) if j.rater == rater)
 
 
-def _page(
-    request: Request, v: Visitor, *, status: int = 200, error: str | None = None
-) -> Response:
+def _page(request: Request, v: Visitor, *, status: int = 200, error: str | None = None) -> Response:
     st = state(request)
     now = utc_now()
     try:
@@ -153,9 +151,7 @@ _LEASE_ERRORS = (LeaseNotYoursError, LeaseExpiredError, LeaseClosedError, Review
 
 
 @router.post("/rate/{assignment_id}")
-def answer(
-    request: Request, assignment_id: int, form: dict[str, list[str]] = Depends(form_of)
-) -> Response:
+def answer(request: Request, assignment_id: int, form: FormData) -> Response:
     v = _rater(request, form)
     st = state(request)
     try:
@@ -177,9 +173,7 @@ def answer(
 
 
 @router.post("/rate/{assignment_id}/skip")
-def skip(
-    request: Request, assignment_id: int, form: dict[str, list[str]] = Depends(form_of)
-) -> Response:
+def skip(request: Request, assignment_id: int, form: FormData) -> Response:
     v = _rater(request, form)
     st = state(request)
     try:
