@@ -133,6 +133,9 @@ def test_every_form_needs_the_sessions_csrf_token(store: Store) -> None:
         f"/rate/{aid}", data={**answer, "csrf": good}, headers={"origin": "http://evil.example"}
     )
     assert cross.status_code == 403
+    fetched = {"sec-fetch-site": "cross-site", "origin": "null"}
+    cross = alice.post(f"/rate/{aid}", data={**answer, "csrf": good}, headers=fetched)
+    assert cross.status_code == 403
     no_csrf = {"rater": "alice", "action": "exclude"}
     assert owner.post("/owner/raters", data=no_csrf).status_code == 403
     assert owner.post("/logout", data={}).status_code == 403

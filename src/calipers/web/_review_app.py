@@ -172,13 +172,18 @@ FormData = Annotated[dict[str, list[str]], Depends(form_of)]
 
 
 def check_csrf(request: Request, v: Visitor, form: dict[str, list[str]]) -> None:
-    """The form's ``csrf`` field must be the session's token (constant-time compare), and an
-    Origin header, when sent, must name this server."""
+    """The form's ``csrf`` field must be the session's token (constant-time compare), and the
+    browser's Sec-Fetch-Site and Origin headers, when sent, must say it came from this server
+    (a page with no-referrer sends ``Origin: null``, which only the token then decides)."""
     given = (form.get("csrf") or [""])[-1]
     if not hmac.compare_digest(given.encode(), v.csrf.encode()):
         raise PageError(403, "Form refused", "The form is stale or not from this site. Reload.")
+    site = request.headers.get("sec-fetch-site")  # browsers send it; "null" Origins too
     origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != request.headers.get("host", ""):
+    cross = site is not None and site not in ("same-origin", "none")
+    if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
+        cross = True
+    if cross:
         raise PageError(403, "Form refused", "The form was sent from another site.")
 
 
@@ -324,6 +329,7 @@ def review_app(
     app.middleware("http")(_guard_and_headers)
     app.add_middleware(Guard, token=None, hosts=allowed_hosts)  # outermost: the Host check
     app.add_api_route("/", _home, methods=["GET"])
+    app.add_api_route("/favicon.ico", lambda: Response(status_code=204), methods=["GET"])
     app.add_api_route("/r/{token}", _login, methods=["GET"])
     app.add_api_route("/logout", _logout, methods=["POST"])
     for name in _STATIC:

@@ -22,7 +22,7 @@
   }
   function stamp() {
     var s = form.querySelector("input[name=seconds]");
-    if (s) { s.value = ((Date.now() - start) / 1000).toFixed(1); }
+    if (s) { s.value = ((Date.now() - start) / 1000).toFixed(2); }
   }
   function submit(f) {
     if (f.requestSubmit) { f.requestSubmit(); } else { f.submit(); }
