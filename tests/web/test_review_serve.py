@@ -58,8 +58,8 @@ def test_serves_on_loopback_and_prints_the_url(served: dict[str, Any], db: str) 
 
 
 def test_allow_remote_answers_other_machines(served: dict[str, Any], db: str) -> None:
-    args = ["review", "serve", "c", "--store", db, "--host", "0.0.0.0", "--allow-remote",
-            "--secure-cookies", "--allowed-host", "127.0.0.1", "--port", str(free_port())]  # fmt: skip
+    args = ["review", "serve", "c", "--store", db, "--host", "0.0.0.0", "--allow-remote"]
+    args += ["--secure-cookies", "--allowed-host", "127.0.0.1", "--port", str(free_port())]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     assert served["secure"] is True and served["remote"] == 303
