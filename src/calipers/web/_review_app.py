@@ -24,6 +24,9 @@ import hmac
 import ipaddress
 import json
 import secrets
+import threading
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -83,6 +86,44 @@ class PageError(Exception):
         self.status, self.title, self.text, self.link = status, title, text, link
 
 
+class Progress:
+    """A rater's progress for the page, without reading every judgment per request: how many
+    items each rater answered (read from the store once, then counted up on each answer this
+    server stores), and the rater's total (answered + open + still to come), kept for
+    ``ttl_s`` as it only shrinks when other raters fill items."""
+
+    def __init__(self, store: Store, campaign: str, *, ttl_s: float = 10.0) -> None:
+        self._store, self._campaign, self._ttl = store, campaign, ttl_s
+        self._counts: dict[str, int] | None = None
+        self._totals: dict[str, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def done(self, rater: str) -> int:
+        with self._lock:
+            if self._counts is None:
+                self._counts = Counter(j.rater for j in self._store.get_judgments(self._campaign))
+            return self._counts.get(rater, 0)
+
+    def answered(self, rater: str) -> None:
+        with self._lock:
+            if self._counts is not None:
+                self._counts[rater] = self._counts.get(rater, 0) + 1
+
+    def total(
+        self, rater: str, done: int, open_now: int, waiting: Callable[[], int], *, fresh: bool
+    ) -> int:
+        """``done + open_now + waiting()``, from a recent call unless ``fresh``."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._totals.get(rater)
+        if not fresh and hit is not None and now - hit[1] < self._ttl:
+            return max(hit[0], done + open_now)
+        total = done + open_now + waiting()
+        with self._lock:
+            self._totals[rater] = (total, now)
+        return total
+
+
 @dataclass(frozen=True)
 class ReviewState:
     store: Store
@@ -95,6 +136,7 @@ class ReviewState:
     session_s: float
     secure: bool
     allow_remote: bool
+    progress: Progress
 
 
 @dataclass(frozen=True)
@@ -322,6 +364,7 @@ def review_app(
         session_s=session_s,
         secure=secure_cookies,
         allow_remote=allow_remote,
+        progress=Progress(store, camp.name),
     )
     app = FastAPI(title="calipers review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.review = st

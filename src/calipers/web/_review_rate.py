@@ -29,7 +29,6 @@ from calipers.store import (
 from calipers.web._review_app import (
     FormData,
     PageError,
-    ReviewState,
     Visitor,
     check_csrf,
     render,
@@ -83,10 +82,6 @@ def _seconds(form: dict[str, list[str]]) -> float | None:
     return s if math.isfinite(s) and 0 <= s <= MAX_SECONDS else None
 
 
-def _done(st: ReviewState, rater: str) -> int:
-    return sum(1 for j in st.store.get_judgments(st.campaign) if j.rater == rater)
-
-
 def _page(request: Request, v: Visitor, *, status: int = 200, error: str | None = None) -> Response:
     st = state(request)
     now = utc_now()
@@ -96,9 +91,19 @@ def _page(request: Request, v: Visitor, *, status: int = 200, error: str | None 
         )
     except RaterExcludedError:
         raise _EXCLUDED from None
-    waiting = st.store.waiting_for(st.campaign, v.rater.name, now=now)
-    done = _done(st, v.rater.name)
-    progress = {"done": done, "total": done + waiting + (1 if lease else 0)}
+    done = st.progress.done(v.rater.name)
+    waiting = 0
+    if lease is None:  # waiting for others, or done: ask the store now
+        waiting = st.store.waiting_for(st.campaign, v.rater.name, now=now)
+
+    def still_to_come() -> int:
+        if lease is None:
+            return waiting
+        return st.store.waiting_for(st.campaign, v.rater.name, now=now)
+
+    open_now = 0 if lease is None else 1
+    total = st.progress.total(v.rater.name, done, open_now, still_to_come, fresh=lease is None)
+    progress = {"done": done, "total": total}
     if lease is None:
         return render(
             request, "rate.html.j2", v=v, lease=None, waiting=waiting, progress=progress, error=None
@@ -169,6 +174,7 @@ def answer(request: Request, assignment_id: int, form: FormData) -> Response:
         )
     except _LEASE_ERRORS as e:
         raise _closed(e) from None
+    st.progress.answered(v.rater.name)
     return RedirectResponse("/rate", 303)
 
 
