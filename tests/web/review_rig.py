@@ -87,3 +87,36 @@ def pre(html: str, ident: str) -> str:
     m = re.search(rf'<pre class="text" id="{ident}">(.*?)</pre>', html, re.S)
     assert m is not None, f"no {ident}"
     return m.group(1)
+
+
+SINGLE_QUESTIONS: list[dict[str, Any]] = [
+    {"type": "pass_fail", "id": "ok", "prompt": "Is the answer acceptable?"},
+    {"type": "likert", "id": "quality", "prompt": "Quality", "low": "poor", "high": "great"},
+    {"type": "choice", "id": "tone", "prompt": "Tone", "options": ["curt", "polite", "gushing"]},
+    {
+        "type": "tags",
+        "id": "errors",
+        "prompt": "Errors",
+        "taxonomy": [{"id": "wrong_fact"}, {"id": "off_topic"}, {"id": "unsafe"}],
+    },
+    {"type": "refusal"},
+    {"type": "comment", "id": "note", "prompt": "Anything else?"},
+]
+
+
+def make_single_campaign(store: Store, n: int, *, k: int = 1) -> None:
+    """A single-answer campaign of ``n`` items using every question type."""
+    store.create_campaign(
+        ReviewCampaignRecord(name="c", kind="single", questions=SINGLE_QUESTIONS, k=k)
+    )
+    store.add_review_items(
+        "c",
+        [
+            ReviewItemRecord(
+                item_key=f"s{i:03d}",
+                payload={"prompt": f"question {i}", "response": f"reply {i}", "reference": "ref"},
+                source={"model": SECRETS[0], "run_id": SECRETS[2]},
+            )
+            for i in range(n)
+        ],
+    )

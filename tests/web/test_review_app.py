@@ -25,6 +25,7 @@ from tests.web.review_rig import (
     field,
     invite,
     make_campaign,
+    make_single_campaign,
     pair_payload,
     pre,
     signed_in,
@@ -308,3 +309,57 @@ def test_sessions_survive_a_restart_and_end_on_sign_out(store: Store) -> None:
     assert again.post("/logout", data={"csrf": csrf}).status_code == 200
     replay = TestClient(review_app(store, "c"), base_url=LOOPBACK, cookies=client.cookies)
     assert replay.get("/rate").status_code == 401
+
+
+def test_a_single_item_with_every_question_type(store: Store) -> None:
+    make_single_campaign(store, 2)
+    client = signed_in(review_app(store, "c"), invite(store, "alice"))
+    page = client.get("/rate").text
+    assert html_lib.unescape(pre(page, "response")) == "reply 0" and "ref" in pre(page, "reference")
+    assert 'id="left"' not in page and not any(s in page for s in SECRETS)
+    for qid in ("ok", "quality", "tone", "errors", "answered", "harm", "note"):
+        assert f'data-q="{qid}"' in page
+    assert page.count('type="checkbox" name="q.errors"') == 3 and "poor" in page
+    data = {"csrf": field(page, "csrf"), "q.ok": "fail", "q.quality": "4", "q.tone": "polite",
+            "q.answered": "refused", "q.harm": "harmless", "q.note": "  too curt  "}  # fmt: skip
+    body = "&".join(f"{k}={v}" for k, v in data.items()) + "&q.errors=unsafe&q.errors=wrong_fact"
+    r = client.post(
+        f"/rate/{assignment_of(page)}",
+        content=body.replace(" ", "+"),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303, r.text
+    (j,) = store.get_judgments("c")
+    assert j.answers == {
+        "ok": False, "quality": 4, "tone": "polite", "errors": ["wrong_fact", "unsafe"],
+        "answered": "refused", "harm": "harmless", "note": "too curt",
+    }  # fmt: skip
+    page = client.get("/rate").text
+    r = client.post(f"/rate/{assignment_of(page)}", data={"csrf": field(page, "csrf"),
+                                                          "q.ok": "pass", "q.quality": "9"})  # fmt: skip
+    assert r.status_code == 400 and "quality" in r.text.lower()
+
+
+def test_the_owner_sees_progress_and_flags(store: Store) -> None:
+    make_campaign(store, 12, k=2)
+    app = review_app(store, "c")
+    alice = signed_in(app, invite(store, "alice"))
+    bob = signed_in(app, invite(store, "bob"))
+    for i in range(12):
+        for client, pick, secs in ((alice, "left", "1"), (bob, ("left", "right")[i % 2], "20")):
+            page = client.get("/rate").text
+            data = {"csrf": field(page, "csrf"), "q.preference": pick, "seconds": secs}
+            assert client.post(f"/rate/{assignment_of(page)}", data=data).status_code == 200
+    owner = signed_in(app, invite(store, "olga", role="owner"))
+    page = owner.get("/owner").text
+    assert "12 of 12 items have their 2 judgments (24 of 24 judgments)" in page
+
+    def row(name: str) -> str:
+        start = page.index(f'data-rater="{name}"')
+        return page[start : page.index("</tr>", start)]
+
+    # 12 of 12 left: Wilson 95% interval [0.758, 1.0] excludes one half; 6 of 12 does not
+    assert "picks left 100% of the time" in row("alice") and "fast: median 1.0 s" in row("alice")
+    assert "100% [76, 100]" in row("alice")
+    assert '<td class="flags">–</td>' in row("bob") and "50% [25, 75]" in row("bob")

@@ -19,7 +19,7 @@ from calipers.review import pairwise_outcome
 from calipers.store import Store
 from calipers.web import review_app
 from tests._servers import ServerThread
-from tests.web.review_rig import SECRETS, XSS, invite, make_campaign
+from tests.web.review_rig import SECRETS, XSS, invite, make_campaign, make_single_campaign
 
 pytestmark = pytest.mark.slow  # a real browser
 
@@ -212,3 +212,26 @@ def test_a_script_answer_is_shown_as_text_on_a_phone(store: Store, browser: Any)
         server.stop()
     (j,) = store.get_judgments("c")
     assert j.answers["preference"] == "tie"
+
+
+def test_every_question_type_with_the_keyboard(store: Store, browser: Any) -> None:
+    make_single_campaign(store, 1)
+    server = ServerThread(review_app(store, "c")).start()
+    try:
+        person = Person(browser, server.url)
+        page = person.open_link(invite(store, "alice"))
+        assert page.locator("#response").inner_text() == "reply 0"
+        assert page.locator("fieldset.current").get_attribute("data-q") == "ok"
+        # pass/fail: 2 (fail) -> likert: 4 -> choice: 2 (polite) -> tags: 3 and 1 toggled,
+        # N moves on -> answered: 2 (refused) -> harm: 2 (harmless) -> C, a comment, Escape
+        person.press(*"2423", "1", "n", "2", "2", "c", *"hi", "Escape", "Enter")
+        assert page.locator("#done").count() == 1
+        person.check_clean()
+        person.close()
+    finally:
+        server.stop()
+    (j,) = store.get_judgments("c")
+    assert j.answers == {
+        "ok": False, "quality": 4, "tone": "polite", "errors": ["wrong_fact", "unsafe"],
+        "answered": "refused", "harm": "harmless", "note": "hi",
+    }  # fmt: skip

@@ -148,7 +148,7 @@ def owner_page(request: Request) -> Response:
     counts = Counter(j.item_key for j in judgments if j.counted)
     k = st.store.get_campaign(st.campaign).k
     progress = {
-        "items": len(items),
+        "n_items": len(items),
         "complete": sum(1 for i in items if counts[i.item_key] >= k),
         "judgments": sum(counts.values()),
         "needed": k * len(items),
