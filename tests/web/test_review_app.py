@@ -336,8 +336,8 @@ def test_a_single_item_with_every_question_type(store: Store) -> None:
         "answered": "refused", "harm": "harmless", "note": "too curt",
     }  # fmt: skip
     page = client.get("/rate").text
-    r = client.post(f"/rate/{assignment_of(page)}", data={"csrf": field(page, "csrf"),
-                                                          "q.ok": "pass", "q.quality": "9"})  # fmt: skip
+    bad = {"csrf": field(page, "csrf"), "q.ok": "pass", "q.quality": "9"}
+    r = client.post(f"/rate/{assignment_of(page)}", data=bad)
     assert r.status_code == 400 and "quality" in r.text.lower()
 
 
