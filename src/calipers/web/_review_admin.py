@@ -7,7 +7,7 @@ from their payload (pairwise answers as A and B, A on the left), never from thei
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections import Counter
 from typing import Any
 
@@ -17,9 +17,9 @@ from starlette.responses import RedirectResponse, Response
 
 from calipers._util.clock import utc_now
 from calipers.errors import ConfigError, StoreError
-from calipers.review import disagreements, pairwise_outcome, validate_answers
-from calipers.stats import left_share
+from calipers.review import disagreements, pairwise_outcome, review_report, validate_answers
 from calipers.store import JudgmentRecord, ReviewItemRecord
+from calipers.types import Estimate
 from calipers.web._review_app import (
     FormData,
     PageError,
@@ -116,25 +116,33 @@ def adjudicate(request: Request, form: FormData) -> Response:
     return RedirectResponse("/adjudicate", 303)
 
 
-def _rater_rows(st: ReviewState, judgments: list[JudgmentRecord]) -> list[dict[str, Any]]:
-    min_s = float(st.settings.get("min_seconds", 5.0))
+def _share(e: Estimate | None) -> str:
+    """``62% [48, 75]``, or a dash when there is nothing to estimate."""
+    if e is None or e.n == 0 or math.isnan(e.value):
+        return "–"
+    return f"{100 * e.value:.0f}% [{100 * e.low:.0f}, {100 * e.high:.0f}]"
+
+
+def _rater_rows(st: ReviewState) -> list[dict[str, Any]]:
+    """Each person's quality figures from the campaign's report (``review_report``), with a
+    position-bias flag when the share of left picks has an interval that excludes one half."""
     rows = []
-    for r in st.store.get_raters(st.campaign):
-        mine = [j for j in judgments if j.rater == r.name]
-        secs = [j.seconds for j in mine if j.seconds is not None]
-        median = statistics.median(secs) if secs else None
-        flags = []
-        if median is not None and median < min_s:
-            flags.append(f"fast: median {median:.1f} s < {min_s:g} s")
-        left = None
-        if st.kind == "pairwise":
-            picks = [j.answers.get("preference") for j in mine]
-            share = left_share([{"left": 1.0, "right": 0.0}.get(str(p), 0.5) for p in picks])
-            if share.n:
-                left = share
-                if not share.low <= 0.5 <= share.high:
-                    flags.append(f"picks left {100 * share.value:.0f}% of the time")
-        rows.append({"r": r, "n": len(mine), "median": median, "left": left, "flags": flags})
+    for q in review_report(st.store, st.campaign).raters:
+        flags = list(q.flag_reasons)
+        left = q.left_share
+        if left is not None and left.n and not left.low <= 0.5 <= left.high:
+            flags.append(f"picks left {100 * left.value:.0f}% of the time")
+        rows.append(
+            {
+                "r": q,
+                "flags": flags,
+                "median": q.median_seconds,
+                "gold": _share(q.gold_accuracy),
+                "consistency": _share(q.self_consistency),
+                "agreement": _share(q.agreement),
+                "left": _share(left),
+            }
+        )
     return rows
 
 
@@ -165,7 +173,7 @@ def owner_page(request: Request) -> Response:
         "owner.html.j2",
         v=v,
         progress=progress,
-        raters=_rater_rows(st, judgments),
+        raters=_rater_rows(st),
         disagreements=len(queue),
     )
 
