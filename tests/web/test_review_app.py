@@ -5,6 +5,7 @@ and right as the lease says, model output as text, and no model identity in any 
 from __future__ import annotations
 
 import html as html_lib
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from http.cookies import SimpleCookie
@@ -364,3 +365,13 @@ def test_the_owner_sees_progress_and_flags(store: Store) -> None:
     assert "fast" in row("alice")  # 1 s an item, under the default minimum of 5 s
     assert "100% [76, 100]" in row("alice")
     assert '<td class="flags">–</td>' in row("bob") and "50% [25, 75]" in row("bob")
+
+
+def test_a_lease_that_ran_out_cannot_be_answered(store: Store) -> None:
+    make_campaign(store, 2, k=1)
+    alice = signed_in(review_app(store, "c", lease_s=0.3), invite(store, "alice"))
+    page = alice.get("/rate").text
+    time.sleep(0.4)  # nobody marked it expired: the answer itself finds it past its time
+    data = {"csrf": field(page, "csrf"), "q.preference": "left"}
+    r = alice.post(f"/rate/{assignment_of(page)}", data=data, follow_redirects=False)
+    assert r.status_code == 409 and store.get_judgments("c") == []

@@ -43,8 +43,9 @@ def adjudication_queue(
     judgments: list[JudgmentRecord],
     adjudications: list[Any],
 ) -> list[str]:
-    """Item keys, in queue order, on which the raters disagree on some labelled question and
-    that no one has adjudicated."""
+    """Item keys, in queue order, on which the raters disagree on a pass/fail, Likert, choice
+    or preference question and that no one has adjudicated (tags and comments differ too
+    often to send every difference to a person)."""
     keys: set[str] = set()
     for q in st.questions.items():
         if q.type in _DECIDED:
