@@ -15,6 +15,16 @@ from calipers.web._sections import SectionPage
 
 __all__ = ["review_page"]
 
+
+def _page(
+    *,
+    alerts: list[str] | None = None,
+    notes: list[str] | None = None,
+    tables: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {"alerts": alerts or [], "notes": notes or [], "charts": [], "tables": tables or []}
+
+
 _WHAT = (
     "Krippendorff's alpha per question (bootstrap over items), rates with items as the unit, "
     "agreement within and between pools, Bradley-Terry ratings for pairwise campaigns, each "
@@ -28,7 +38,7 @@ def review_page(store: Store, params: Mapping[str, str]) -> SectionPage:
     if not names:
         return SectionPage(
             "section_generic.html.j2",
-            {"notes": ["No review campaign yet: `calipers review create NAME --from ...`."]},
+            _page(notes=["No review campaign yet: `calipers review create NAME --from ...`."]),
             {"campaigns": [], "report": None},
         )
     name = text(params, "campaign") or names[-1]
@@ -36,7 +46,7 @@ def review_page(store: Store, params: Mapping[str, str]) -> SectionPage:
     if name not in names:
         return SectionPage(
             "section_generic.html.j2",
-            {"alerts": [f"No review campaign is named {name!r}."], "notes": links},
+            _page(alerts=[f"No review campaign is named {name!r}."], notes=links),
             {"campaigns": names, "report": None, "error": f"no campaign {name!r}"},
             status=404,
         )
@@ -47,7 +57,7 @@ def review_page(store: Store, params: Mapping[str, str]) -> SectionPage:
         msg = getattr(e, "message", str(e))
         return SectionPage(
             "section_generic.html.j2",
-            {"alerts": [msg], "notes": links},
+            _page(alerts=[msg], notes=links),
             {"campaigns": names, "report": None, "error": msg},
             status=400,
         )
@@ -61,6 +71,6 @@ def review_page(store: Store, params: Mapping[str, str]) -> SectionPage:
         notes.append("Other campaigns: " + "; ".join(links))
     return SectionPage(
         "section_generic.html.j2",
-        {"tables": tables, "notes": notes},
+        _page(tables=tables, notes=notes),
         {"campaigns": names, "campaign": name, "report": report.to_dict()},
     )
