@@ -2,17 +2,22 @@
 
 Starts the real server (a subprocess, SQLite store in a temporary folder) over a pairwise
 campaign, signs 20 raters in with their personal links, and lets each answer ``--per-rater``
-items as fast as the server allows: GET /rate (lease the next item, render it), then POST the
-answer (validate, store, redirect). Prints p50/p95/p99/max of each, with the machine's load.
-Target (issue 18): p95 under 100 ms for the rater page.
+items: GET /rate (lease the next item, render it), then POST the answer (validate, store,
+redirect). Prints p50/p95/p99/max of each, with the machine's load. Target (issue 18): p95
+under 100 ms for the rater page.
 
-    python benchmarks/review_latency.py [--raters 20] [--items 600] [--per-rater 30]
+``--think S``: each rater reads for S seconds on average (uniform 0.5-1.5 S) before answering,
+as people do; ``--think 0`` (the default) answers as fast as the server allows, a stress test
+in which 20 raters always queue behind each other on the one SQLite writer.
+
+    python benchmarks/review_latency.py [--raters 20] [--items 600] [--per-rater 30] [--think 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import socket
 import statistics
@@ -78,11 +83,16 @@ def _serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit(f"the server did not start:\n{log.read_text()}")
 
 
-def _rater(base: str, token: str, n: int, times: dict[str, list[float]], go: Any) -> None:
+def _rater(
+    base: str, token: str, n: int, times: dict[str, list[float]], go: Any, think: float
+) -> None:
+    pause = random.Random(token)
     with httpx.Client(base_url=base, follow_redirects=False, timeout=60) as c:
         c.get(f"/r/{token}")
         go.wait()
         for i in range(n):
+            if think:
+                time.sleep(think * pause.uniform(0.5, 1.5))
             t0 = time.perf_counter()
             page = c.get("/rate")
             t1 = time.perf_counter()
@@ -109,6 +119,7 @@ def main() -> None:
     ap.add_argument("--raters", type=int, default=20)
     ap.add_argument("--items", type=int, default=600)
     ap.add_argument("--per-rater", type=int, default=30)
+    ap.add_argument("--think", type=float, default=0.0, help="mean seconds a rater reads")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'calipers.db'}"
@@ -122,7 +133,7 @@ def main() -> None:
         threads = [
             threading.Thread(
                 target=_rater,
-                args=(f"http://127.0.0.1:{port}", t, args.per_rater, times, go),
+                args=(f"http://127.0.0.1:{port}", t, args.per_rater, times, go, args.think),
             )
             for t in tokens
         ]
@@ -137,7 +148,10 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    table = Table(title=f"calipers review serve: {args.raters} concurrent raters on loopback")
+    how = f"{args.think:g} s reading" if args.think else "no reading time"
+    table = Table(
+        title=f"calipers review serve: {args.raters} concurrent raters on loopback, {how}"
+    )
     for col in ("request", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"):
         table.add_column(col, justify="left" if col == "request" else "right")
     for name, xs in times.items():

@@ -10,9 +10,11 @@ crash of the process and of the machine). SQLAlchemy, not the ``sqlite3`` module
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,22 @@ __all__ = [
 
 BUSY_TIMEOUT_MS = 30_000
 _IMMEDIATE = "calipers_sqlite_immediate"
+# One SQLite writer at a time per engine, queued on a lock: threads of one process (a web
+# server's pool) then wait their turn instead of polling SQLite's busy handler, whose growing
+# sleeps (up to 100 ms each) made the slowest requests wait seconds under 20 writers. Other
+# processes still meet the busy timeout.
+_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+_WRITERS_GUARD = threading.Lock()
+
+
+def _writer_lock(engine: Engine) -> threading.Lock | None:
+    if engine.dialect.name != "sqlite":
+        return None
+    with _WRITERS_GUARD:
+        lock = _WRITERS.get(engine)
+        if lock is None:
+            lock = _WRITERS[engine] = threading.Lock()
+        return lock
 _URL_HINT = (
     "Use a file path, sqlite:///path/to/calipers.db, or "
     "postgresql+psycopg://user:password@host:5432/dbname."
@@ -195,7 +213,8 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
 def write_transaction(engine: Engine) -> Iterator[Connection]:
     """A transaction that commits at the end, or rolls back on error. On SQLite it takes the
     write lock at once, waiting up to the busy timeout for another writer to finish."""
-    with _translated(engine), engine.connect() as conn:
+    lock = _writer_lock(engine)
+    with _translated(engine), lock or nullcontext(), engine.connect() as conn:
         conn.execution_options(**{_IMMEDIATE: True})
         with conn.begin():
             yield conn
