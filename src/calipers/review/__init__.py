@@ -12,6 +12,19 @@ from calipers.review._final import (
     final_labels,
     label_key,
 )
+from calipers.review._import import (
+    IMPORTED_HASH_PREFIX,
+    ImportSummary,
+    campaign_for_import,
+    final_decisions,
+    import_labels,
+    imported_judgments,
+    pairwise_item,
+    parse_assignments,
+    preference_answer,
+    read_table,
+    single_items,
+)
 from calipers.review._questions import (
     LIKERT_MAX,
     LIKERT_MIN,
@@ -34,11 +47,13 @@ from calipers.review._questions import (
 from calipers.review._tokens import IssuedToken, check_token, issue_token, token_key
 
 __all__ = [
+    "IMPORTED_HASH_PREFIX",
     "LIKERT_MAX",
     "LIKERT_MIN",
     "Choice",
     "Comment",
     "FinalLabel",
+    "ImportSummary",
     "IssuedToken",
     "Likert",
     "PairwiseOutcome",
@@ -50,14 +65,23 @@ __all__ = [
     "Refusal",
     "Tag",
     "Tags",
+    "campaign_for_import",
     "check_token",
     "disagreements",
+    "final_decisions",
     "final_labels",
+    "import_labels",
+    "imported_judgments",
     "issue_token",
     "label_key",
     "load_questions",
+    "pairwise_item",
     "pairwise_outcome",
+    "parse_assignments",
     "parse_questions",
+    "preference_answer",
+    "read_table",
+    "single_items",
     "token_key",
     "validate_answers",
 ]
