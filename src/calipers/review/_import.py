@@ -21,6 +21,7 @@ import gzip
 import io
 import json
 import secrets
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from calipers.errors import ConfigError, DataError
+from calipers.errors import ConfigError, DataError, StoreError
 from calipers.review._questions import QuestionSet, validate_answers
 from calipers.store import ImportedJudgment, ReviewCampaignRecord, ReviewItemRecord, Store
 
@@ -257,6 +258,26 @@ def _ensure_rater(
     return True
 
 
+def _check_room(store: Store, camp: ReviewCampaignRecord, rows: Sequence[ImportedJudgment]) -> None:
+    """Refuse, before anything is written, a label a rater already gave on an item (the file
+    imported twice) and an item that would get more than k labels."""
+    had = store.get_judgments(camp.name)
+    given = {(j.item_key, j.rater) for j in had}
+    again = next((r for r in rows if (r.item_key, r.rater) in given), None)
+    if again is not None:
+        raise StoreError(
+            f"{again.rater!r} already has a label on item {again.item_key!r} in {camp.name!r}.",
+            hint="Was this file imported before? Each rater labels an item once.",
+        )
+    count = Counter(j.item_key for j in had if j.counted) + Counter(r.item_key for r in rows)
+    over = next((k for k, n in count.items() if n > camp.k), None)
+    if over is not None:
+        raise StoreError(
+            f"Item {over!r} would get {count[over]} labels; the campaign takes k={camp.k}.",
+            hint="Import into a campaign whose k is the number of label columns.",
+        )
+
+
 def import_labels(
     store: Store,
     campaign: str,
@@ -301,6 +322,7 @@ def import_labels(
             value_map=value_map,
             prefix=prefix,
         )
+    _check_room(store, camp, judged)
     n_items = store.add_review_items(campaign, items) if items else 0
     added = [
         n
