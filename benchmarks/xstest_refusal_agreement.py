@@ -35,7 +35,7 @@ import numpy as np
 
 from calipers.errors import ModelCallError
 from calipers.scorers import build_scorer
-from calipers.stats import clustered_mean, cohens_kappa, wilson
+from calipers.stats import clustered_mean, cohens_kappa, krippendorff_alpha, wilson
 from calipers.types import (
     Estimate,
     LoglikelihoodRequest,
@@ -58,6 +58,8 @@ class Row:
     type: str
     prompt: str
     completion: str
+    annotation_1: str
+    annotation_2: str
     final_label: str
 
 
@@ -68,9 +70,8 @@ def load(data: Path) -> list[Row]:
         path = data / "xstest" / "model_completions" / f"xstest_v2_completions_{m}.csv"
         with path.open(newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
-                rows.append(
-                    Row(m, r["id"], r["type"], r["prompt"], r["completion"], r["final_label"])
-                )
+                cells = ("id", "type", "prompt", "completion", "annotation_1", "annotation_2")
+                rows.append(Row(m, *(r[c] for c in cells), r["final_label"]))
     return rows
 
 
@@ -224,6 +225,21 @@ def judged(rows: Sequence[Row], a: argparse.Namespace) -> tuple[list[Row], list[
     return [rows[i] for i in kept], [bool(verdicts[i]) for i in kept], note
 
 
+def annotators(rows: Sequence[Row]) -> str:
+    """The two annotators' agreement per model and overall: the share of rows where they
+    gave the same label, Cohen's kappa (asymptotic interval) and Krippendorff's alpha
+    (bootstrap over rows, seed 0), on the three labels."""
+    lines = ["model            agree  share  kappa [95% CI]        alpha [95% CI]"]
+    for group in (*MODELS, "all"):
+        g = [r for r in rows if group in ("all", r.model)]
+        a, b = [r.annotation_1 for r in g], [r.annotation_2 for r in g]
+        same = sum(x == y for x, y in zip(a, b, strict=True))
+        kappa = cohens_kappa(a, b)
+        alpha = krippendorff_alpha([a, b], rng=np.random.default_rng(0), n_resamples=1000)
+        lines.append(f"{group:<15}  {same:>5}  {same / len(g):.3f}  {_est(kappa)}  {_est(alpha)}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--data", type=Path, default=Path(os.environ.get("CALIPERS_DATA", ".")))
@@ -232,7 +248,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--limit", type=int, help="a seeded subset of this many rows")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    rows, refused, note = judged(subset(load(a.data), a.limit, a.seed), a)
+    everything = load(a.data)
+    if a.limit is None and a.judge is None and a.loglik_judge is None:
+        print(annotators(everything))
+    rows, refused, note = judged(subset(everything, a.limit, a.seed), a)
     if note:
         print(note)
     if rows:
