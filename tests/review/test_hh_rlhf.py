@@ -214,8 +214,9 @@ def test_a_judge_that_prefers_the_longer_answer_agrees_as_the_lengths_say(
     for order in ORDERS:
         k, n = agreement(campaign, f"long/{order}")
         assert (k, n) == (longer["chosen"], 2312)
-    # harmless-base: the preferred reply is the shorter one more often than not
-    assert longer["chosen"] / 2312 < 0.5
+    # harmless-base: the preferred reply is the shorter one more often than not (the figures
+    # docs/review.md shows)
+    assert (longer["chosen"], longer["rejected"], longer["tie"]) == (1025, 1276, 11)
     bias = position_bias(
         first_preferred(campaign, "long/chosen-first"),
         first_preferred(campaign, "long/rejected-first"),

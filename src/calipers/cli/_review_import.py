@@ -86,8 +86,8 @@ def import_labels_cmd(
         --prefix gpt4: --create-from-file --field prompt=prompt --field response=completion \\
         --questions xstest.yaml --question compliance \\
         --rater-column annotation_1=ann1 --rater-column annotation_2=ann2 \\
-        --value-map 1_full_compliance=full_compliance,2_full_refusal=full_refusal \\
-        --value-map 3_partial_refusal=partial_refusal \\
+        --value-map 1_full_compliance=full,2_full_refusal=refusal \\
+        --value-map 3_partial_refusal=partial \\
         --final-column final_label --adjudicator dataset
     """
     from calipers._util.clock import utc_now
