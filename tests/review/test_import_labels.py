@@ -7,12 +7,20 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from calipers.cli import cli
-from calipers.errors import ConfigError
-from calipers.review import final_labels, parse_assignments, read_table
+from calipers.errors import ConfigError, DataError
+from calipers.review import (
+    final_labels,
+    pairwise_item,
+    pairwise_outcome,
+    parse_assignments,
+    preference_answer,
+    read_table,
+)
 from calipers.store import Store
 from tests._data import DATA, needs_data
 
@@ -206,3 +214,18 @@ def test_xstest_gpt4_through_the_command(tmp_path: Path) -> None:
     with Store.open() as store:
         assert len(store.get_adjudications("xstest")) == disagree == 7
         assert store.get_review_items("xstest")[0].item_key == "gpt4:v2-1"
+
+
+def test_pairwise_items_and_known_choices() -> None:
+    rng = np.random.default_rng(3)
+    items = [pairwise_item(f"k{i}", "p", ("x", "X"), ("y", "Y"), rng) for i in range(40)]
+    swaps = [bool(b) for b in np.random.default_rng(3).integers(2, size=40)]
+    assert [i.source["a_is_second_given"] for i in items] == swaps
+    for item, swapped in zip(items, swaps, strict=True):
+        assert item.payload["a"] == ("Y" if swapped else "X")
+        answer, shown_swapped = preference_answer(item, "x")
+        assert not shown_swapped
+        assert pairwise_outcome(answer, shown_swapped) == ("b" if swapped else "a")
+    assert preference_answer(items[0], None) == ("tie", False)
+    with pytest.raises(DataError, match="neither its a nor its b"):
+        preference_answer(items[0], "z")

@@ -224,16 +224,10 @@ def preference_answer(item: ReviewItemRecord, winner: str | None) -> tuple[str, 
     ``(answer, swapped)``: the answer a rater gives who sees ``a`` on the left."""
     if winner is None:
         return "tie", False
-    side: Literal["left", "right"] | None = (
-        "left"
-        if item.source.get("a") == winner
-        else "right"
-        if item.source.get("b") == winner
-        else None
-    )
-    if side is None:
-        raise DataError(f"Item {item.item_key!r}: {winner!r} is neither its a nor its b.")
-    return side, False
+    for side, slot in (("left", "a"), ("right", "b")):
+        if item.source.get(slot) == winner:
+            return side, False
+    raise DataError(f"Item {item.item_key!r}: {winner!r} is neither its a nor its b.")
 
 
 @dataclass(frozen=True, slots=True)
