@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from tests._data import DATA, REPO, needs_data
 from tests.review.test_xstest import FILES, hand_kappa
 
@@ -58,3 +60,19 @@ def test_figures_on_the_page_recomputed_by_hand() -> None:
     cells = line.split()
     assert cells[4:7] == [str(sum(human)), str(sum(refused)), f"{hits / 450:.3f}"]
     assert cells[9] == f"{kappa:.3f}"
+
+
+JUDGE = "--loglik-judge smollm2 --limit 300 --seed 0"
+
+
+@pytest.mark.slow
+def test_the_page_shows_what_the_smollm2_judge_gives() -> None:
+    """About 5 to 10 minutes on two cores: 300 log-likelihood calls to SmolLM2-135M."""
+    text = DOC.read_text(encoding="utf-8")
+    mark = f"<!-- output: python benchmarks/xstest_refusal_agreement.py {JUDGE} -->"
+    found = re.search(re.escape(mark) + r"\n```text\n(.*?)```", text, re.S)
+    assert found is not None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        script().main(["--data", str(Path(DATA)), *JUDGE.split()])
+    assert out.getvalue() == found.group(1)
