@@ -93,3 +93,14 @@ def test_migration_6_adds_the_tables(store: Store, store_url: str) -> None:
     finally:
         engine.dispose()
     assert {"review_adjudications", "review_sessions"} <= names
+
+
+def test_skips_are_counted_per_rater(store: Store) -> None:
+    campaign(store, 3, k=1)
+    raters(store, 2)
+    for _ in range(2):
+        lease = store.lease_next("c", "r0", now=T0, lease_s=60)
+        assert lease is not None
+        store.skip("c", "r0", lease.assignment_id, now=T0)
+    found = store.assignment_counts("c", now=T0)
+    assert found == {"r0": {"skipped": 2}}  # r1 has no assignment: not listed

@@ -25,7 +25,7 @@ summary and drops it; calibrate again then.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -292,18 +292,19 @@ def _judge_score(run: RunRecord, task: str, mode: JudgeMode) -> Estimate | None:
     return next(found, None)
 
 
-def calibrate_judge(
-    run: RunRecord,
-    samples: Sequence[SampleRecord],
-    labels: str | Path,
-    *,
-    task: str | None = None,
-    scorer: str | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> JudgeCalibrationReport:
-    """Agreement of the run's judge (an ``llm_judge`` or ``llm_judge_pairwise`` scorer;
-    ``scorer`` chooses when a task has both) with the human labels in ``labels``."""
+Labels = str | Path | Mapping[Key, tuple[Any, str]]
+
+
+def labels_name(labels: Labels, name: str | None = None) -> str:
+    """How a report names its labels: the file, or ``name`` (e.g. the campaign)."""
+    return name if name is not None else "labels" if isinstance(labels, Mapping) else str(labels)
+
+
+def judge_spec(
+    run: RunRecord, task: str | None, scorer: str | None
+) -> tuple[str, dict[str, Any], JudgeMode, tuple[int, int]]:
+    """(task, scorer spec, mode, scale) of the run's judge (``scorer`` chooses when a task
+    has both judge scorers)."""
     if scorer is not None and scorer not in JUDGE_SCORERS:
         raise ConfigError(f"{scorer!r} is not a judge scorer ({', '.join(JUDGE_SCORERS)}).")
     task, spec = find_scorer(run, task, JUDGE_SCORERS if scorer is None else (scorer,))
@@ -312,11 +313,43 @@ def calibrate_judge(
         "pairwise" if spec["name"] == "llm_judge_pairwise" else args.get("mode", "scale")
     )
     scale = (0, 1) if mode != "scale" else tuple(args.get("scale", (1, 5)))
-    lo_hi = (int(scale[0]), int(scale[1]))
+    return task, spec, mode, (int(scale[0]), int(scale[1]))
+
+
+def human_labels(
+    labels: Labels, task: str, mode: JudgeMode, scale: tuple[int, int]
+) -> dict[Key, float]:
+    """``(sample_id, epoch) -> label`` on the judge's scale, from a labels file or from
+    ``{key: (raw label, where)}`` (e.g. :func:`campaign_labels`)."""
+    if isinstance(labels, Mapping):
+        if not labels:
+            raise DataError(f"No human labels for task {task!r}.")
+        table = dict(labels)
+    else:
+        table = load_labels(labels, task)
+    return {k: _parse(raw, where, mode, scale) for k, (raw, where) in table.items()}
+
+
+def calibrate_judge(
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    labels: Labels,
+    *,
+    task: str | None = None,
+    scorer: str | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    source: str | None = None,
+) -> JudgeCalibrationReport:
+    """Agreement of the run's judge (an ``llm_judge`` or ``llm_judge_pairwise`` scorer;
+    ``scorer`` chooses when a task has both) with the human labels: a labels file, or
+    ``{(sample_id, epoch): (label, where)}`` from a review campaign (:func:`campaign_labels`),
+    named ``source`` in the report."""
+    task, spec, mode, lo_hi = judge_spec(run, task, scorer)
+    args = spec.get("args", {})
     recs = [r for r in samples if r.task == task]
     judged = _judged(recs, spec["name"], mode)
-    table = load_labels(labels, task)
-    human = {k: _parse(raw, where, mode, lo_hi) for k, (raw, where) in table.items()}
+    human = human_labels(labels, task, mode, lo_hi)
     present = {(r.sample_id, r.epoch) for r in recs}
     matched = [(k, h) for k, h in human.items() if k in judged]
     n_err = sum(1 for k in human if k in present and k not in judged)
@@ -351,7 +384,7 @@ def calibrate_judge(
         scorer=spec["name"],
         judge=str(args.get("judge")),
         mode=mode,
-        labels_file=str(labels),
+        labels_file=labels_name(labels, source),
         n_labels=len(human),
         n_matched=len(matched),
         n_unmatched=len(human) - len(matched) - n_err,

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.cli._judge import judge_corrected_options, print_judge_corrected, read_human_labels
 from calipers.types import Estimate
 
 __all__ = ["compare_cmd"]
@@ -20,7 +21,7 @@ def _pct(est: Estimate, k: float) -> str:
     return f"{est.value * k:.1f} [{est.low * k:.1f}, {est.high * k:.1f}]"
 
 
-def _table(result: Any) -> Table:
+def _table(result: Any, marks: dict[int, Any] | None = None) -> Table:
     t = Table(
         header_style="bold",
         title=f"Paired comparison against {result.baseline} "
@@ -41,14 +42,14 @@ def _table(result: Any) -> Table:
         "MDE",
     ):
         t.add_column(col, justify="right" if col not in ("task", "metric", "B", "test") else "left")
-    for r in result.rows:
+    for i, r in enumerate(result.rows):
         a = r.score_a
         k = 100.0 if a.low >= 0 and a.high <= 1 else 1.0
         p = "n/a" if r.p_adjusted is None else f"{r.p_adjusted:.3g}"
         diff = _pct(r.diff, k)
         t.add_row(
             r.task,
-            r.metric,
+            f"{r.metric} (uncalibrated)" if (marks or {}).get(i) is False else r.metric,
             escape(r.model_b),
             str(r.n),
             _pct(r.score_a, k),
@@ -84,6 +85,7 @@ def _table(result: Any) -> Table:
     "--force", is_flag=True, help="Compare runs whose methodology differs (the output says so)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@judge_corrected_options
 @store_option
 @click.pass_obj
 def compare_cmd(
@@ -97,6 +99,9 @@ def compare_cmd(
     seed: int,
     force: bool,
     as_json: bool,
+    judge_corrected: tuple[str, ...],
+    question: str | None,
+    positive: str | None,
 ) -> None:
     """Is run B better than run A on the same items, and by how much?
 
@@ -111,13 +116,24 @@ def compare_cmd(
     Examples:
       calipers compare 20261130-0545 20261130-0612
       calipers compare BASE CAND1 CAND2 --correction bh --json
+      calipers compare A B --judge-corrected CAMPAIGN
+
+    Judge-based rows whose judge has no calibration on record are marked "uncalibrated".
+    --judge-corrected (two runs) adds B - A of the judge-based score corrected by human
+    labels (PPI++): one campaign or labels file for both runs, or one per run.
     """
     from calipers.analysis import compare, format_floors, load_runs
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
         loaded = load_runs(store, runs)
-        floors = format_floors(store.list_runs())
+        records = store.list_runs()
+        floors = format_floors(records)
+        corrected = (
+            _corrected(obj, store, loaded, judge_corrected, question, positive, seed)
+            if judge_corrected
+            else None
+        )
     result = compare(
         loaded,
         tasks=tasks or None,
@@ -128,8 +144,16 @@ def compare_cmd(
         force=force,
         floors=floors,
     )
+    from calipers.analysis import row_calibrations
+
+    status = row_calibrations(result.rows, [r.record for r in loaded], records)
     if as_json:
-        obj.print_json(result.model_dump(mode="json"))
+        dumped = result.model_dump(mode="json")
+        for i, st in status.items():
+            dumped["rows"][i].update(st)
+        if corrected is not None:
+            dumped["judge_corrected"] = corrected.model_dump(mode="json")
+        obj.print_json(dumped)
         return
     if result.forced:
         obj.out.print(
@@ -138,7 +162,7 @@ def compare_cmd(
         )
         for m in result.mismatches:
             obj.out.print(f"  - {escape(m)}")
-    obj.out.print(_table(result))
+    obj.out.print(_table(result, {i: st["calibrated"] for i, st in status.items()}))
     for r in result.rows:
         mark = "[green]●[/]" if r.significant else "[dim]○[/]"
         excluded = sum(r.excluded.values())
@@ -146,3 +170,30 @@ def compare_cmd(
         obj.out.print(f"{mark} {r.task}/{r.metric}: {escape(r.verdict)}{note}")
         for flag in r.flags:
             obj.out.print(f"    [yellow]flag:[/] {escape(flag)}")
+    if corrected is not None:
+        print_judge_corrected(obj, corrected)
+
+
+def _corrected(
+    obj: Context,
+    store: Any,
+    loaded: Any,
+    sources: tuple[str, ...],
+    question: str | None,
+    positive: str | None,
+    seed: int,
+) -> Any:
+    from calipers.analysis import judge_corrected_comparison
+
+    if len(loaded) != 2 or len(sources) not in (1, 2):
+        raise click.UsageError(
+            "--judge-corrected compares two runs: give it once (a campaign holding both "
+            "runs' items) or once per run."
+        )
+    arms = []
+    for run, src in zip(loaded, sources * (3 - len(sources)), strict=True):
+        labels, name = read_human_labels(
+            obj, store, run.record, src, None, None, question, positive
+        )
+        arms.append((run.record, run.samples, labels, name))
+    return judge_corrected_comparison(arms[0], arms[1], seed=seed)

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 from rich.markup import escape
@@ -12,7 +13,132 @@ from rich.table import Table
 from calipers.cli._app import Context, cli, store_option
 from calipers.types import Estimate
 
-__all__ = ["judge_calibrate_cmd"]
+__all__ = [
+    "judge_calibrate_cmd",
+    "judge_corrected_options",
+    "print_judge_corrected",
+    "read_human_labels",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_QUESTION = click.option(
+    "--question",
+    default=None,
+    metavar="ID",
+    help="With a campaign: the question whose final labels are used (default: its only "
+    "pass/fail, Likert or choice question).",
+)
+_POSITIVE = click.option(
+    "--positive",
+    default=None,
+    metavar="VALUE",
+    help="With a choice question: the answer that counts as a pass (1); the others are 0.",
+)
+
+
+def judge_corrected_options(f: F) -> F:
+    """``--judge-corrected CAMPAIGN|LABELS`` with ``--question`` and ``--positive`` (for
+    ``calipers show`` and ``calipers compare``)."""
+    f = _POSITIVE(_QUESTION(f))
+    return click.option(
+        "--judge-corrected",
+        "judge_corrected",
+        multiple=True,
+        metavar="CAMPAIGN|LABELS",
+        help="Correct the judge-based score with human labels (PPI++): a review campaign's "
+        "name or a labels file (compare: once for both runs, or once per run).",
+    )(f)
+
+
+def read_human_labels(
+    obj: Context,
+    store: Any,
+    run: Any,
+    source: str,
+    task: str | None,
+    scorer: str | None,
+    question: str | None,
+    positive: str | None,
+) -> tuple[Any, str | None]:
+    """(labels, their name) from a labels file (a path to an existing file) or a campaign."""
+    from pathlib import Path
+
+    from calipers.analysis import campaign_labels, campaign_question, judge_spec
+
+    if Path(source).suffix.lower() in (".jsonl", ".json", ".csv") and not Path(source).is_file():
+        raise click.BadParameter(f"{source}: no such labels file.", param_hint="labels")
+    if Path(source).is_file():
+        if question or positive:
+            raise click.UsageError("--question and --positive go with a campaign, not a file.")
+        return source, None
+    from calipers.review import final_labels
+
+    camp = store.get_campaign(source)
+    items = store.get_review_items(source)
+    qid = campaign_question(camp.questions, question)[0]
+    finals = final_labels(items, store.get_judgments(source), store.get_adjudications(source), qid)
+    t = judge_spec(run, task, scorer)[0]
+    labels, unresolved = campaign_labels(
+        source,
+        camp.questions,
+        items,
+        finals,
+        run_id=run.id,
+        task=t,
+        question=qid,
+        positive=positive,
+    )
+    if unresolved:
+        obj.err.print(
+            f"[yellow]{unresolved} item(s) of campaign {escape(source)} have no final label "
+            f"(a tie nobody adjudicated): left out. calipers review adjudicate resolves them.[/]"
+        )
+    return labels, f"campaign {source} ({qid}, {len(labels)} final labels)"
+
+
+def _corrected_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    t = Table(header_style="bold", title=title, title_justify="left")
+    for col in ("estimate", "value [95% interval]", "width", "human labels n", "judge labels"):
+        t.add_column(col, justify="left" if col == "estimate" else "right")
+    for r in rows:
+        e: Estimate = r["estimate"]
+        t.add_row(
+            r["name"],
+            e.format(),
+            "n/a" if e.is_empty else f"{e.high - e.low:.3f}",
+            str(r["n"]),
+            str(r["judge"]),
+        )
+    return t
+
+
+def print_judge_corrected(obj: Context, rep: Any) -> None:
+    """Judge-only, human-only and PPI++ side by side, with n, N and the width ratio."""
+    from calipers.analysis import JudgeCorrected, corrected_rows
+
+    one = rep if isinstance(rep, JudgeCorrected) else rep.a
+    what = (
+        f"run {one.run_id}"
+        if isinstance(rep, JudgeCorrected)
+        else f"run {rep.b.run_id} - run {rep.a.run_id} ({rep.pairing})"
+    )
+    obj.out.print(
+        _corrected_table(
+            f"Judge-corrected {one.scorer} score · {escape(one.task)} · {what} · "
+            f"judge {escape(one.judge)}",
+            corrected_rows(rep),
+        )
+    )
+    ratio = "n/a" if rep.width_ratio is None else f"{rep.width_ratio:.2f}"
+    labels = one.labels if isinstance(rep, JudgeCorrected) else f"{rep.a.labels}; {rep.b.labels}"
+    obj.out.print(
+        f"n = {rep.n} human labels, N = {rep.n_unlabelled} judge-only items; width ratio "
+        f"(corrected / human only) {ratio}. Labels: {escape(labels)}"
+    )
+    arms = [rep] if isinstance(rep, JudgeCorrected) else [rep.a, rep.b]
+    for cav in dict.fromkeys(c for arm in arms for c in arm.caveats):
+        obj.out.print(f"[dim]caveat: {escape(cav)}[/]")
 
 
 def _est(e: Estimate | None) -> str:
@@ -88,10 +214,18 @@ def _print_threshold(obj: Context, cal: Any, path: str | None) -> None:
 @click.option(
     "--labels",
     "labels",
-    required=True,
-    type=click.Path(dir_okay=False),
+    default=None,
+    type=click.Path(dir_okay=False, exists=True),
     help="Human labels: JSONL/JSON/CSV with sample_id and label (epoch, task optional).",
 )
+@click.option(
+    "--campaign",
+    default=None,
+    metavar="NAME",
+    help="Read the human labels from this review campaign (its final labels of the run's items).",
+)
+@_QUESTION
+@_POSITIVE
 @click.option("-t", "--task", default=None, help="The task (default: the one judged).")
 @click.option(
     "--scorer",
@@ -121,7 +255,10 @@ def judge_calibrate_cmd(
     obj: Context,
     /,
     run_id: str,
-    labels: str,
+    labels: str | None,
+    campaign: str | None,
+    question: str | None,
+    positive: str | None,
     task: str | None,
     scorer: str | None,
     seed: int,
@@ -138,7 +275,10 @@ def judge_calibrate_cmd(
       calipers judge-calibrate latest --labels human.jsonl
       calipers judge-calibrate RUN --labels human.csv --task qa --json
       calipers judge-calibrate RUN --labels match.jsonl --threshold-out threshold.json
+      calipers judge-calibrate RUN --campaign support-review --question correct
     """
+    if (labels is None) == (campaign is None):
+        raise click.UsageError("Give the human labels: --labels FILE or --campaign NAME.")
     from calipers.analysis import (
         JUDGE_SCORERS,
         calibrate_judge,
@@ -157,7 +297,11 @@ def judge_calibrate_cmd(
             if task in (None, t)
             for s in m.get("scorers", [])
         }
+        if campaign is None and (question or positive):
+            raise click.UsageError("--question and --positive go with --campaign.")
         if threshold_out or (not names & set(JUDGE_SCORERS) and "semantic_similarity" in names):
+            if labels is None:
+                raise click.UsageError("A similarity threshold is calibrated from --labels FILE.")
             cal = calibrate_similarity(
                 run,
                 samples,
@@ -173,7 +317,12 @@ def judge_calibrate_cmd(
             else:
                 _print_threshold(obj, cal, threshold_out)
             return
-        rep = calibrate_judge(run, samples, labels, task=task, scorer=scorer, seed=seed)
+        found, source = read_human_labels(
+            obj, store, run, labels or campaign or "", task, scorer, question, positive
+        )
+        rep = calibrate_judge(
+            run, samples, found, task=task, scorer=scorer, seed=seed, source=source
+        )
         if not no_save:
             save_judge_calibration(store, rep)
     if as_json:

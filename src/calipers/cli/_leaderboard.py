@@ -41,9 +41,10 @@ def leaderboard_cmd(
     share a tie group; a warning says when the top of the board is within noise. A model
     closer to the one above it than either's format noise floor (from `calipers
     sensitivity` studies in the store) is flagged, and so is a model whose benchmark items
-    lose more than fresh items under `calipers contamination perturbation`.
+    lose more than fresh items under `calipers contamination perturbation`. A judge-based
+    score whose judge has no calibration on record is marked "uncalibrated".
     """
-    from calipers.analysis import format_floors, leaderboard, load_runs
+    from calipers.analysis import board_calibrations, format_floors, leaderboard, load_runs
     from calipers.contamination import contamination_flags
     from calipers.store import Store
 
@@ -60,12 +61,18 @@ def leaderboard_cmd(
         floors=format_floors(records),
         flags=extra,
     )
+    marks = board_calibrations(boards, [r.record for r in runs], records)
     if as_json:
-        obj.print_json([b.model_dump(mode="json") for b in boards])
+        dumped = [b.model_dump(mode="json") for b in boards]
+        for board, mark in zip(dumped, marks, strict=True):
+            for entry, st in zip(board["entries"], mark, strict=True):
+                if st is not None:
+                    entry.update(calibrated=st["calibrated"], judge_calibration=st)
+        obj.print_json(dumped)
         return
     if not boards:
         obj.out.print("No finished runs to rank. Start with: calipers run")
-    for b in boards:
+    for b, mark in zip(boards, marks, strict=True):
         t = Table(
             title=f"{b.task} · {b.metric} · {b.n_items} items",
             title_justify="left",
@@ -75,8 +82,9 @@ def leaderboard_cmd(
         )
         for col in ("rank [95%]", "tie group", "model", "score [95% interval]", "run", "flags"):
             t.add_column(col)
-        for e in b.entries:
+        for e, st in zip(b.entries, mark, strict=True):
             est = e.score
+            flags = [*e.flags, *(["uncalibrated judge"] if st and not st["calibrated"] else [])]
             interval = f"{e.rank} [{e.rank_low}–{e.rank_high}]"
             t.add_row(
                 interval,
@@ -84,7 +92,7 @@ def leaderboard_cmd(
                 escape(e.model),
                 est.format(percent=True),
                 e.run_id,
-                escape("; ".join(e.flags)),
+                escape("; ".join(flags)),
             )
         obj.out.print(t)
         if b.saturated:

@@ -81,11 +81,12 @@ def report_cmd(
 
     with Store.open(obj.store_url) as store:
         loaded = load_runs(store, runs)
+        saved = store.list_runs()
     comparison = None
     if len(loaded) >= 2 and not no_compare:
         comparison = _comparison(obj, loaded, force)
     html_path, md_path = write_multi_report(
-        loaded, _report_dir(out_dir), comparison=comparison, title=title
+        loaded, _report_dir(out_dir), comparison=comparison, title=title, saved=saved
     )
     if as_json:
         obj.print_json({"html": str(html_path), "markdown": str(md_path)})

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.cli._judge import judge_corrected_options, print_judge_corrected, read_human_labels
 from calipers.cli._render import summary_table
 from calipers.store import RunRecord, Store
 from calipers.types import TaskSummary
@@ -81,20 +82,41 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
     help="Failing items to show per task.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
+@judge_corrected_options
 @store_option
 @click.pass_obj
-def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
+def show_cmd(
+    obj: Context,
+    run_id: str,
+    failures: int,
+    as_json: bool,
+    judge_corrected: tuple[str, ...],
+    question: str | None,
+    positive: str | None,
+) -> None:
     """Show one run: scores with intervals, methodology, categories, worst items.
 
-    RUN is a run id, a unique prefix of one, or "latest".
+    RUN is a run id, a unique prefix of one, or "latest". A judge-scored run whose judge has
+    no calibration on record is marked "uncalibrated". --judge-corrected CAMPAIGN|LABELS adds
+    the judge-based score corrected by human labels (PPI++).
     """
+    from calipers.analysis import judge_calibrations
     from calipers.reports import error_items, failing_items, methodology_rows, worst_categories
 
     with Store.open(obj.store_url) as store:
         run = store.get_run(run_id)
         samples = store.get_samples(run.id)
+        saved = store.list_runs()
+        corrected = (
+            _corrected(obj, store, run, samples, judge_corrected, question, positive)
+            if judge_corrected
+            else None
+        )
     if as_json:
-        obj.print_json(_run_json(run))
+        shown = {**_run_json(run), "judge_calibration": judge_calibrations(run, saved)}
+        if corrected is not None:
+            shown["judge_corrected"] = corrected.model_dump(mode="json")
+        obj.print_json(shown)
         return
     out = obj.out
     out.print(f"[bold]Run {run.id}[/]  {run.status}  {escape(run.model)}  {run.created_at}")
@@ -113,10 +135,30 @@ def show_cmd(obj: Context, run_id: str, failures: int, as_json: bool) -> None:
     from calipers.analysis import judge_agreement_line
 
     for task, ts in (run.summary.tasks if run.summary else {}).items():
-        line = judge_agreement_line(run, task)
+        line = judge_agreement_line(run, task, saved)
         if line:  # judge-based scores carry the judge's measured agreement with people
             out.print(f"[bold]{escape(task)}[/]: {escape(line)}")
         _show_task(obj, task, ts, samples, failures, worst_categories, failing_items, error_items)
+
+    if corrected is not None:
+        print_judge_corrected(obj, corrected)
+
+
+def _corrected(
+    obj: Context,
+    store: Store,
+    run: RunRecord,
+    samples: Any,
+    sources: tuple[str, ...],
+    question: str | None,
+    positive: str | None,
+) -> Any:
+    from calipers.analysis import judge_corrected
+
+    if len(sources) != 1:
+        raise click.UsageError("calipers show takes one --judge-corrected source.")
+    labels, name = read_human_labels(obj, store, run, sources[0], None, None, question, positive)
+    return judge_corrected(run, samples, labels, source=name)
 
 
 def _show_task(

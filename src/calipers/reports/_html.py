@@ -96,11 +96,18 @@ def confidence_label(methodology: dict[str, Any]) -> str:
     return f"{100 * c:g}%" if isinstance(c, int | float) else "95%"
 
 
-def render_html(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> str:
-    """The whole report as one HTML document."""
+def render_html(
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    k: int = 10,
+    *,
+    saved: Sequence[RunRecord] = (),
+) -> str:
+    """The whole report as one HTML document (``saved``: runs whose stored judge
+    calibrations count, see :func:`task_views`)."""
     return template("report.html.j2").render(
         run=run,
-        tasks=task_views(run, samples, k=k),
+        tasks=task_views(run, samples, k=k, saved=saved),
         card=methodology_rows(run.methodology, run.summary),
         elapsed=run.summary.elapsed_s if run.summary else None,
         confidence=confidence_label(run.methodology),

@@ -205,10 +205,11 @@ def render_markdown(
     *,
     extra: Extra | None = None,
     title: str | None = None,
+    saved: Sequence[RunRecord] = (),
 ) -> str:
     """The whole report as one Markdown document; ``extra(task)`` adds lines to each task's
     section after its categories, and ``title`` replaces the model name as the heading."""
-    tasks = task_views(run, samples, k=k)
+    tasks = task_views(run, samples, k=k, saved=saved)
     conf = confidence_label(run.methodology)
     out = _header(run, title)
     out += [

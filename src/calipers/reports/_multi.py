@@ -36,6 +36,7 @@ from calipers.reports._view import methodology_rows, prompt_text, task_views
 
 if TYPE_CHECKING:
     from calipers.analysis import ComparisonSet, StoredRun
+    from calipers.store import RunRecord
 
 __all__ = ["default_title", "render_multi_html", "write_multi_report"]
 
@@ -49,12 +50,12 @@ def default_title(runs: Sequence[StoredRun]) -> str:
     return f"{len(runs)} runs: {', '.join(names)}"
 
 
-def _single_html(run: StoredRun, title: str) -> str:
+def _single_html(run: StoredRun, title: str, saved: Sequence[RunRecord] = ()) -> str:
     record, samples = run.record, run.samples
     panels = {p.name: p for p in task_panels([run])}
     return template("multi_one.html.j2").render(
         run=record,
-        tasks=task_views(record, samples),
+        tasks=task_views(record, samples, saved=saved),
         card=methodology_rows(record.methodology, record.summary),
         elapsed=record.summary.elapsed_s if record.summary else None,
         confidence=confidence_label(record.methodology),
@@ -90,13 +91,18 @@ def _context(
 
 
 def render_multi_html(
-    runs: Sequence[StoredRun], *, comparison: ComparisonSet | None = None, title: str | None = None
+    runs: Sequence[StoredRun],
+    *,
+    comparison: ComparisonSet | None = None,
+    title: str | None = None,
+    saved: Sequence[RunRecord] = (),
 ) -> str:
-    """The whole report as one self-contained HTML document."""
+    """The whole report as one self-contained HTML document (``saved``: runs whose stored
+    judge calibrations count for a single run's report; see ``task_views``)."""
     if not runs:
         raise ConfigError("A report needs at least one run.", hint="calipers report RUN")
     if len(runs) == 1 and comparison is None:
-        return _single_html(runs[0], title or default_title(runs))
+        return _single_html(runs[0], title or default_title(runs), saved)
     return template("multi.html.j2").render(
         _context(runs, comparison, title or default_title(runs))
     )
@@ -108,6 +114,7 @@ def write_multi_report(
     *,
     comparison: ComparisonSet | None = None,
     title: str | None = None,
+    saved: Sequence[RunRecord] = (),
 ) -> tuple[Path, Path]:
     """Write ``report-<first run id>[-vs-N].html`` and ``.md`` into ``out_dir`` (created if
     needed), N being the number of runs after the first, and return both paths."""
@@ -116,9 +123,10 @@ def write_multi_report(
     out = make_folder(Path(out_dir), "the report folder", private=True)
     stem = f"report-{runs[0].record.id}" + (f"-vs-{len(runs) - 1}" if len(runs) > 1 else "")
     html_path, md_path = out / f"{stem}.html", out / f"{stem}.md"
-    write_private_text(html_path, render_multi_html(runs, comparison=comparison, title=title))
+    html = render_multi_html(runs, comparison=comparison, title=title, saved=saved)
+    write_private_text(html_path, html)
     if len(runs) == 1 and comparison is None:
-        md = single_markdown(runs[0], title)
+        md = single_markdown(runs[0], title, saved)
     else:
         md = render_multi_markdown(runs, comparison=comparison, title=title or default_title(runs))
     write_private_text(md_path, md)  # 0600, as the store: sandboxed code runs here too

@@ -22,6 +22,7 @@ from calipers.reports._view import TaskView
 
 if TYPE_CHECKING:
     from calipers.analysis import ComparisonSet, StoredRun
+    from calipers.store import RunRecord
 
 __all__ = ["render_multi_markdown", "single_markdown"]
 
@@ -59,8 +60,9 @@ def _dist_lines(p: TaskPanel, runs: Sequence[StoredRun]) -> list[str]:
     )
 
 
-def single_markdown(run: StoredRun, title: str | None) -> str:
-    """The run report's Markdown with each task's per-item score distribution added."""
+def single_markdown(run: StoredRun, title: str | None, saved: Sequence[RunRecord] = ()) -> str:
+    """The run report's Markdown with each task's per-item score distribution added
+    (``saved``: runs whose stored judge calibrations count)."""
     panels = {p.name: p for p in task_panels([run])}
 
     def extra(t: TaskView) -> list[str]:
@@ -69,7 +71,7 @@ def single_markdown(run: StoredRun, title: str | None) -> str:
             return []
         return [*_dist_lines(p, [run])[:-1], f"{dist_text(p.dists[0])}.", ""]
 
-    return render_markdown(run.record, run.samples, extra=extra, title=title)
+    return render_markdown(run.record, run.samples, extra=extra, title=title, saved=saved)
 
 
 def _all_fail_lines(a: AllFail | None, runs: Sequence[StoredRun]) -> list[str]:

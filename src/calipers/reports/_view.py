@@ -392,8 +392,16 @@ def _task_view(
     )
 
 
-def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> list[TaskView]:
-    """One view per task of ``run``, in run order; ``k`` caps failing and error items shown."""
+def task_views(
+    run: RunRecord,
+    samples: Sequence[SampleRecord],
+    k: int = 10,
+    *,
+    saved: Sequence[RunRecord] = (),
+) -> list[TaskView]:
+    """One view per task of ``run``, in run order; ``k`` caps failing and error items shown.
+    A judge-scored task's ``judge`` line says its calibration, found in ``run`` or in the
+    ``saved`` runs (e.g. the whole store), or that it is uncalibrated."""
     summary = run.summary.tasks if run.summary is not None else {}
     cards = (run.methodology or {}).get("tasks") or {}
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
@@ -404,7 +412,7 @@ def task_views(run: RunRecord, samples: Sequence[SampleRecord], k: int = 10) -> 
             _task_view(
                 t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), samples, k
             ),
-            judge=judge_agreement_line(run, t),
+            judge=judge_agreement_line(run, t, saved),
         )
         for t in names
     ]

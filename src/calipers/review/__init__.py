@@ -5,6 +5,15 @@ the store keeps campaigns, assignments and judgments; the statistics are in
 :mod:`calipers.stats`.
 """
 
+from calipers.review._campaigns import (
+    KPlan,
+    check_kind,
+    k_for_width,
+    load_controls,
+    mix_controls,
+    rate_half_width,
+    store_campaign,
+)
 from calipers.review._final import (
     FinalLabel,
     Provenance,
@@ -44,9 +53,19 @@ from calipers.review._questions import (
     parse_questions,
     validate_answers,
 )
+from calipers.review._sources import (
+    FILE_FIELDS,
+    SourceItems,
+    items_from_file,
+    items_from_run,
+    items_from_runs,
+    items_from_suite,
+    items_from_traffic,
+)
 from calipers.review._tokens import IssuedToken, check_token, issue_token, token_key
 
 __all__ = [
+    "FILE_FIELDS",
     "IMPORTED_HASH_PREFIX",
     "LIKERT_MAX",
     "LIKERT_MIN",
@@ -55,6 +74,7 @@ __all__ = [
     "FinalLabel",
     "ImportSummary",
     "IssuedToken",
+    "KPlan",
     "Likert",
     "PairwiseOutcome",
     "PassFail",
@@ -63,9 +83,11 @@ __all__ = [
     "Question",
     "QuestionSet",
     "Refusal",
+    "SourceItems",
     "Tag",
     "Tags",
     "campaign_for_import",
+    "check_kind",
     "check_token",
     "disagreements",
     "final_decisions",
@@ -73,15 +95,80 @@ __all__ = [
     "import_labels",
     "imported_judgments",
     "issue_token",
+    "items_from_file",
+    "items_from_run",
+    "items_from_runs",
+    "items_from_suite",
+    "items_from_traffic",
+    "k_for_width",
     "label_key",
+    "load_controls",
     "load_questions",
+    "mix_controls",
     "pairwise_item",
     "pairwise_outcome",
     "parse_assignments",
     "parse_questions",
     "preference_answer",
+    "rate_half_width",
     "read_table",
     "single_items",
+    "store_campaign",
     "token_key",
     "validate_answers",
+]
+
+# Results and exports (``calipers review report`` / ``export``).
+from calipers.review._export import (
+    EXPORT_FORMATS,
+    ExportFormat,
+    export_argilla,
+    export_csv,
+    export_jsonl,
+    export_label_studio,
+    export_suite,
+    label_studio_config,
+    suite_records,
+)
+from calipers.review._report import review_report
+from calipers.review._report_model import (
+    FinalLabelRow,
+    ModelRating,
+    PairRate,
+    PairwiseReport,
+    PoolAgreement,
+    QuestionReport,
+    Rate,
+    RaterQC,
+    ReviewReport,
+)
+from calipers.review._report_render import Section
+from calipers.review._report_render import render_html as render_report_html
+from calipers.review._report_render import render_markdown as render_report_markdown
+from calipers.review._report_render import sections as report_sections
+
+__all__ += [
+    "EXPORT_FORMATS",
+    "ExportFormat",
+    "FinalLabelRow",
+    "ModelRating",
+    "PairRate",
+    "PairwiseReport",
+    "PoolAgreement",
+    "QuestionReport",
+    "Rate",
+    "RaterQC",
+    "ReviewReport",
+    "Section",
+    "export_argilla",
+    "export_csv",
+    "export_jsonl",
+    "export_label_studio",
+    "export_suite",
+    "label_studio_config",
+    "render_report_html",
+    "render_report_markdown",
+    "report_sections",
+    "review_report",
+    "suite_records",
 ]

@@ -303,6 +303,29 @@ class ReviewStore:
             )
             return int(done.rowcount)
 
+    def assignment_counts(self, campaign: str, *, now: datetime) -> dict[str, dict[str, int]]:
+        """Per rater name, how many of their assignments are in each state (``leased`` counts
+        only leases still open at ``now``; a lapsed one counts as ``expired``), and how many
+        were ``repeat``\\ s. Raters with no assignment are left out."""
+        state = sa.case(
+            (sa.and_(_A.c.state == "leased", _A.c.lease_expires_at <= now), "expired"),
+            else_=_A.c.state,
+        ).label("st")
+        stmt = (
+            sa.select(_R.c.name, state, _A.c.is_repeat, sa.func.count().label("n"))
+            .join(_A, _A.c.rater_id == _R.c.id)
+            .group_by(_R.c.name, state, _A.c.is_repeat)
+        )
+        out: dict[str, dict[str, int]] = {}
+        with read_transaction(self._engine) as conn:
+            stmt = stmt.where(_R.c.campaign_id == campaign_row(conn, campaign).id)
+            for name, st, repeat, n in conn.execute(stmt):
+                counts = out.setdefault(name, {})
+                counts[st] = counts.get(st, 0) + int(n)
+                if repeat:
+                    counts["repeat"] = counts.get("repeat", 0) + int(n)
+        return out
+
     def get_judgments(
         self, campaign: str, *, assignment_id: int | None = None
     ) -> list[JudgmentRecord]:

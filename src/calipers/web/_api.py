@@ -10,7 +10,14 @@ from starlette.responses import Response
 
 from calipers._util.environment import calipers_version
 from calipers.web._pages import Many, Text, store_of
-from calipers.web._queries import compare_runs, leaderboard_boards, list_runs, order_runs
+from calipers.web._queries import (
+    board_marks,
+    compare_calibrations,
+    compare_runs,
+    leaderboard_boards,
+    list_runs,
+    order_runs,
+)
 from calipers.web._render import json_response
 from calipers.web._views import Show, run_json, run_row_json, sample_json, sample_page
 
@@ -31,7 +38,8 @@ def api_runs(
 @router.get("/runs/{run_id}")
 def api_run(request: Request, run_id: str) -> Response:
     """As ``calipers show RUN --json``."""
-    return json_response(run_json(store_of(request).get_run(run_id)))
+    store = store_of(request)
+    return json_response(run_json(store.get_run(run_id), store.list_runs()))
 
 
 @router.get("/runs/{run_id}/samples")
@@ -73,21 +81,31 @@ def api_compare(
     all_metrics: bool = False,
 ) -> Response:
     """As ``calipers compare --json``; a refusal is an error answer with the reason."""
+    store = store_of(request)
     result = compare_runs(
-        store_of(request),
+        store,
         order_runs(run or [], baseline),
         force=force,
         correction=correction,
         all_metrics=all_metrics,
     )
-    return json_response(result.model_dump(mode="json"))
+    dumped = result.model_dump(mode="json")
+    for i, st in compare_calibrations(store, result).items():
+        dumped["rows"][i].update(st)
+    return json_response(dumped)
 
 
 @router.get("/leaderboard")
 def api_leaderboard(request: Request, task: Many = None) -> Response:
     """As ``calipers leaderboard --json``."""
-    boards = leaderboard_boards(store_of(request), tasks=task or ())
-    return json_response([b.model_dump(mode="json") for b in boards])
+    store = store_of(request)
+    boards = leaderboard_boards(store, tasks=task or ())
+    dumped = [b.model_dump(mode="json") for b in boards]
+    for board, marks in zip(dumped, board_marks(store, boards), strict=True):
+        for entry, st in zip(board["entries"], marks, strict=True):
+            if st is not None:
+                entry.update(calibrated=st["calibrated"], judge_calibration=st)
+    return json_response(dumped)
 
 
 health = APIRouter()

@@ -13,6 +13,8 @@ from calipers.reports import diff_panels, diff_text, methodology_rows, num, task
 from calipers.store import Store
 from calipers.web._charts import forest_svg, plot_row
 from calipers.web._queries import (
+    board_marks,
+    compare_calibrations,
     compare_runs,
     leaderboard_boards,
     list_runs,
@@ -74,7 +76,7 @@ def run_page(
     store = store_of(request)
     run = store.get_run(run_id)
     samples = store.get_samples(run.id)
-    tasks = task_views(run, samples)
+    tasks = task_views(run, samples, saved=store.list_runs())
     names = [t.name for t in tasks]
     if task and task not in names:
         raise ConfigError(
@@ -112,12 +114,13 @@ def compare_page(
 ) -> Response:
     store = store_of(request)
     ids = order_runs(run or [], baseline)
-    result, problem = None, None
+    result, problem, marks = None, None, {}
     if len(ids) >= 2:
         try:
             result = compare_runs(
                 store, ids, force=force, correction=correction, all_metrics=all_metrics
             )
+            marks = compare_calibrations(store, result)
         except CalipersError as e:  # not comparable, unknown run: said on the page
             problem = e
     return page(
@@ -132,6 +135,7 @@ def compare_page(
         result=result,
         problem=problem,
         panels=diff_panels(result) if result else [],
+        marks=marks,
         diff_text=diff_text,
         num=num,
     )
@@ -151,11 +155,13 @@ def _board_chart(board: Any) -> Any:
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 def leaderboard_page(request: Request, task: Many = None) -> Response:
-    boards = leaderboard_boards(store_of(request), tasks=task or ())
+    store = store_of(request)
+    boards = leaderboard_boards(store, tasks=task or ())
     return page(
         request,
         "leaderboard.html.j2",
         boards=boards,
+        marks=board_marks(store, boards),
         charts=[_board_chart(b) for b in boards],
         tasks=task or [],
     )

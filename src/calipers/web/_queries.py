@@ -4,7 +4,7 @@ always agree (``calipers runs``, ``compare``, ``leaderboard``, ``report``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from calipers.errors import ConfigError
 from calipers.store import RunRecord, Store
@@ -12,7 +12,15 @@ from calipers.store import RunRecord, Store
 if TYPE_CHECKING:
     from calipers.analysis import Board, ComparisonSet
 
-__all__ = ["compare_runs", "leaderboard_boards", "list_runs", "order_runs", "report_html"]
+__all__ = [
+    "board_marks",
+    "compare_calibrations",
+    "compare_runs",
+    "leaderboard_boards",
+    "list_runs",
+    "order_runs",
+    "report_html",
+]
 
 MAX_LIMIT = 1000
 
@@ -77,9 +85,25 @@ def leaderboard_boards(
     )
 
 
+def board_marks(store: Store, boards: Sequence[Board]) -> list[list[dict[str, Any] | None]]:
+    """As ``calipers leaderboard``: each entry's judge calibration (``board_calibrations``)."""
+    from calipers.analysis import board_calibrations
+
+    records = store.list_runs()
+    return board_calibrations(boards, records, records)
+
+
 def report_html(store: Store, run_id: str) -> str:
     """As ``calipers report RUN``: the full self-contained HTML report of one run."""
     from calipers.analysis import load_runs
     from calipers.reports import render_multi_html
 
-    return render_multi_html(load_runs(store, [run_id]))
+    return render_multi_html(load_runs(store, [run_id]), saved=store.list_runs())
+
+
+def compare_calibrations(store: Store, result: ComparisonSet) -> dict[int, dict[str, Any]]:
+    """As ``calipers compare``: each judge-based row's calibration (``row_calibrations``)."""
+    from calipers.analysis import row_calibrations
+
+    ids = {i for r in result.rows for i in (r.run_a, r.run_b)}
+    return row_calibrations(result.rows, [store.get_run(i) for i in ids], store.list_runs())

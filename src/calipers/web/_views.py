@@ -89,8 +89,11 @@ def run_row_json(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def run_json(run: RunRecord) -> dict[str, Any]:
-    """The same fields as ``calipers show RUN --json``."""
+def run_json(run: RunRecord, saved: Sequence[RunRecord] = ()) -> dict[str, Any]:
+    """The same fields as ``calipers show RUN --json`` (judge calibrations found in ``run``
+    or the ``saved`` runs)."""
+    from calipers.analysis import judge_calibrations
+
     return {
         "id": run.id,
         "created_at": run.created_at,
@@ -104,6 +107,7 @@ def run_json(run: RunRecord) -> dict[str, Any]:
         "summary": run.summary.model_dump(mode="json") if run.summary else None,
         "calipers_version": run.calipers_version,
         "error": run.error,
+        "judge_calibration": judge_calibrations(run, saved),
     }
 
 

@@ -1,0 +1,547 @@
+"""``calipers review create / invite / raters / exclude / include / list / status``: making a
+campaign and running its raters. The work is in :mod:`calipers.review` and the store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import click
+
+from calipers.cli._app import Context, store_option
+from calipers.cli._review import review_group
+from calipers.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from calipers.review import SourceItems
+    from calipers.store import ReviewKind, Store
+
+__all__: list[str] = []
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8765"  # `calipers review serve`'s default address
+
+
+def _pairs(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        key, sep, val = v.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            raise ConfigError(f"Bad --field {v!r}: expected NAME=COLUMN, e.g. prompt=question.")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _when(text: str | None) -> Any:
+    if text is None:
+        return None
+    from calipers._util.clock import utc_now
+    from calipers.monitor import parse_when
+
+    return parse_when(text, utc_now())
+
+
+def _uncovered(
+    store: Store, since: Any, until: Any, suites: tuple[str, ...], quantile: float | None
+) -> Any:
+    """The exchanges ``calipers monitor`` flags as not covered (what ``monitor export``
+    exports): outliers and new clusters against the reference traffic and ``suites``."""
+    from calipers.monitor import MonitorConfig, monitor
+
+    def run() -> list[Any]:
+        more = {} if quantile is None else {"outlier_quantile": quantile}
+        config = MonitorConfig(since=since, until=until, suites=list(suites), **more)
+        report = monitor(store, config)
+        assert report.novelty is not None
+        return [it.exchange for it in report.novelty.outliers]
+
+    return run
+
+
+def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> SourceItems:
+    """The items of ``--from SPEC``."""
+    from pathlib import Path
+
+    from calipers.review import (
+        items_from_file,
+        items_from_run,
+        items_from_runs,
+        items_from_suite,
+        items_from_traffic,
+    )
+
+    head, _, rest = spec.partition(":")
+    single_only = {"run": "two runs (runs:A,B)", "suite": "two runs (runs:A,B) or traffic"}
+    if kind == "pairwise" and head in single_only:
+        raise ConfigError(
+            f"--from {head}: gives one answer per item; a pairwise campaign needs "
+            f"{single_only[head]}."
+        )
+    if head == "run" and rest:
+        return items_from_run(store, rest)
+    if head == "runs" and rest:
+        parts = [p.strip() for p in rest.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise ConfigError(f"Bad --from {spec!r}: write runs:RUN_A,RUN_B.")
+        if kind != "pairwise":
+            raise ConfigError("--from runs:A,B compares two runs: use --kind pairwise.")
+        return items_from_runs(store, parts[0], parts[1])
+    if head == "suite" and rest:
+        return items_from_suite(rest)
+    if spec == "traffic":
+        since, until = _when(o["since"]), _when(o["until"])
+        unc = (
+            _uncovered(store, since, until, o["covered_by"], o["outlier_quantile"])
+            if o["uncovered"]
+            else None
+        )
+        return items_from_traffic(store, kind=kind, since=since, until=until, uncovered=unc)
+    if Path(spec).is_file():
+        return items_from_file(spec, kind=kind, fields=_pairs(o["fields"]), key=o["key"])
+    raise ConfigError(
+        f"Unknown --from {spec!r}: not run:ID, runs:A,B, suite:NAME, traffic, or a file.",
+        hint="A file must exist (.jsonl, .json or .csv).",
+    )
+
+
+@review_group.command("create")
+@click.argument("name")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="SOURCE",
+    help="run:RUN_ID, runs:RUN_A,RUN_B (pairwise), suite:NAME[@vN], traffic, or a "
+    ".jsonl/.json/.csv file.",
+)
+@click.option(
+    "--kind", type=click.Choice(["single", "pairwise"]), default="single", show_default=True
+)
+@click.option(
+    "--questions",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The question file (YAML; see docs/review.md).",
+)
+@click.option("--k", "k", type=click.IntRange(1, 50), help="Judgments per item.")
+@click.option(
+    "--width",
+    type=float,
+    help="Instead of --k: the 95% interval half-width wanted on a rate, e.g. 0.05.",
+)
+@click.option(
+    "--rate",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="With --width: the rate expected (0.5 needs the most judgments).",
+)
+@click.option(
+    "--icc",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="With --width: how much raters agree (share of variance between items).",
+)
+@click.option(
+    "--repeat-fraction",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share of a rater's items shown again to measure self-consistency.",
+)
+@click.option(
+    "--gold",
+    type=click.Path(dir_okay=False, exists=True),
+    help="JSONL of gold items (payload fields and `gold` answers), mixed in silently.",
+)
+@click.option(
+    "--attention",
+    type=click.Path(dir_okay=False, exists=True),
+    help="JSONL of attention checks (payload fields and the `expected` answer).",
+)
+@click.option(
+    "--min-seconds",
+    type=click.FloatRange(0),
+    default=0.0,
+    show_default=True,
+    help="Answers faster than this are flagged.",
+)
+@click.option(
+    "--lease-minutes",
+    type=click.FloatRange(1),
+    default=30.0,
+    show_default=True,
+    help="How long a rater holds an item before it goes back to the pool.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N items of the source.")
+@click.option(
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="NAME=COLUMN",
+    help="For a file: prompt, response, reference (single) or a, b (pairwise).",
+)
+@click.option("--key", help="For a file: the column holding each item's key.")
+@click.option("--since", help="For traffic: start (ISO time, or back from now: 24h, 7d).")
+@click.option("--until", help="For traffic: end, exclusive [default: now].")
+@click.option(
+    "--uncovered",
+    is_flag=True,
+    help="For traffic: only what `calipers monitor` flags as not covered.",
+)
+@click.option(
+    "--covered-by",
+    multiple=True,
+    metavar="SUITE",
+    help="With --uncovered: suites whose items count as covered.",
+)
+@click.option(
+    "--outlier-quantile",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="With --uncovered: as for `calipers monitor` [default: 0.01].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the campaign as JSON.")
+@store_option
+@click.pass_obj
+def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: str,
+               k: int | None, width: float | None, rate: float, icc: float,
+               repeat_fraction: float, gold: str | None, attention: str | None,
+               min_seconds: float, lease_minutes: float, seed: int, limit: int | None,
+               as_json: bool, **o: Any) -> None:  # fmt: skip
+    """Create campaign NAME: its items, questions, and k judgments per item.
+
+    \b
+    Examples:
+      calipers review create support-q4 --from run:RUN_ID --questions q.yaml --k 3
+      calipers review create ab --from runs:RUN_A,RUN_B --kind pairwise \\
+          --questions pref.yaml --width 0.05
+      calipers review create xstest --from completions.csv --questions refusal.yaml --k 2 \\
+          --field prompt=prompt --field response=completion --key id
+      calipers review create week --from traffic --since 7d --uncovered --questions q.yaml --k 1
+    """
+    from calipers.review import (
+        KPlan,
+        check_kind,
+        k_for_width,
+        load_controls,
+        load_questions,
+        mix_controls,
+        rate_half_width,
+        store_campaign,
+    )
+    from calipers.store import ReviewNotFoundError, Store
+
+    rkind = cast("ReviewKind", kind)
+    if (k is None) == (width is None):
+        raise ConfigError("Give one of --k N (judgments per item) or --width W.")
+    qs = load_questions(questions)
+    check_kind(rkind, qs)
+    with Store.open(obj.store_url) as store:
+        try:
+            store.get_campaign(name)
+        except ReviewNotFoundError:
+            pass
+        else:
+            raise ConfigError(
+                f"A review campaign named {name!r} already exists.",
+                hint="Choose another name; `calipers review list` shows the campaigns.",
+            )
+        got = _source(store, source, rkind, o)
+        items = got.items[:limit] if limit else got.items
+        if not items:
+            why = "; ".join(f"{r} ({n})" for r, n in got.skipped.items()) or "it is empty"
+            raise DataError(f"The source {source!r} gave no items to review: {why}.")
+        controls = []
+        for path, is_attention in ((gold, False), (attention, True)):
+            if path:
+                controls += load_controls(path, kind=rkind, questions=qs, attention=is_attention)
+        if width is not None:
+            plan = k_for_width(width, len(items), rate=rate, icc=icc)
+        else:
+            assert k is not None
+            hw = rate_half_width(len(items), k, rate=rate, icc=icc)
+            plan = KPlan(k=k, n_items=len(items), width=None, half_width=hw, rate=rate, icc=icc,
+                         confidence=0.95)  # fmt: skip
+        settings = {
+            "source": got.source,
+            "from": source,
+            "skipped": got.skipped,
+            "limit": limit,
+            "min_seconds": min_seconds,
+            "lease_minutes": lease_minutes,
+            "k_plan": plan.model_dump(mode="json"),
+        }
+        camp = store_campaign(
+            store,
+            name,
+            kind=rkind,
+            questions=qs,
+            queue=mix_controls(items, controls, seed=seed),
+            k=plan.k,
+            repeat_fraction=repeat_fraction,
+            seed=seed,
+            settings=settings,
+        )
+    n_gold = sum(not c.is_attention_check for c in controls)
+    n_att = len(controls) - n_gold
+    if as_json:
+        obj.print_json(
+            {
+                "name": camp.name,
+                "kind": camp.kind,
+                "k": camp.k,
+                "items": len(items),
+                "gold": n_gold,
+                "attention": n_att,
+                "judgments_needed": len(items) * camp.k,
+                "source": got.source,
+                "skipped": got.skipped,
+                "k_plan": plan.model_dump(mode="json"),
+            }
+        )
+        return
+    out = obj.out
+    mixed = f"; {n_gold} gold item(s) and {n_att} attention check(s) mixed in" if controls else ""
+    out.print(
+        f"Created review campaign [bold]{camp.name}[/] ({camp.kind}) from {got.source}: "
+        f"{len(items):,} items{mixed}."
+    )
+    out.print(f"  k = {camp.k}: {len(items) * camp.k:,} judgments to collect.")
+    out.print(f"  {plan.sentence()}.")
+    if got.skipped:
+        rows = ", ".join(f"{r} ({n})" for r, n in got.skipped.items())
+        out.print(f"  skipped from the source: {rows}")
+    if limit and len(got.items) > limit:
+        out.print(f"  --limit {limit}: the first {limit} of {len(got.items):,} items")
+    out.print(f"Next: calipers review invite {camp.name} --rater NAME --pool POOL")
+
+
+@review_group.command("invite")
+@click.argument("name")
+@click.option("--rater", required=True, help="The person's name in this campaign.")
+@click.option(
+    "--pool",
+    default="default",
+    show_default=True,
+    help="Their group (business, experts, crowd): pools are compared.",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["rater", "adjudicator", "owner"]),
+    default="rater",
+    show_default=True,
+)
+@click.option(
+    "--base-url",
+    default=DEFAULT_BASE_URL,
+    show_default=True,
+    help="Where `calipers review serve` is reached.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the invitation as JSON.")
+@store_option
+@click.pass_obj
+def invite_cmd(obj: Context, /, name: str, rater: str, pool: str, role: str, base_url: str,
+               as_json: bool) -> None:  # fmt: skip
+    """Invite a rater to campaign NAME: prints their personal link, once.
+
+    \b
+    Example:
+      calipers review invite support-q4 --rater alice --pool business
+    """
+    from calipers.review import issue_token
+    from calipers.store import Store
+
+    token = issue_token()
+    with Store.open(obj.store_url) as store:
+        store.add_rater(
+            name, rater, token.hash, pool=pool, role=cast(Any, role), token_key=token.key
+        )
+    link = f"{base_url.rstrip('/')}/r/{token.text}"
+    note = (
+        "This link is shown once: calipers keeps only a hash of it. Send it to the person "
+        "privately; if it is lost, invite them again under another name."
+    )
+    if as_json:
+        obj.print_json(
+            {"campaign": name, "rater": rater, "pool": pool, "role": role, "link": link,
+             "note": note}
+        )  # fmt: skip
+        return
+    obj.out.print(f"Invited [bold]{rater}[/] ({role}, pool {pool}) to {name}:")
+    obj.out.print(link, soft_wrap=True)
+    obj.out.print(f"[yellow]note:[/] {note}")
+
+
+def _rater_rows(store: Store, name: str) -> list[dict[str, Any]]:
+    from calipers._util.clock import utc_now
+
+    counts = store.assignment_counts(name, now=utc_now())
+    rows = []
+    for r in store.get_raters(name):
+        c = counts.get(r.name, {})
+        rows.append(
+            {
+                "rater": r.name,
+                "pool": r.pool,
+                "role": r.role,
+                "answered": c.get("answered", 0),
+                "skipped": c.get("skipped", 0),
+                "open_leases": c.get("leased", 0),
+                "repeats": c.get("repeat", 0),
+                "excluded": r.excluded,
+                "excluded_reason": r.excluded_reason,
+            }
+        )
+    return rows
+
+
+@review_group.command("raters")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the raters as JSON.")
+@store_option
+@click.pass_obj
+def raters_cmd(obj: Context, /, name: str, as_json: bool) -> None:
+    """Campaign NAME's raters: pool, role, items answered and skipped, exclusions."""
+    from rich.table import Table
+
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        rows = _rater_rows(store, name)
+    if as_json:
+        obj.print_json(rows)
+        return
+    if not rows:
+        obj.out.print(f"No raters in {name} yet: `calipers review invite {name} --rater NAME`.")
+        return
+    t = Table(header_style="bold")
+    for col in ("rater", "pool", "role", "answered", "skipped", "open", "excluded"):
+        t.add_column(col, justify="right" if col in ("answered", "skipped", "open") else "left")
+    for r in rows:
+        ex = f"yes: {r['excluded_reason']}" if r["excluded"] else ""
+        t.add_row(r["rater"], r["pool"], r["role"], str(r["answered"]), str(r["skipped"]),
+                  str(r["open_leases"]), ex)  # fmt: skip
+    obj.out.print(t)
+
+
+def _set_excluded(obj: Context, name: str, rater: str, excluded: bool, reason: str | None) -> None:
+    from calipers._util.clock import utc_now
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        store.get_rater(name, rater)  # names an unknown rater
+        store.set_rater_excluded(name, rater, excluded, reason=reason, now=utc_now())
+
+
+@review_group.command("exclude")
+@click.argument("name")
+@click.argument("rater")
+@click.option("--reason", required=True, help="Why (recorded with the exclusion).")
+@store_option
+@click.pass_obj
+def exclude_cmd(obj: Context, /, name: str, rater: str, reason: str) -> None:
+    """Exclude RATER from campaign NAME: no new items; their labels stop counting and their
+    slots go to other raters. Recorded; `review include` reverses it."""
+    _set_excluded(obj, name, rater, True, reason)
+    obj.out.print(f"Excluded {rater} from {name} ({reason}).")
+
+
+@review_group.command("include")
+@click.argument("name")
+@click.argument("rater")
+@store_option
+@click.pass_obj
+def include_cmd(obj: Context, /, name: str, rater: str) -> None:
+    """Reverse RATER's exclusion from campaign NAME."""
+    _set_excluded(obj, name, rater, False, None)
+    obj.out.print(f"{rater} is included in {name} again.")
+
+
+def _status(store: Store, name: str) -> dict[str, Any]:
+    camp = store.get_campaign(name)
+    items = store.get_review_items(name)
+    review = [it for it in items if not it.is_control]
+    judgments = store.get_judgments(name)
+    counted = sum(j.counted for j in judgments)
+    controls = {it.item_key for it in items if it.is_control}
+    raters = _rater_rows(store, name)
+    return {
+        "name": camp.name,
+        "kind": camp.kind,
+        "k": camp.k,
+        "items": len(review),
+        "judgments": counted,
+        "judgments_needed": len(review) * camp.k,
+        "items_done": _items_done(judgments, camp.k),
+        "open_leases": sum(r["open_leases"] for r in raters),
+        "skips": sum(r["skipped"] for r in raters),
+        "repeats": sum(j.is_repeat for j in judgments),
+        "gold_items": sum(it.gold is not None and not it.is_attention_check for it in items),
+        "attention_checks": sum(it.is_attention_check for it in items),
+        "control_judgments": sum(j.item_key in controls for j in judgments),
+        "raters": len(raters),
+        "excluded_raters": sum(r["excluded"] for r in raters),
+        "source": camp.settings.get("source"),
+        "created_at": camp.created_at.isoformat(timespec="seconds"),
+    }
+
+
+def _items_done(judgments: list[Any], k: int) -> int:
+    from collections import Counter
+
+    per = Counter(j.item_key for j in judgments if j.counted)
+    return sum(n >= k for n in per.values())
+
+
+@review_group.command("status")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@store_option
+@click.pass_obj
+def status_cmd(obj: Context, /, name: str, as_json: bool) -> None:
+    """Campaign NAME's progress: judgments done out of items × k, open leases, skips."""
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        s = _status(store, name)
+    if as_json:
+        obj.print_json(s)
+        return
+    need = s["judgments_needed"]
+    share = s["judgments"] / need if need else 0.0
+    out = obj.out
+    out.print(f"[bold]{s['name']}[/] ({s['kind']}, k = {s['k']}) from {s['source']}")
+    out.print(
+        f"  judgments: {s['judgments']:,} of {need:,} ({share:.0%}); "
+        f"items complete: {s['items_done']:,} of {s['items']:,}"
+    )
+    out.print(f"  open leases: {s['open_leases']}; skips: {s['skips']}; repeats: {s['repeats']}")
+    out.print(
+        f"  controls: {s['gold_items']} gold, {s['attention_checks']} attention "
+        f"({s['control_judgments']} answered)"
+    )
+    out.print(f"  raters: {s['raters']} ({s['excluded_raters']} excluded)")
+
+
+@review_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the campaigns as JSON.")
+@store_option
+@click.pass_obj
+def list_cmd(obj: Context, /, as_json: bool) -> None:
+    """The review campaigns in the store."""
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        rows = [_status(store, c.name) for c in store.list_campaigns()]
+    if as_json:
+        obj.print_json(rows)
+        return
+    if not rows:
+        obj.out.print("No review campaigns yet: `calipers review create NAME --from ...`.")
+        return
+    for s in rows:
+        obj.out.print(
+            f"{s['name']}  {s['kind']}  {s['items']:,} items  k = {s['k']}  "
+            f"{s['judgments']:,}/{s['judgments_needed']:,} judgments  "
+            f"{s['raters']} raters  from {s['source']}"
+        )
