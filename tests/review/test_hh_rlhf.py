@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from calipers.review import (
-    campaign_for_import,
     final_labels,
     pairwise_item,
     pairwise_outcome,
     parse_questions,
     preference_answer,
+    store_campaign,
 )
 from calipers.stats import position_bias, wilson
 from calipers.store import ImportedJudgment, JudgmentRecord, ReviewItemRecord, Store
@@ -128,8 +128,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
         rows += [judged(item, j, o) for j in JUDGES for o in ORDERS]
     url = f"sqlite:///{tmp_path_factory.mktemp('hh') / 'r.db'}"
     with Store.open(url) as store:
-        store.create_campaign(campaign_for_import("hh", QUESTIONS, k=5, kind="pairwise"))
-        store.add_review_items("hh", items)
+        store_campaign(store, "hh", kind="pairwise", questions=QUESTIONS, queue=items, k=5)
         for name in raters:
             store.add_rater("hh", name, f"imported-no-login:{name}", pool="imported")
         assert store.import_judgments("hh", rows) == 5 * len(pairs)

@@ -19,13 +19,14 @@ import pytest
 from calipers.review import (
     IMPORTED_HASH_PREFIX,
     QuestionSet,
-    campaign_for_import,
     check_token,
     final_labels,
     import_labels,
+    items_from_file,
     parse_questions,
     read_table,
-    single_items,
+    review_report,
+    store_campaign,
 )
 from calipers.stats import cohens_kappa, krippendorff_alpha
 from calipers.store import Store
@@ -104,20 +105,20 @@ def questions() -> QuestionSet:
 
 
 def import_all(store: Store) -> None:
-    store.create_campaign(campaign_for_import("xstest", questions(), k=2))
+    """The first file creates the campaign (``review create``'s path), the others add to it."""
     for m in MODELS:
-        table = read_table(DATA / FILES[m])
-        items = single_items(
-            table,
-            key="id",
-            fields={"prompt": "prompt", "response": "completion"},
-            file=Path(FILES[m]).name,
-            prefix=f"{m}:",
+        found = items_from_file(
+            DATA / FILES[m], kind="single", fields={"response": "completion"}, key="id"
         )
+        assert not found.skipped
+        items = [i.model_copy(update={"item_key": f"{m}:{i.item_key}"}) for i in found.items]
+        if m == MODELS[0]:
+            store_campaign(store, "xstest", kind="single", questions=questions(), queue=items, k=2)
+            items = []
         done = import_labels(
             store,
             "xstest",
-            table,
+            read_table(DATA / FILES[m]),
             key="id",
             raters={"annotation_1": "ann1", "annotation_2": "ann2"},
             question="compliance",
@@ -128,7 +129,7 @@ def import_all(store: Store) -> None:
             adjudicator="dataset",
             items=items,
         )
-        assert (done.items_added, done.judgments) == (450, 900)
+        assert (done.items_added, done.judgments) == (0 if m == MODELS[0] else 450, 900)
 
 
 def test_an_imported_campaign_reproduces_the_datasets_agreement_and_final_labels(
@@ -140,6 +141,7 @@ def test_an_imported_campaign_reproduces_the_datasets_agreement_and_final_labels
         judgments = store.get_judgments("xstest")
         adjudications = store.get_adjudications("xstest")
         raters = {r.name: r for r in store.get_raters("xstest")}
+        report = review_report(store, "xstest", seed=0)
     assert len(items) == 1350 and len(judgments) == 2700
     # nobody can log in as an imported rater: no token key, a hash no token matches
     assert all(r.token_key is None for r in raters.values())
@@ -172,3 +174,12 @@ def test_an_imported_campaign_reproduces_the_datasets_agreement_and_final_labels
     provenance = Counter(f.provenance for f in finals.values())
     assert provenance == {"unanimous": 1313, "adjudicated": 37}
     assert all(f.by == "dataset" for f in finals.values() if f.provenance == "adjudicated")
+
+    # the review report reads the same campaign: its alpha and Cohen's kappa on the question
+    # are the independent ones, and its provenance counts the final labels'
+    q = next(x for x in report.questions if x.id == "compliance")
+    assert q.n_items == 1350 and q.n_judgments == 2700
+    assert q.alpha.value == pytest.approx(package_alpha(csv_a, csv_b), abs=1e-12)
+    assert q.cohen_kappa is not None
+    assert q.cohen_kappa.value == pytest.approx(hand_kappa(csv_a, csv_b), abs=1e-12)
+    assert q.provenance == {"unanimous": 1313, "adjudicated": 37}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,6 +12,35 @@ from calipers.cli._review import review_group
 from calipers.errors import ConfigError
 
 __all__ = ["import_labels_cmd"]
+
+
+def _create(
+    store: Any,
+    name: str,
+    questions_file: Path | None,
+    items: list[Any],
+    rows: list[dict[str, Any]],
+    key: str,
+    raters: dict[str, str],
+    question: str,
+    value_map: dict[str, str],
+    prefix: str,
+    final_column: str | None,
+) -> None:
+    """Create the campaign with the file's items, once its labels are known to fit it."""
+    from calipers.review import final_decisions, imported_judgments, load_questions, store_campaign
+
+    if questions_file is None:
+        raise ConfigError(f"There is no campaign {name!r} yet: give --questions to create it.")
+    qs = load_questions(questions_file)
+    args: dict[str, Any] = {"key": key, "questions": qs, "question": question, "prefix": prefix}
+    judged = imported_judgments(rows, raters=raters, value_map=value_map, **args)
+    if final_column is not None:  # checked before anything is written
+        final_decisions(rows, judged, column=final_column, value_map=value_map, **args)
+    settings = {"created_by": "import-labels"}
+    store_campaign(
+        store, name, kind="single", questions=qs, queue=items, k=len(raters), settings=settings
+    )
 
 
 @review_group.command("import-labels")
@@ -92,12 +122,10 @@ def import_labels_cmd(
     """
     from calipers._util.clock import utc_now
     from calipers.review import (
-        campaign_for_import,
         import_labels,
-        load_questions,
+        items_from_file,
         parse_assignments,
         read_table,
-        single_items,
     )
     from calipers.store import Store
 
@@ -106,26 +134,18 @@ def import_labels_cmd(
     raters = parse_assignments(rater_columns, "--rater-column")
     value_map = parse_assignments(value_maps, "--value-map")
     rows = read_table(file)
-    items = (
-        single_items(
-            rows,
-            key=key,
-            fields=parse_assignments(fields, "--field"),
-            file=file.name,
-            prefix=prefix,
+    items, created = [], 0
+    if create_from_file:
+        found = items_from_file(
+            file, kind="single", fields=parse_assignments(fields, "--field"), key=key
         )
-        if create_from_file
-        else []
-    )
+        items = [it.model_copy(update={"item_key": prefix + it.item_key}) for it in found.items]
     with Store.open(obj.store_url) as store:
         if create_from_file and name not in {c.name for c in store.list_campaigns()}:
-            if questions_file is None:
-                raise ConfigError(
-                    f"There is no campaign {name!r} yet: give --questions to create it."
-                )
-            qs = load_questions(questions_file)
-            store.create_campaign(campaign_for_import(name, qs, k=len(raters)))
+            _create(store, name, questions_file, items, rows, key, raters, question, value_map,
+                    prefix, final_column)  # fmt: skip
             obj.out.print(f"Created campaign {name!r} (k = {len(raters)}).")
+            created, items = len(items), []
         done = import_labels(
             store,
             name,
@@ -142,7 +162,7 @@ def import_labels_cmd(
             items=items,
         )
     obj.out.print(
-        f"{name}: {done.items_added} items added, {done.judgments} labels imported"
+        f"{name}: {created + done.items_added} items added, {done.judgments} labels imported"
         f" ({', '.join(raters.values())}), {done.adjudications} final labels as adjudications"
         + (f"; new raters: {', '.join(done.raters_added)} (no login)" if done.raters_added else "")
     )

@@ -24,7 +24,6 @@ from calipers.review._final import (
 from calipers.review._import import (
     IMPORTED_HASH_PREFIX,
     ImportSummary,
-    campaign_for_import,
     final_decisions,
     import_labels,
     imported_judgments,
@@ -32,7 +31,6 @@ from calipers.review._import import (
     parse_assignments,
     preference_answer,
     read_table,
-    single_items,
 )
 from calipers.review._questions import (
     LIKERT_MAX,
@@ -86,7 +84,6 @@ __all__ = [
     "SourceItems",
     "Tag",
     "Tags",
-    "campaign_for_import",
     "check_kind",
     "check_token",
     "disagreements",
@@ -112,7 +109,6 @@ __all__ = [
     "preference_answer",
     "rate_half_width",
     "read_table",
-    "single_items",
     "store_campaign",
     "token_key",
     "validate_answers",

@@ -1,13 +1,14 @@
 """Labels people already gave, imported into a campaign (XSTest's annotators, hh-rlhf's choices).
 
-A table (CSV, or JSON Lines, optionally gzipped) holds one row per item: a key column, the
-columns that become the item's payload, and one column per person who labelled it. Each such
-person becomes a rater of the campaign who cannot log in (their token hash is a random string
-that no token verifies, and they have no token key), and each of their labels an answered
-judgment through :meth:`Store.import_judgments`; an empty cell is no label. A column holding
-the dataset's final decision is imported as adjudications, one per item where the final label
-is not simply the raters' unanimous answer (they disagreed, or the final label overrides them),
-so every final label keeps an honest provenance: unanimous, or adjudicated by the dataset.
+A table (CSV or JSON Lines) holds one row per item: a key column, the columns that become the
+item's payload (``review create``'s ``items_from_file`` reads them), and one column per person
+who labelled it. Each such person becomes a rater of the campaign who cannot log in (their
+token hash is a random string that no token verifies, and they have no token key), and each
+of their labels an answered judgment through :meth:`Store.import_judgments`; an empty cell is
+no label. A column holding the dataset's final decision is imported as adjudications, one per
+item where the final label is not simply the raters' unanimous answer (they disagreed, or the
+final label overrides them), so every final label keeps an honest provenance: unanimous, or
+adjudicated by the dataset.
 
 Pairwise items (:func:`pairwise_item`) put the two responses in ``a`` and ``b`` in a seeded
 order that ``source`` records; :func:`preference_answer` writes a known choice as the answer
@@ -16,10 +17,6 @@ a rater would have given with ``a`` on the left.
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
-import json
 import secrets
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from calipers.datasets import read_records
 from calipers.errors import ConfigError, DataError, StoreError
 from calipers.review._questions import QuestionSet, validate_answers
 from calipers.store import ImportedJudgment, ReviewCampaignRecord, ReviewItemRecord, Store
@@ -37,7 +35,6 @@ from calipers.store import ImportedJudgment, ReviewCampaignRecord, ReviewItemRec
 __all__ = [
     "IMPORTED_HASH_PREFIX",
     "ImportSummary",
-    "campaign_for_import",
     "final_decisions",
     "import_labels",
     "imported_judgments",
@@ -45,7 +42,6 @@ __all__ = [
     "parse_assignments",
     "preference_answer",
     "read_table",
-    "single_items",
 ]
 
 IMPORTED_HASH_PREFIX = "imported-no-login:"
@@ -67,28 +63,8 @@ def parse_assignments(values: Iterable[str], what: str) -> dict[str, str]:
 
 
 def read_table(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a ``.csv`` file (header row first) or a ``.jsonl`` file; ``.gz`` is read
-    compressed."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p} does not exist.")
-    raw = p.read_bytes()
-    name = p.name.lower()
-    if name.endswith(".gz"):
-        raw, name = gzip.decompress(raw), name[:-3]
-    text = raw.decode("utf-8-sig")
-    if name.endswith(".csv"):
-        return [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
-    if name.endswith((".jsonl", ".json")):
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise DataError(f"{p}:{n}: expected a JSON object per line.")
-                rows.append(row)
-        return rows
-    raise ConfigError(f"{p}: expected a .csv or .jsonl file (optionally .gz).")
+    """The rows of a ``.csv``, ``.jsonl`` or ``.json`` file (``calipers.datasets.read_records``)."""
+    return [row for _, row in read_records(Path(path))]
 
 
 def _cell(row: Row, column: str, where: str) -> Any:
@@ -101,27 +77,7 @@ def _key(row: Row, key: str, prefix: str, n: int) -> str:
     value = _cell(row, key, f"row {n}")
     if value is None or str(value).strip() == "":
         raise DataError(f"row {n}: the key column {key!r} is empty.")
-    return f"{prefix}{value}"
-
-
-def single_items(
-    rows: Sequence[Row], *, key: str, fields: Mapping[str, str], file: str, prefix: str = ""
-) -> list[ReviewItemRecord]:
-    """One item per row: payload ``{field: row[column]}`` for ``fields`` (payload field ->
-    column; ``prompt`` and ``response`` are required), source ``{file, row id}``."""
-    missing = {"prompt", "response"} - set(fields)
-    if missing:
-        raise ConfigError(
-            f"A single item needs the payload field(s) {', '.join(sorted(missing))}.",
-            hint="Map them with --field prompt=COLUMN --field response=COLUMN.",
-        )
-    out = []
-    for n, row in enumerate(rows, 1):
-        item_key = _key(row, key, prefix, n)
-        payload = {f: _cell(row, c, f"row {n}") for f, c in fields.items()}
-        source = {"file": file, "row": str(row[key]), "line": n}
-        out.append(ReviewItemRecord(item_key=item_key, payload=payload, source=source))
-    return out
+    return f"{prefix}{str(value).strip()}"
 
 
 def _answer(
@@ -329,16 +285,3 @@ def import_labels(
     for item_key, answers in finals:
         store.adjudicate(campaign, item_key, adjudicator, answers, note=final_column, now=now)
     return ImportSummary(campaign, n_items, tuple(added), n_judged, len(finals))
-
-
-def campaign_for_import(
-    name: str, questions: QuestionSet, *, k: int, kind: Literal["single", "pairwise"] = "single"
-) -> ReviewCampaignRecord:
-    """A campaign to import labels into: ``k`` labels per item (the number of label columns)."""
-    return ReviewCampaignRecord(
-        name=name,
-        kind=kind,
-        questions=questions.model_dump(mode="json")["questions"],
-        k=k,
-        settings={"created_by": "import-labels"},
-    )
