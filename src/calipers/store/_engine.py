@@ -54,6 +54,8 @@ def _writer_lock(engine: Engine) -> threading.Lock | None:
         if lock is None:
             lock = _WRITERS[engine] = threading.Lock()
         return lock
+
+
 _URL_HINT = (
     "Use a file path, sqlite:///path/to/calipers.db, or "
     "postgresql+psycopg://user:password@host:5432/dbname."
