@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,6 +220,35 @@ def test_limit_takes_the_first_items(tmp_path: Path, capitals_task: Path) -> Non
                             "--json")  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["items"] == 3 < len(CAPITALS)
+
+
+def test_sample_takes_a_seeded_random_subset_in_source_order(
+    tmp_path: Path, capitals_task: Path
+) -> None:
+    url = store_url(tmp_path)
+    run = make_run(url, capitals_task, "fake:echo")
+    keys: dict[str, list[str]] = {}
+    for name, seed in (("s1", "1"), ("s1b", "1"), ("s2", "2")):
+        code, _, err = invoke("review", "create", name, "--store", url, "--from", f"run:{run}",
+                              "--questions", questions(tmp_path), "--k", "1", "--sample", "4",
+                              "--seed", seed)  # fmt: skip
+        assert code == 0, err
+        with Store.open(url) as s:
+            keys[name] = [i.item_key for i in s.get_review_items(name)]
+    assert len(keys["s1"]) == 4 and keys["s1"] == keys["s1b"]  # the seed fixes the sample
+    assert keys["s1"] != keys["s2"]
+    order = [f"{s.task}/{s.sample_id}" for s in _run_samples(url, run)]
+    assert keys["s1"] == sorted(keys["s1"], key=order.index)  # kept in the source's order
+    assert keys["s1"] != order[:4] or keys["s2"] != order[:4]  # not simply the first four
+    code, _, err = invoke("review", "create", "x", "--store", url, "--from", f"run:{run}",
+                          "--questions", questions(tmp_path), "--k", "1", "--sample", "2",
+                          "--limit", "3")  # fmt: skip
+    assert code == 2 and "not both" in err
+
+
+def _run_samples(url: str, run: str) -> list[Any]:
+    with Store.open(url) as s:
+        return list(s.get_samples(run))
 
 
 def test_a_control_that_looks_different_is_refused(tmp_path: Path, capitals_task: Path) -> None:

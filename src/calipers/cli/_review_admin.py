@@ -175,6 +175,12 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N items of the source.")
 @click.option(
+    "--sample",
+    type=click.IntRange(1),
+    help="A random sample of N items of the source (seeded by --seed): what human labels "
+    "need to correct a judge's score on the rest (calipers show --judge-corrected).",
+)
+@click.option(
     "--field",
     "fields",
     multiple=True,
@@ -207,7 +213,7 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
                k: int | None, width: float | None, rate: float, icc: float,
                repeat_fraction: float, gold: str | None, attention: str | None,
                min_seconds: float, lease_minutes: float, seed: int, limit: int | None,
-               as_json: bool, **o: Any) -> None:  # fmt: skip
+               sample: int | None, as_json: bool, **o: Any) -> None:  # fmt: skip
     """Create campaign NAME: its items, questions, and k judgments per item.
 
     \b
@@ -232,6 +238,8 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
     from calipers.store import ReviewNotFoundError, Store
 
     rkind = cast("ReviewKind", kind)
+    if limit and sample:
+        raise ConfigError("Give --limit (the first N items) or --sample (N at random), not both.")
     if (k is None) == (width is None):
         raise ConfigError("Give one of --k N (judgments per item) or --width W.")
     qs = load_questions(questions)
@@ -248,6 +256,13 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
             )
         got = _source(store, source, rkind, o)
         items = got.items[:limit] if limit else got.items
+        if sample and sample < len(items):
+            from calipers._util.seeding import derived_rng
+
+            picked = derived_rng(seed, "review-sample").choice(
+                len(items), size=sample, replace=False
+            )
+            items = [items[i] for i in sorted(picked)]  # source order kept
         if not items:
             why = "; ".join(f"{r} ({n})" for r, n in got.skipped.items()) or "it is empty"
             raise DataError(f"The source {source!r} gave no items to review: {why}.")
@@ -267,6 +282,7 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
             "from": source,
             "skipped": got.skipped,
             "limit": limit,
+            "sample": sample,
             "min_seconds": min_seconds,
             "lease_minutes": lease_minutes,
             "k_plan": plan.model_dump(mode="json"),
@@ -313,6 +329,11 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
         out.print(f"  skipped from the source: {rows}")
     if limit and len(got.items) > limit:
         out.print(f"  --limit {limit}: the first {limit} of {len(got.items):,} items")
+    if sample and len(got.items) > sample:
+        out.print(
+            f"  --sample {sample}: a random sample (seed {seed}) of {sample} of "
+            f"{len(got.items):,} items"
+        )
     out.print(f"Next: calipers review invite {camp.name} --rater NAME --pool POOL")
 
 
