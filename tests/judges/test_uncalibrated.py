@@ -75,6 +75,7 @@ def test_marked_in_every_view_until_a_calibration_is_saved(tmp_path: Path) -> No
         assert "uncalibrated" in text, view
     assert set(_json(a, b).values()) == {False}
     assert "(uncalibrated)" in _views(a, b, tmp_path)["compare"]
+    assert "│ judge (uncalibrated) │" in _views(a, b, tmp_path)["show"]  # in the score table
     assert "uncalibrated judge" in _views(a, b, tmp_path)["leaderboard"]
 
     # calibrate run b: a calibration of the same judge, scorer and task counts for run a too

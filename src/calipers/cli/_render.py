@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -35,7 +38,34 @@ def _top_error(ts: TaskSummary) -> str:
     return f"[red]{'all ' if every else ''}{top.count}×[/] {escape(msg)}"
 
 
-def summary_table(summary: RunSummary, *, title: str | None = None) -> Table:
+def judge_marks(store: Any, run: Any) -> dict[str, str]:
+    """Task -> the mark its score gets: "uncalibrated" when a model judge gave the task's
+    primary score and no calibration against people is on record (``calipers.analysis``
+    loads only for a run a judge scored)."""
+    tasks = run.methodology.get("tasks", {})
+    judged = any(
+        s.get("name") in ("llm_judge", "llm_judge_pairwise")
+        for t in tasks.values()
+        for s in t.get("scorers", [])
+    )
+    if not judged or run.summary is None:
+        return {}
+    from calipers.analysis import is_judge_metric, judge_calibrations
+
+    marks = {}
+    for task, status in judge_calibrations(run, store.list_runs()).items():
+        ts = run.summary.tasks.get(task)
+        primary = ts.primary if ts is not None else None
+        if not status["calibrated"] and primary and is_judge_metric(primary, status):
+            marks[task] = "[yellow](uncalibrated)[/]"
+    return marks
+
+
+def summary_table(
+    summary: RunSummary, *, title: str | None = None, marks: Mapping[str, str] | None = None
+) -> Table:
+    """The run's scores, one row per task; ``marks`` (task -> rich text) follows the metric's
+    name, e.g. "(uncalibrated)" for a judge's score that no one has checked against people."""
     from calipers.reports import calls_text  # the reports' wording; jinja2 only when drawn
 
     t = Table(title=title, title_justify="left", header_style="bold")
@@ -79,7 +109,7 @@ def summary_table(summary: RunSummary, *, title: str | None = None) -> Table:
         lat = ts.latency_s
         t.add_row(
             task,
-            primary,
+            f"{primary} {marks[task]}" if marks and task in marks else primary,
             str(est.n),
             value,
             interval,

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
 from calipers.cli._judge import judge_corrected_options, print_judge_corrected, read_human_labels
-from calipers.cli._render import summary_table
+from calipers.cli._render import judge_marks, summary_table
 from calipers.store import RunRecord, Store
 from calipers.types import TaskSummary
 
@@ -107,6 +107,7 @@ def show_cmd(
         run = store.get_run(run_id)
         samples = store.get_samples(run.id)
         saved = store.list_runs()
+        marks = judge_marks(store, run)
         corrected = (
             _corrected(obj, store, run, samples, judge_corrected, question, positive)
             if judge_corrected
@@ -121,7 +122,7 @@ def show_cmd(
     out = obj.out
     out.print(f"[bold]Run {run.id}[/]  {run.status}  {escape(run.model)}  {run.created_at}")
     if run.summary:
-        out.print(summary_table(run.summary))
+        out.print(summary_table(run.summary, marks=marks))
     else:
         why = f" {escape(run.error)}" if run.error else ""
         out.print(
