@@ -246,6 +246,27 @@ def test_sample_takes_a_seeded_random_subset_in_source_order(
     assert code == 2 and "not both" in err
 
 
+def test_no_reference_hides_the_target_and_a_lone_user_message_is_its_text(
+    tmp_path: Path, capitals_task: Path
+) -> None:
+    url = store_url(tmp_path)
+    run = make_run(url, capitals_task, "fake:echo")
+    for name, extra in (("with", ()), ("without", ("--no-reference",))):
+        code, _, err = invoke("review", "create", name, "--store", url, "--from", f"run:{run}",
+                              "--questions", questions(tmp_path), "--k", "1", *extra)  # fmt: skip
+        assert code == 0, err
+    with Store.open(url) as s:
+        samples = {f"{x.task}/{x.sample_id}": x for x in s.get_samples(run)}
+        shown = {i.item_key: i.payload for i in s.get_review_items("with")}
+        hidden = [i.payload for i in s.get_review_items("without")]
+    for key, payload in shown.items():
+        sample = samples[key]
+        assert payload["reference"] == sample.target
+        messages = sample.prompt["messages"]
+        assert len(messages) == 1 and payload["prompt"] == messages[0]["content"]
+    assert hidden and all("reference" not in p for p in hidden)
+
+
 def _run_samples(url: str, run: str) -> list[Any]:
     with Store.open(url) as s:
         return list(s.get_samples(run))

@@ -175,6 +175,11 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N items of the source.")
 @click.option(
+    "--no-reference",
+    is_flag=True,
+    help="Do not show raters the item's reference answer (when it would tell them what to say).",
+)
+@click.option(
     "--sample",
     type=click.IntRange(1),
     help="A random sample of N items of the source (seeded by --seed): what human labels "
@@ -213,7 +218,8 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
                k: int | None, width: float | None, rate: float, icc: float,
                repeat_fraction: float, gold: str | None, attention: str | None,
                min_seconds: float, lease_minutes: float, seed: int, limit: int | None,
-               sample: int | None, as_json: bool, **o: Any) -> None:  # fmt: skip
+               sample: int | None, no_reference: bool, as_json: bool,
+               **o: Any) -> None:  # fmt: skip
     """Create campaign NAME: its items, questions, and k judgments per item.
 
     \b
@@ -263,6 +269,13 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
                 len(items), size=sample, replace=False
             )
             items = [items[i] for i in sorted(picked)]  # source order kept
+        if no_reference:
+            items = [
+                i.model_copy(
+                    update={"payload": {k: v for k, v in i.payload.items() if k != "reference"}}
+                )
+                for i in items
+            ]
         if not items:
             why = "; ".join(f"{r} ({n})" for r, n in got.skipped.items()) or "it is empty"
             raise DataError(f"The source {source!r} gave no items to review: {why}.")
@@ -283,6 +296,7 @@ def create_cmd(obj: Context, /, name: str, source: str, kind: str, questions: st
             "skipped": got.skipped,
             "limit": limit,
             "sample": sample,
+            "no_reference": no_reference,
             "min_seconds": min_seconds,
             "lease_minutes": lease_minutes,
             "k_plan": plan.model_dump(mode="json"),

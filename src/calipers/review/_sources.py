@@ -74,16 +74,28 @@ def _model(run: Any) -> dict[str, str]:
     return {"model": run.model, "model_name": run.model_name}
 
 
-def items_from_run(store: Store, run_id: str) -> SourceItems:
-    """One single item per answered sample of the run."""
+def _prompt(s: SampleRecord) -> str:
+    """The prompt as a rater reads it: a lone user message is just its text (the "user:"
+    label of a transcript says nothing there); anything else as reports show it."""
     from calipers.reports import prompt_text
 
+    p = s.prompt
+    msgs = p.get("messages") if isinstance(p, dict) else None
+    lone = msgs[0] if isinstance(msgs, list) and len(msgs) == 1 else None
+    user = isinstance(lone, dict) and lone.get("role") == "user"
+    if user and isinstance(lone, dict) and isinstance(lone.get("content"), str):
+        return str(lone["content"])
+    return prompt_text(s)
+
+
+def items_from_run(store: Store, run_id: str) -> SourceItems:
+    """One single item per answered sample of the run."""
     run, samples = _run_samples(store, run_id)
     out = SourceItems(f"run:{run.id}", [])
     for s in samples:
         if not _usable(s, out):
             continue
-        payload: dict[str, Any] = {"prompt": prompt_text(s), "response": s.response}
+        payload: dict[str, Any] = {"prompt": _prompt(s), "response": s.response}
         if s.target is not None:
             payload["reference"] = s.target
         source = {"run_id": run.id, "sample_id": s.sample_id, "task": s.task, "epoch": s.epoch}
@@ -96,8 +108,6 @@ def items_from_run(store: Store, run_id: str) -> SourceItems:
 def items_from_runs(store: Store, run_a: str, run_b: str) -> SourceItems:
     """One pairwise item per sample both runs answered (same task, sample id and epoch): the
     answer of ``run_a`` is ``a``, that of ``run_b`` is ``b``."""
-    from calipers.reports import prompt_text
-
     ra, sa_ = _run_samples(store, run_a)
     rb, sb = _run_samples(store, run_b)
     if ra.id == rb.id:
@@ -116,7 +126,7 @@ def items_from_runs(store: Store, run_a: str, run_b: str) -> SourceItems:
         out.items.append(
             ReviewItemRecord(
                 item_key=_sample_key(s),
-                payload={"prompt": prompt_text(s), "a": s.response, "b": other.response},
+                payload={"prompt": _prompt(s), "a": s.response, "b": other.response},
                 source={
                     "task": s.task,
                     "sample_id": s.sample_id,
