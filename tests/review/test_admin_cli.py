@@ -288,3 +288,20 @@ def test_a_control_that_looks_different_is_refused(tmp_path: Path, capitals_task
     )
     code, _, err = invoke("review", "create", "x", *args, "--k", "1", "--gold", gold)
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("n", "width", "icc"), [(450, 0.04, 0.5), (300, 0.05, 0.2), (80, 0.1, 0.0)]
+)
+def test_plan_sizes_a_review_like_create_and_the_formula(n: int, width: float, icc: float) -> None:
+    code, out, err = invoke("plan", "--review-items", str(n), "--width", str(width), "--icc",
+                            str(icc), "--json")  # fmt: skip
+    assert code == 0, err
+    k = json.loads(out)["k"]
+
+    def half(kk: int) -> float:  # z * sqrt(p(1-p) * (icc + (1 - icc) / k) / n), p = 0.5
+        return 1.959963984540054 * math.sqrt(0.25 * (icc + (1 - icc) / kk) / n)
+
+    assert half(k) <= width * 1.001 and (k == 1 or half(k - 1) > width * 0.999)
+    code, _, err = invoke("plan", "--review-items", str(n))
+    assert code == 2 and "needs --width" in err

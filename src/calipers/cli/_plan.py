@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.errors import ConfigError
 
 __all__ = ["plan_cmd"]
 
@@ -30,13 +31,48 @@ def _items_available(task: str | None, pilots: list[Any]) -> int | None:
     return None if t.dynamic else len(t.load(LoadContext()))
 
 
+def _plan_review(
+    obj: Context, n: int, width: float | None, rate: float | None, icc: float, as_json: bool
+) -> None:
+    from calipers.review import k_for_width
+
+    if width is None:
+        raise ConfigError("--review-items needs --width (the half-width wanted, e.g. 0.05).")
+    plan = k_for_width(width, n, rate=0.5 if rate is None else rate, icc=icc)
+    if as_json:
+        obj.print_json(plan.model_dump(mode="json"))
+        return
+    obj.out.print(f"{plan.sentence()}.")
+    obj.out.print(
+        f"  calipers review create NAME --from ... --questions q.yaml --k {plan.k}  "
+        f"({n * plan.k:,} judgments)"
+    )
+
+
 @cli.command("plan")
 @click.option("-t", "--task", help="Task to plan for (default: the pilot run's task).")
 @click.option(
     "--delta",
     type=float,
-    required=True,
     help="Smallest difference in accuracy worth detecting, e.g. 0.03.",
+)
+@click.option(
+    "--review-items",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Plan a human review instead: judgments per item (k) for N items to reach --width.",
+)
+@click.option(
+    "--width",
+    type=float,
+    help="With --review-items: the 95% half-width wanted on a rate, e.g. 0.05.",
+)
+@click.option(
+    "--icc",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="With --review-items: how much raters of one item agree (share of variance).",
 )
 @click.option(
     "--baseline-acc",
@@ -75,7 +111,10 @@ def plan_cmd(
     obj: Context,
     /,
     task: str | None,
-    delta: float,
+    delta: float | None,
+    review_items: int | None,
+    width: float | None,
+    icc: float,
     baseline_acc: float | None,
     correlation: float | None,
     pilots: tuple[str, ...],
@@ -90,7 +129,17 @@ def plan_cmd(
     Examples:
       calipers plan --delta 0.03 --baseline-acc 0.7 --correlation 0.5
       calipers plan -t dyn_arithmetic --delta 0.05 --pilot RUN_A --pilot RUN_B
+      calipers plan --review-items 200 --width 0.05     # k for a review campaign
+
+    With --review-items it sizes a human review campaign instead (what `calipers review
+    create --width` does): the judgments per item that give a rate (--baseline-acc, default
+    0.5) an interval of about ±--width, items being the unit.
     """
+    if review_items is not None:
+        _plan_review(obj, review_items, width, baseline_acc, icc, as_json)
+        return
+    if delta is None:
+        raise ConfigError("Give --delta (or --review-items N --width W to size a review).")
     from calipers.analysis import load_runs, plan_size
     from calipers.store import Store
 
