@@ -75,6 +75,7 @@ def test_json_keep_watching_exits_2_and_is_strict_json(tmp_path: Path) -> None:
     assert data["counts"]["used"] == 150 and len(data["path"]) <= 200
     scoring = {s["scorer"]: s for s in data["scoring"]}
     assert scoring["llm_judge:helpfulness"]["scored"] == 240
+    assert data["uncalibrated_judge_metrics"] == ["llm_judge:helpfulness"]
 
 
 def test_promote_exits_0(tmp_path: Path) -> None:
@@ -85,6 +86,8 @@ def test_promote_exits_0(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "PROMOTE" in res.output
+    said = " ".join(res.output.split())  # a model judge's score, unchecked against people
+    assert "(uncalibrated)" in said and "uncalibrated: a model judge gave the llm_judge" in said
 
 
 @pytest.mark.parametrize(

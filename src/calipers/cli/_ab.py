@@ -96,6 +96,11 @@ def _config(opts: dict[str, Any]) -> Any:
         raise ConfigError(f"Invalid ab option: {e}") from None
 
 
+def _judged(name: str) -> bool:
+    """A metric a model judge scored (online scores have no calibration against people)."""
+    return name.startswith("llm_judge")
+
+
 def _table(result: ABResult) -> Table:
     t = Table(
         header_style="bold",
@@ -122,7 +127,7 @@ def _table(result: ABResult) -> Table:
         assert r is not None
         p = "" if r.skipped else f"{r.p_value:.3g}"
         t.add_row(
-            escape(r.name),
+            escape(r.name) + (" [yellow](uncalibrated)[/]" if _judged(r.name) else ""),
             role,
             f"{r.effect.n:,}" if not r.skipped else "",
             r.effect_text(),
@@ -159,6 +164,12 @@ def _print(obj: Context, result: ABResult) -> None:
                 f"scored {escape(s.key)}: {s.scored} new, {s.reused} reused{escape(note)}"
             )
     obj.out.print(_table(result))
+    if any(_judged(r.name) for r in [result.primary, *result.guardrails, *result.secondary] if r):
+        obj.out.print(
+            "[yellow]uncalibrated[/]: a model judge gave the llm_judge scores, and nobody has "
+            "measured its agreement with people on this traffic (calipers review create "
+            "--from traffic, then calipers review report; see docs/review.md)."
+        )
     for r in [result.primary, *result.guardrails]:
         if r is not None and r.skipped:
             obj.out.print(f"[dim]{escape(r.name)} skipped: {escape(r.skipped)}[/]")
@@ -311,7 +322,11 @@ def ab_cmd(obj: Context, /, **opts: Any) -> None:
         )
         return
     if opts["as_json"]:
-        obj.print_json(result.to_dict())
+        data = result.to_dict()
+        judged = [r.name for r in [result.primary, *result.guardrails, *result.secondary]
+                  if r is not None and _judged(r.name)]  # fmt: skip
+        data["uncalibrated_judge_metrics"] = judged
+        obj.print_json(data)
     else:
         _print(obj, result)
     sys.exit(result.exit_code)
