@@ -16,7 +16,7 @@ __all__ = ["SUBCOMMANDS", "review_group"]
 # subcommand -> (module under calipers.cli, one-line summary for ``calipers review --help``)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "create": (
-        "_review_admin",
+        "_review_create",
         "Create a campaign from a run, two runs, a suite, traffic or a file.",
     ),
     "invite": (
