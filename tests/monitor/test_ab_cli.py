@@ -75,7 +75,8 @@ def test_json_keep_watching_exits_2_and_is_strict_json(tmp_path: Path) -> None:
     assert data["counts"]["used"] == 150 and len(data["path"]) <= 200
     scoring = {s["scorer"]: s for s in data["scoring"]}
     assert scoring["llm_judge:helpfulness"]["scored"] == 240
-    assert data["uncalibrated_judge_metrics"] == ["llm_judge:helpfulness"]
+    assert data["primary"]["uncalibrated"] is True  # a model judge's online score
+    assert not any(g["uncalibrated"] for g in data["guardrails"])
 
 
 def test_promote_exits_0(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_invite_prints_a_working_link_once_and_stores_only_its_hash(tmp_path: Pa
                             "--pool", "business", "--json")  # fmt: skip
     assert code == 0, err
     data = json.loads(out)
-    base = "http://127.0.0.1:8765/r/"
+    base = "http://127.0.0.1:8766/r/"
     assert data["link"].startswith(base) and "cannot" not in data["note"]
     assert "shown once" in data["note"]
     token = data["link"].removeprefix(base)

@@ -133,3 +133,30 @@ def served(seeded: Seeded) -> Iterator[ServerThread]:
     server = ServerThread(create_app(seeded.url), graceful_s=5).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Debian chromium through Playwright's ``executable_path`` (never a browser
+    download); the test is skipped, with the reason, when either is missing."""
+    import os
+    import shutil
+
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="pip install playwright (no browser download needed)"
+    )
+    chromium = (
+        os.environ.get("CALIPERS_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
+    )
+    if chromium is None:
+        pytest.skip("no chromium executable (Debian: apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=chromium,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
+        yield b
+        b.close()

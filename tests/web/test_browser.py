@@ -6,8 +6,6 @@ and never runs."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,31 +17,6 @@ from tests.web.conftest import ALPHA_RIGHT, PAYLOAD, Seeded
 from tests.web.traffic import CALM, DRIFT
 
 pytestmark = pytest.mark.slow  # a real browser
-
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="pip install playwright (no browser download needed)"
-)
-CHROMIUM = (
-    os.environ.get("CALIPERS_CHROMIUM")
-    or shutil.which("chromium")
-    or shutil.which("chromium-browser")
-)
-if CHROMIUM is None:
-    pytest.skip(
-        "no chromium executable (Debian: apt-get install chromium)", allow_module_level=True
-    )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-        )
-        yield b
-        b.close()
 
 
 class Page:

@@ -22,10 +22,7 @@ from tests.web.layout_data import (
     LayoutStore,
     build_layout_store,
 )
-from tests.web.test_browser import CHROMIUM, Page
-from tests.web.test_browser import browser as browser  # the fixture, shared
-
-assert CHROMIUM is not None
+from tests.web.test_browser import Page
 
 pytestmark = pytest.mark.slow  # a real browser
 

@@ -96,11 +96,6 @@ def _config(opts: dict[str, Any]) -> Any:
         raise ConfigError(f"Invalid ab option: {e}") from None
 
 
-def _judged(name: str) -> bool:
-    """A metric a model judge scored (online scores have no calibration against people)."""
-    return name.startswith("llm_judge")
-
-
 def _table(result: ABResult) -> Table:
     t = Table(
         header_style="bold",
@@ -127,7 +122,7 @@ def _table(result: ABResult) -> Table:
         assert r is not None
         p = "" if r.skipped else f"{r.p_value:.3g}"
         t.add_row(
-            escape(r.name) + (" [yellow](uncalibrated)[/]" if _judged(r.name) else ""),
+            escape(r.name) + (" [yellow](uncalibrated)[/]" if r.uncalibrated else ""),
             role,
             f"{r.effect.n:,}" if not r.skipped else "",
             r.effect_text(),
@@ -164,7 +159,7 @@ def _print(obj: Context, result: ABResult) -> None:
                 f"scored {escape(s.key)}: {s.scored} new, {s.reused} reused{escape(note)}"
             )
     obj.out.print(_table(result))
-    if any(_judged(r.name) for r in [result.primary, *result.guardrails, *result.secondary] if r):
+    if any(r.uncalibrated for r in [result.primary, *result.guardrails, *result.secondary] if r):
         obj.out.print(
             "[yellow]uncalibrated[/]: a model judge gave the llm_judge scores, and nobody has "
             "measured its agreement with people on this traffic (calipers review create "
@@ -322,11 +317,7 @@ def ab_cmd(obj: Context, /, **opts: Any) -> None:
         )
         return
     if opts["as_json"]:
-        data = result.to_dict()
-        judged = [r.name for r in [result.primary, *result.guardrails, *result.secondary]
-                  if r is not None and _judged(r.name)]  # fmt: skip
-        data["uncalibrated_judge_metrics"] = judged
-        obj.print_json(data)
+        obj.print_json(result.to_dict())
     else:
         _print(obj, result)
     sys.exit(result.exit_code)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8765"  # `calipers review serve`'s default address
+DEFAULT_BASE_URL = "http://127.0.0.1:8766"  # `calipers review serve`'s default address
 
 
 @review_group.command("invite")

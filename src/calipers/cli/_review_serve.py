@@ -21,7 +21,13 @@ __all__ = ["serve_cmd"]
     show_default=True,
     help="Address to listen on; only loopback addresses unless --allow-remote.",
 )
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8766,
+    show_default=True,
+    help="Port (the dashboard, calipers ui, uses 8765).",
+)
 @click.option(
     "--allow-remote",
     is_flag=True,

@@ -152,6 +152,12 @@ class MetricResult:
     reason: str | None = None
     crossed: tuple[float, float] | None = None
 
+    @property
+    def uncalibrated(self) -> bool:
+        """A model judge scored it (``llm_judge...``): online scores have no calibration
+        against people, so the number is shown as "uncalibrated"."""
+        return self.name.startswith("llm_judge")
+
     def to_dict(self) -> dict[str, Any]:
         crossed = (
             None
@@ -170,6 +176,7 @@ class MetricResult:
             "skipped": self.skipped,
             "reason": self.reason,
             "crossed": crossed,
+            "uncalibrated": self.uncalibrated,
         }
 
     def effect_text(self) -> str:

@@ -140,7 +140,7 @@ def _config(
 def _row(role: str, r: MetricResult) -> dict[str, Any]:
     return {
         "role": role,
-        "name": r.name,
+        "name": r.name + (" (uncalibrated)" if r.uncalibrated else ""),
         "what": r.what,
         "n": r.effect.n,
         "effect": r.effect_text(),

@@ -1,7 +1,7 @@
 """``calipers review serve``: the pages raters, adjudicators and owners use, over one campaign.
 
     app = review_app(store, "support-q4")
-    uvicorn.run(app, host="127.0.0.1", port=8765)
+    uvicorn.run(app, host="127.0.0.1", port=8766)
 
 A person opens their personal link ``/r/TOKEN`` once: the token is checked against its argon2
 hash, a session is created in the store (only its SHA-256 is kept, with a random CSRF token),
