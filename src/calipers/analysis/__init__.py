@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from calipers._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from calipers.analysis._ab_corrected import ABJudgeCorrected, ab_judge_corrected
     from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
     from calipers.analysis._audit import (
         Annotation,
@@ -97,6 +98,8 @@ _MODULES = {
     "RunAudit": "_audit",
     "RunFactors": "_practical",
     "SaturationReport": "_saturation",
+    "ABJudgeCorrected": "_ab_corrected",
+    "ab_judge_corrected": "_ab_corrected",
     "SensitivityReport": "_sensitivity",
     "Stability": "_practical",
     "StoredRun": "_align",
@@ -143,6 +146,7 @@ _MODULES = {
 
 __all__ = [
     "JUDGE_SCORERS",
+    "ABJudgeCorrected",
     "Annotation",
     "AuditReport",
     "Board",
@@ -168,6 +172,7 @@ __all__ = [
     "Stability",
     "StoredRun",
     "StudyPlan",
+    "ab_judge_corrected",
     "audit",
     "board_calibrations",
     "calibrate_judge",

@@ -198,6 +198,77 @@ def _evaluate(obj: Context, opts: dict[str, Any]) -> ABResult:
         return asyncio.run(run_ab(store, cfg, progress=progress))
 
 
+_SIDE = {"a": 0.0, "b": 1.0, "tie": 0.5}  # a pairwise campaign from traffic: a = the baseline
+
+
+def _judge_corrected(obj: Context, opts: dict[str, Any]) -> Any:
+    """The candidate's win rate corrected by a pairwise review campaign of the same traffic
+    (``--judge-corrected NAME``), or None."""
+    name = opts["judge_corrected"]
+    if not name:
+        return None
+    from calipers.analysis import ab_judge_corrected
+    from calipers.review import final_labels, parse_questions
+    from calipers.store import Store
+
+    cfg = _config(opts)
+    with Store.open(obj.store_url) as store:
+        camp = store.get_campaign(name)
+        pref = parse_questions({"questions": camp.questions}).preference()
+        items = [i for i in store.get_review_items(name) if not i.is_control]
+        odd = [i.item_key for i in items if (i.source.get("a") or {}).get("role") != "baseline"]
+        if camp.kind != "pairwise" or pref is None or odd:
+            why = (
+                "is not pairwise"
+                if camp.kind != "pairwise"
+                else f"holds items that are not traffic pairs ({odd[0]})"
+                if odd
+                else "has no preference question"
+            )
+            raise ConfigError(
+                f"--judge-corrected needs a pairwise campaign of gateway traffic; {name!r} {why}.",
+                hint="calipers review create NAME --from traffic --kind pairwise --since ...",
+            )
+        finals = final_labels(
+            items, store.get_judgments(name), store.get_adjudications(name), pref.id
+        )
+        scores = store.get_online_scores(
+            scorer="llm_judge_pairwise", since=cfg.since, until=cfg.until
+        )
+    human = {f.item_key: _SIDE[f.value] for f in finals if f.value in _SIDE}
+    judge = {s.pair_id: s.value for s in scores if s.role == "candidate"}
+    if not judge:
+        raise ConfigError(
+            "--judge-corrected: no llm_judge_pairwise scores are stored for this window.",
+            hint="Score the shadow traffic first: calipers ab --scorer llm_judge_pairwise "
+            "--judge-model MODEL.",
+        )
+    return ab_judge_corrected(judge, human, labels=f"campaign {name} ({pref.id})")
+
+
+def _print_corrected(obj: Context, rep: Any) -> None:
+    t = Table(
+        header_style="bold",
+        title_justify="left",
+        title="Candidate's win rate over the baseline, corrected by people (PPI++)",
+    )
+    for col in ("estimate", "value [95% interval]", "human comparisons", "judge-only requests"):
+        t.add_column(col, justify="left" if col == "estimate" else "right")
+    n, big_n = rep.n, rep.n + rep.n_unlabelled
+    t.add_row("pairwise judge only", rep.judge_only.format(), "0", f"{big_n:,}")
+    t.add_row("people only", rep.human_only.format(), f"{n:,}", "0")
+    t.add_row("judge-corrected", rep.corrected.format(), f"{n:,}", f"{rep.n_unlabelled:,}")
+    obj.out.print(t)
+    ratio = (
+        ""
+        if rep.width_ratio is None
+        else f"; width ratio (corrected / people) {rep.width_ratio:.2f}"
+    )
+    obj.out.print(f"Labels: {escape(rep.labels)}{ratio}")
+    for c in rep.caveats:
+        obj.out.print(f"[dim]caveat: {escape(c)}[/]")
+
+
 def _fail(obj: Context, message: str, hint: str | None, code: int) -> None:
     if obj.debug:
         obj.err.print(traceback.format_exc(), markup=False)
@@ -286,6 +357,12 @@ def _fail(obj: Context, message: str, hint: str | None, code: int) -> None:
 )
 @click.option("--no-score", is_flag=True, help="Analyse stored scores only; score nothing.")
 @click.option("--retry-failed", is_flag=True, help="Score again answers stored as NaN.")
+@click.option(
+    "--judge-corrected",
+    metavar="CAMPAIGN",
+    help="A pairwise review campaign of this traffic: also print the candidate's win rate "
+    "corrected by those human comparisons (PPI++; needs llm_judge_pairwise scores).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_option
 @click.pass_obj
@@ -303,6 +380,7 @@ def ab_cmd(obj: Context, /, **opts: Any) -> None:
     """
     try:
         result = _evaluate(obj, opts)
+        corrected = _judge_corrected(obj, opts)
     except CalipersError as e:
         _fail(obj, e.message, e.hint, EXIT_GATE_ERROR)
         return
@@ -317,7 +395,12 @@ def ab_cmd(obj: Context, /, **opts: Any) -> None:
         )
         return
     if opts["as_json"]:
-        obj.print_json(result.to_dict())
+        data = result.to_dict()
+        if corrected is not None:
+            data["judge_corrected"] = corrected.model_dump(mode="json")
+        obj.print_json(data)
     else:
         _print(obj, result)
+        if corrected is not None:
+            _print_corrected(obj, corrected)
     sys.exit(result.exit_code)
