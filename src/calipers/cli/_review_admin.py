@@ -182,7 +182,9 @@ def _status(store: Store, name: str) -> dict[str, Any]:
         "gold_items": sum(it.gold is not None and not it.is_attention_check for it in items),
         "attention_checks": sum(it.is_attention_check for it in items),
         "control_judgments": sum(j.item_key in controls for j in judgments),
-        "raters": len(raters),
+        "raters": sum(r["role"] == "rater" for r in raters),
+        "adjudicators": sum(r["role"] == "adjudicator" for r in raters),
+        "owners": sum(r["role"] == "owner" for r in raters),
         "excluded_raters": sum(r["excluded"] for r in raters),
         "source": camp.settings.get("source"),
         "created_at": camp.created_at.isoformat(timespec="seconds"),
@@ -223,7 +225,13 @@ def status_cmd(obj: Context, /, name: str, as_json: bool) -> None:
         f"  controls: {s['gold_items']} gold, {s['attention_checks']} attention "
         f"({s['control_judgments']} answered)"
     )
-    out.print(f"  raters: {s['raters']} ({s['excluded_raters']} excluded)")
+    others = ", ".join(
+        f"{s[k]} {k[:-1] if s[k] == 1 else k}" for k in ("adjudicators", "owners") if s[k]
+    )
+    out.print(
+        f"  raters: {s['raters']} ({s['excluded_raters']} excluded)"
+        + (f"; also {others}" if others else "")
+    )
 
 
 @review_group.command("list")
