@@ -74,7 +74,9 @@ def knee(
     """Fit a continuous two-segment line to ``(x, y)`` and test whether its slope changes.
 
     ``x`` is e.g. the context-fill fraction, ``y`` a per-item outcome (0/1 correct) and
-    ``clusters`` the question each row belongs to; resampling is then by question.
+    ``clusters`` the question each row belongs to; resampling is then by question. ``worse``
+    says which direction of slope change is a degradation; ``x_format`` formats the knee in
+    the verdict (``"{:.0%}"`` for fractions; ``"{:.0f}%"`` when x is already in percent).
 
     The knee interval is the bootstrap percentile interval of the profiled breakpoint (the
     bootstrap breakpoints are taken on the grid, so its resolution is the grid step). The test
