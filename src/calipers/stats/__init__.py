@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         subset_difference,
         uniform_items,
     )
+    from calipers.stats._knee import Knee, knee
     from calipers.stats._multiple import adjust
     from calipers.stats._paired import (
         PairedResult,
@@ -87,6 +88,7 @@ _MODULES = {
     "DriftTest": "_drift",
     "Guardrail": "_sequential",
     "GuardrailStatus": "_sequential",
+    "Knee": "_knee",
     "Leaderboard": "_ranking",
     "PPIResult": "_ppi",
     "PairedResult": "_paired",
@@ -115,6 +117,7 @@ _MODULES = {
     "is_binary": "_summarize",
     "item_difficulty": "_items",
     "item_rest_correlations": "_items",
+    "knee": "_knee",
     "krippendorff_alpha": "_agreement",
     "ks_drift": "_drift",
     "left_share": "_rater_qc",
@@ -162,6 +165,7 @@ __all__ = [
     "DriftTest",
     "Guardrail",
     "GuardrailStatus",
+    "Knee",
     "Leaderboard",
     "PPIResult",
     "PairRecord",
@@ -189,6 +193,7 @@ __all__ = [
     "is_binary",
     "item_difficulty",
     "item_rest_correlations",
+    "knee",
     "krippendorff_alpha",
     "ks_drift",
     "left_share",
