@@ -64,6 +64,9 @@ def ab_judge_corrected(
     rest = [v for k, v in sorted(scored.items()) if k not in human]
     r = ppi_mean([human[k] for k in keys], [scored[k] for k in keys], rest, confidence=confidence)
     caveats = []
+    failed = len(judge) - len(scored)
+    if failed:  # left out, never counted as a loss
+        caveats.append(f"{failed} requests the judge could not score are left out")
     if r.estimate.method == "human-only-small-n":
         caveats.append(
             f"{len(keys)} human comparisons (fewer than 30): the estimate is theirs alone; "

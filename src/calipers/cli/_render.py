@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -38,22 +38,24 @@ def _top_error(ts: TaskSummary) -> str:
     return f"[red]{'all ' if every else ''}{top.count}×[/] {escape(msg)}"
 
 
-def judge_marks(store: Any, run: Any) -> dict[str, str]:
+def judge_scored(scorers: Iterable[Iterable[Mapping[str, Any]]]) -> bool:
+    """Whether a model judge is among the tasks' scorers (one list of scorer specs per task),
+    read without importing calipers.analysis."""
+    return any(s.get("name") in ("llm_judge", "llm_judge_pairwise") for t in scorers for s in t)
+
+
+def judge_marks(run: Any, saved: Callable[[], Sequence[Any]]) -> dict[str, str]:
     """Task -> the mark its score gets: "uncalibrated" when a model judge gave the task's
-    primary score and no calibration against people is on record (``calipers.analysis``
-    loads only for a run a judge scored)."""
+    primary score and no calibration against people is on record in ``run`` or the runs
+    ``saved()`` returns (called, and ``calipers.analysis`` loaded, only for a run a judge
+    scored)."""
     tasks = run.methodology.get("tasks", {})
-    judged = any(
-        s.get("name") in ("llm_judge", "llm_judge_pairwise")
-        for t in tasks.values()
-        for s in t.get("scorers", [])
-    )
-    if not judged or run.summary is None:
+    if not judge_scored(t.get("scorers", []) for t in tasks.values()) or run.summary is None:
         return {}
     from calipers.analysis import is_judge_metric, judge_calibrations
 
     marks = {}
-    for task, status in judge_calibrations(run, store.list_runs()).items():
+    for task, status in judge_calibrations(run, saved()).items():
         ts = run.summary.tasks.get(task)
         primary = ts.primary if ts is not None else None
         if not status["calibrated"] and primary and is_judge_metric(primary, status):

@@ -18,16 +18,6 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-def _pairs(values: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for v in values:
-        key, sep, val = v.partition("=")
-        if not sep or not key.strip() or not val.strip():
-            raise ConfigError(f"Bad --field {v!r}: expected NAME=COLUMN, e.g. prompt=question.")
-        out[key.strip()] = val.strip()
-    return out
-
-
 def _when(text: str | None) -> Any:
     if text is None:
         return None
@@ -64,6 +54,7 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
         items_from_runs,
         items_from_suite,
         items_from_traffic,
+        parse_assignments,
     )
 
     head, _, rest = spec.partition(":")
@@ -93,7 +84,8 @@ def _source(store: Store, spec: str, kind: ReviewKind, o: dict[str, Any]) -> Sou
         )
         return items_from_traffic(store, kind=kind, since=since, until=until, uncovered=unc)
     if Path(spec).is_file():
-        return items_from_file(spec, kind=kind, fields=_pairs(o["fields"]), key=o["key"])
+        fields = parse_assignments(o["fields"], "--field")
+        return items_from_file(spec, kind=kind, fields=fields, key=o["key"])
     raise ConfigError(
         f"Unknown --from {spec!r}: not run:ID, runs:A,B, suite:NAME, traffic, or a file.",
         hint="A file must exist (.jsonl, .json or .csv).",

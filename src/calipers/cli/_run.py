@@ -22,7 +22,7 @@ from calipers.cli._app import (
 )
 from calipers.cli._duration import DURATION
 from calipers.cli._progress import BarProgress
-from calipers.cli._render import judge_marks, summary_table
+from calipers.cli._render import judge_marks, judge_scored, summary_table
 from calipers.cli._run_options import (
     DECODING,
     LLAMACPP,
@@ -197,7 +197,8 @@ def _print_result(
 ) -> None:
     card = result.methodology
     title = f"{card.model.name} · run {result.run_id}"
-    marks = judge_marks(store, store.get_run(result.run_id))
+    judged = judge_scored(t.scorers for t in card.tasks.values())  # else no second read
+    marks = judge_marks(store.get_run(result.run_id), store.list_runs) if judged else {}
     obj.out.print(summary_table(result.summary, title=title, marks=marks))
     errors = sum(ts.n_errors for ts in result.summary.tasks.values())
     if errors:

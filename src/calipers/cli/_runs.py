@@ -107,7 +107,7 @@ def show_cmd(
         run = store.get_run(run_id)
         samples = store.get_samples(run.id)
         saved = store.list_runs()
-        marks = judge_marks(store, run)
+        marks = judge_marks(run, lambda: saved)
         corrected = (
             _corrected(obj, store, run, samples, judge_corrected, question, positive)
             if judge_corrected

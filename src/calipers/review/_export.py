@@ -114,6 +114,14 @@ def _data(item: ReviewItemRecord) -> dict[str, Any]:
     return data
 
 
+def _per_item(report: ReviewReport, question: str | None) -> dict[str, list[FinalLabelRow]]:
+    """The final labels (of ``question``, or all) grouped by item."""
+    out: dict[str, list[FinalLabelRow]] = defaultdict(list)
+    for r in _rows(report, question):
+        out[r.item_key].append(r)
+    return out
+
+
 def _ls_region(r: FinalLabelRow, to_name: str) -> dict[str, Any]:
     value: dict[str, Any]
     if isinstance(r.value, int) and not isinstance(r.value, bool):
@@ -129,9 +137,7 @@ def export_label_studio(
     report: ReviewReport, items: Sequence[ReviewItemRecord], question: str | None = None
 ) -> list[dict[str, Any]]:
     """Tasks for Label Studio's import: ``data`` and one annotation of the final labels."""
-    per_item: dict[str, list[FinalLabelRow]] = defaultdict(list)
-    for r in _rows(report, question):
-        per_item[r.item_key].append(r)
+    per_item = _per_item(report, question)
     tasks = []
     for item in items:
         rows = per_item.get(item.item_key)
@@ -198,9 +204,7 @@ def export_argilla(
     report: ReviewReport, items: Sequence[ReviewItemRecord], question: str | None = None
 ) -> list[dict[str, Any]]:
     """Records for Argilla: ``fields`` (what raters saw), final labels as human suggestions."""
-    per_item: dict[str, list[FinalLabelRow]] = defaultdict(list)
-    for r in _rows(report, question):
-        per_item[r.item_key].append(r)
+    per_item = _per_item(report, question)
     records = []
     for item in items:
         rows = per_item.get(item.item_key)
