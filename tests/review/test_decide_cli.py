@@ -22,7 +22,10 @@ def _campaign(url: str, kind: str = "single") -> None:
     qs = QUESTIONS if kind == "single" else [{"type": "preference"}]
     with Store.open(url) as s:
         s.create_campaign(ReviewCampaignRecord(name="c", kind=kind, questions=qs, k=2))
-        s.add_review_items("c", [ReviewItemRecord(item_key=f"i{n}", payload={}) for n in range(3)])
+        payload = {} if kind == "single" else {"prompt": "?", "a": "A", "b": "B"}
+        s.add_review_items(
+            "c", [ReviewItemRecord(item_key=f"i{n}", payload=payload) for n in range(3)]
+        )
         for name, role in (("r1", "rater"), ("r2", "rater"), ("lead", "adjudicator")):
             s.add_rater("c", name, f"h-{name}", role=role)  # type: ignore[arg-type]
         q, (x, y) = ("answered", ("answered", "refused")) if kind == "single" else (

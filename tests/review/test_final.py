@@ -20,8 +20,9 @@ from calipers.store import AdjudicationRecord, JudgmentRecord, ReviewItemRecord
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def items(*keys: str, gold: str | None = None) -> list[ReviewItemRecord]:
-    out = [ReviewItemRecord(item_key=k, payload={}) for k in keys]
+def items(*keys: str, gold: str | None = None, pairwise: bool = False) -> list[ReviewItemRecord]:
+    payload = {"prompt": "?", "a": "A", "b": "B"} if pairwise else {"prompt": "?", "response": "R"}
+    out = [ReviewItemRecord(item_key=k, payload=payload) for k in keys]
     if gold:
         out.append(ReviewItemRecord(item_key=gold, payload={}, gold={"ok": True}))
     return out
@@ -77,13 +78,21 @@ def test_pairwise_answers_agree_across_swapped_sides() -> None:
         pairwise_outcome("up", False)
     # r1 saw a on the left and picked it; r2 saw the sides swapped and picked the right: a too
     js = [j("x", "r1", "left", swapped=False), j("x", "r2", "right", swapped=True)]
-    [f] = final_labels(items("x"), js, [], "ok")
+    [f] = final_labels(items("x", pairwise=True), js, [], "ok")
     assert (f.provenance, f.value) == ("unanimous", "a")
     # an adjudicator sees a pairwise item unswapped: "right" is b
-    [f] = final_labels(
-        items("x"), [j("x", "r1", "left"), j("x", "r2", "right")], [adj("x", "right")], "ok"
-    )
+    two = [j("x", "r1", "left", swapped=False), j("x", "r2", "right", swapped=True)]
+    [f] = final_labels(items("x", pairwise=True), two, [adj("x", "right")], "ok")
     assert (f.provenance, f.value) == ("adjudicated", "b")
+
+
+def test_a_single_items_choice_named_left_is_not_a_preference() -> None:
+    # a choice question whose options happen to be "left" / "right" (say, which hand)
+    js = [j("x", "r1", "left"), j("x", "r2", "left")]
+    [f] = final_labels(items("x"), js, [adj("y", "right")], "ok")
+    assert (f.provenance, f.value) == ("unanimous", "left")
+    [g] = final_labels(items("y"), [j("y", "r1", "left")], [adj("y", "right")], "ok")
+    assert (g.provenance, g.value) == ("adjudicated", "right")
 
 
 def test_weighted_follows_the_rater_who_agrees_with_the_others() -> None:

@@ -47,10 +47,16 @@ def label_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _answer(j: JudgmentRecord, qid: str) -> Any:
-    v = j.answers.get(qid)
-    if isinstance(v, str) and v in PREFERENCE_VALUES:
-        return pairwise_outcome(v, j.swapped)
+def _pairwise(item: ReviewItemRecord) -> bool:
+    """A pairwise item (its payload holds answers ``a`` and ``b``): only its answers are
+    preferences; a single item's choice may well be called "left"."""
+    return "a" in item.payload and "b" in item.payload
+
+
+def _answer(v: Any, pairwise: bool, swapped: bool | None) -> Any:
+    """An answer in the payload's terms: a preference mapped to ``a``/``b``/``tie``."""
+    if pairwise and isinstance(v, str) and v in PREFERENCE_VALUES:
+        return pairwise_outcome(v, swapped)
     return v
 
 
@@ -58,11 +64,12 @@ def _counted(
     items: Sequence[ReviewItemRecord], judgments: Sequence[JudgmentRecord], qid: str
 ) -> dict[str, list[tuple[str, Any]]]:
     """item key -> [(rater, answer)] over counted judgments of non-control items."""
-    keep = {i.item_key for i in items if not i.is_control}
+    keep = {i.item_key: _pairwise(i) for i in items if not i.is_control}
     out: dict[str, list[tuple[str, Any]]] = {k: [] for k in keep}
     for j in judgments:
-        if j.counted and j.item_key in keep and j.answers.get(qid) is not None:
-            out[j.item_key].append((j.rater, _answer(j, qid)))
+        v = j.answers.get(qid)
+        if j.counted and j.item_key in keep and v is not None:
+            out[j.item_key].append((j.rater, _answer(v, keep[j.item_key], j.swapped)))
     return out
 
 
@@ -99,7 +106,8 @@ def final_labels(
         n = len(given)
         if item.item_key in adj:
             a = adj[item.item_key]
-            value = _answer_of_adjudication(a.answers[question_id])
+            # an adjudicator sees a pairwise item unswapped (a on the left)
+            value = _answer(a.answers[question_id], _pairwise(item), False)
             out.append(FinalLabel(item.item_key, value, "adjudicated", a.adjudicator, n, votes))
         elif n == 0:
             continue
@@ -116,11 +124,6 @@ def final_labels(
             else:
                 out.append(FinalLabel(item.item_key, None, "unresolved", None, n, votes))
     return out
-
-
-def _answer_of_adjudication(v: Any) -> Any:
-    # An adjudicator sees a pairwise item unswapped (a on the left).
-    return pairwise_outcome(v, False) if isinstance(v, str) and v in PREFERENCE_VALUES else v
 
 
 def _weighted(by_item: dict[str, list[tuple[str, Any]]]) -> dict[str, Any]:

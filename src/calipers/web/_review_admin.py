@@ -56,8 +56,9 @@ def adjudication_queue(
 def _label(st: ReviewState, j: JudgmentRecord) -> dict[str, str]:
     """A judgment's answers as text; a preference as the answer it picked (A or B)."""
     out: dict[str, str] = {}
+    pref = st.questions.preference()  # its id is the owner's choice ("preference" by default)
     for qid, value in j.answers.items():
-        if qid == "preference" and st.kind == "pairwise":
+        if pref is not None and qid == pref.id:
             outcome = pairwise_outcome(value, j.swapped)
             out[qid] = {"a": "A", "b": "B"}.get(outcome, "tie")
         elif isinstance(value, list):
