@@ -154,8 +154,7 @@ class MetricResult:
 
     @property
     def uncalibrated(self) -> bool:
-        """A model judge scored it (``llm_judge...``): online scores have no calibration
-        against people, so the number is shown as "uncalibrated"."""
+        """A model judge's online score: no calibration against people is on record."""
         return self.name.startswith("llm_judge")
 
     def to_dict(self) -> dict[str, Any]:
