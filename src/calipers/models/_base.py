@@ -103,6 +103,21 @@ class ModelProvider(ABC):
             hint="Run log-likelihood tasks with --no-chat-template on this provider.",
         )
 
+    def count_tokens(self, text: str) -> int:
+        """How many tokens the model reads for ``text`` (a rendered prompt: special tokens of a
+        chat template count as the model counts them). Context-fill experiments need it, so a
+        prompt is sized with the model's own tokenizer, never estimated."""
+        raise NotSupportedError(
+            f"The {self.provider_name} provider cannot count tokens with the model's own "
+            "tokenizer.",
+            hint="Context fill needs a llamacpp model (or the fake model for tests).",
+        )
+
+    def context_window(self) -> int | None:
+        """The most tokens one request may hold, prompt and output together, as this provider
+        runs the model (llamacpp: ``n_ctx``); None when unknown."""
+        return None
+
     def runtime(self) -> dict[str, int | str]:
         """How the model is run where that changes speed but not answers (llamacpp: thread
         counts); recorded in the methodology card, not part of the identity."""

@@ -12,7 +12,8 @@ Options after a comma: ``fail=0.1`` (a deterministic share of requests raises, b
 request), ``delay=0.01`` (seconds per call), ``name=NAME`` (the identity name),
 ``memorise=FILE`` (texts the model has "memorised": a JSON list of strings, or JSONL of strings
 or ``{"text": ...}`` objects), ``loglik=off`` (no log-likelihoods or token statistics, like an
-API model). Log-likelihoods are deterministic functions of (context, continuation).
+API model), ``window=4096`` (the context window, in the fake model's tokens: whitespace-separated
+words). Log-likelihoods are deterministic functions of (context, continuation).
 
 Token statistics (``token_stats``) split text into words (with their leading whitespace) and
 draw each word's standardised log-probability ``z = (logprob - mean) / std`` from a
@@ -95,6 +96,7 @@ class FakeModel(ModelProvider):
         delay_s: float = 0.0,
         memorised: Sequence[str] = (),
         loglikelihood: bool = True,
+        window: int = 4096,
     ) -> None:
         if not loglikelihood:  # a model that only generates, as an API model does
             self.supports_loglikelihood = self.supports_token_stats = False
@@ -104,6 +106,7 @@ class FakeModel(ModelProvider):
         self._fail_rate = fail_rate
         self._delay_s = delay_s
         self._memorised = tuple(t for t in memorised if t)
+        self._window = window
         self.calls = 0
 
     def identity(self) -> ModelIdentity:
@@ -208,6 +211,13 @@ class FakeModel(ModelProvider):
         line = rest.split("\n", 1)[0]
         after = prompt[mask + len(MASK) :].split("\n", 1)[0]
         return line[: line.find(after)] if after and after in line else line
+
+    def count_tokens(self, text: str) -> int:
+        """Whitespace-separated words: the fake model's "tokens" (as in its token counts)."""
+        return len(text.split())
+
+    def context_window(self) -> int:
+        return self._window
 
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
         parts = [f"<|{m.role}|>\n{m.content}" for m in messages]
@@ -324,6 +334,7 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
     name = head
     memorised: list[str] = []
     loglik = True
+    window = 4096
     for opt in opts:
         k, _, v = opt.partition("=")
         try:
@@ -337,10 +348,14 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
                 if v not in ("on", "off"):
                     raise ConfigError(f"Fake model option loglik={v!r}: use on or off.")
                 loglik = v == "on"
+            elif k == "window":
+                window = int(v)
+                if window < 1:
+                    raise ConfigError(f"Fake model option window={window} must be positive.")
             else:
                 raise ConfigError(
                     f"Unknown fake model option {k!r} (use fail=, delay=, name=, memorise=, "
-                    "loglik=off)."
+                    "loglik=off, window=)."
                 )
         except ValueError:
             raise ConfigError(f"Fake model option {k}={v!r} is not a number.") from None
@@ -355,4 +370,5 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
         delay_s=rates["delay"],
         memorised=memorised,
         loglikelihood=loglik,
+        window=window,
     )

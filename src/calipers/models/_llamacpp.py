@@ -106,6 +106,7 @@ class LlamaCppModel(ModelProvider):
         self._identity: ModelIdentity | None = None
         self._template: ChatTemplate | None = None
         self._trusted = 0  # leading KV positions evaluated in multi-token batches
+        self._vocab: Any = None  # a vocabulary-only Llama, for counting tokens without weights
 
     # -- identity and chat template: header only, no weights ---------------------------------
 
@@ -156,6 +157,33 @@ class LlamaCppModel(ModelProvider):
             return self._chat_template().render([m.model_dump() for m in messages])
         except (ValueError, jinja2.TemplateError) as e:  # e.g. raise_exception() in the template
             raise ModelCallError(f"The chat template rejected the messages: {e}") from None
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of a rendered prompt as generation tokenizes it (special tokens parsed, no
+        BOS added: the chat template writes its own). Uses the loaded model when there is one,
+        else the vocabulary alone (no weights loaded, so a cached re-run stays cheap)."""
+        with self._lock:
+            llama = self._llama if self._llama is not None else self._vocab_only()
+            return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def context_window(self) -> int:
+        return self.options.n_ctx
+
+    def _vocab_only(self) -> Any:
+        if self._vocab is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise ModelLoadError(
+                    "Counting tokens needs llama-cpp-python, which is not installed.",
+                    hint="pip install llama-cpp-python",
+                ) from None
+            from llama_cpp._utils import suppress_stdout_stderr
+
+            # llama.cpp warns about the (unused) context of a vocabulary-only model on stderr
+            with suppress_stdout_stderr(disable=False):
+                self._vocab = Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        return self._vocab
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -210,6 +238,9 @@ class LlamaCppModel(ModelProvider):
             if self._llama is not None:
                 self._llama.close()
                 self._llama, self._trusted, self._set_threads = None, 0, None
+            if self._vocab is not None:
+                self._vocab.close()
+                self._vocab = None
 
     # -- generation --------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calipers.models import DEFAULT_MODEL, ModelOptions
 from calipers.tasks import DEFAULT_TASK, Variant
+from calipers.tasks.rag import RagArm
 
 __all__ = ["RunConfig"]
 
@@ -50,4 +51,5 @@ class RunConfig(BaseModel):
         "stability); needs a temperature above 0",
     )
     variant: Variant | None = None  # a presentation change (sensitivity studies)
-    study: str | None = None  # groups the runs of one sensitivity study
+    study: str | None = None  # groups the runs of one sensitivity study (or RAG stress test)
+    rag: RagArm | None = None  # a degradation of a RAG task's context (calipers rag stress)

@@ -43,6 +43,7 @@ class TaskMethodology(BaseModel):
     scorers: list[dict[str, Any]]
     variant: dict[str, Any] | None = None  # a presentation change (sensitivity studies)
     epochs: int = 1  # generations per item
+    rag_arm: dict[str, Any] | None = None  # a RAG context degradation (calipers rag stress)
     data_source: str | None = None  # hf://datasets/ID@SHA/CONFIG/SPLIT when read from the hub
 
 
@@ -138,4 +139,6 @@ def comparable_hash(card: Methodology, task: str) -> str:
         data.pop("variant", None)
     if data.get("epochs") == 1:  # ... and before epochs
         data.pop("epochs", None)
+    if data.get("rag_arm") is None:  # ... and before RAG arms
+        data.pop("rag_arm", None)
     return json_hash(data)

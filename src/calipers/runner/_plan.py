@@ -21,6 +21,7 @@ from calipers.runner._fallback import fit_to_provider
 from calipers.runner._methodology import Methodology, TaskMethodology, chat_hash, prompt_hash
 from calipers.runner._seeds import RunSeeds
 from calipers.tasks import LoadContext, Task, apply_variant, data_hash, resolve_task
+from calipers.tasks.rag import PromptBudget, apply_rag_arm
 from calipers.types import (
     GenerateParams,
     LoglikelihoodRequest,
@@ -231,9 +232,36 @@ def _plan_task(
         scorers=[s.spec.model_dump(mode="json") for s in task.scorers],
         variant=config.variant.model_dump(exclude_none=True) if config.variant else None,
         epochs=config.epochs,
+        rag_arm=None
+        if config.rag is None or config.rag.is_clean
+        else config.rag.model_dump(exclude_defaults=True),
         data_source=data_source(samples),
     )
     return PlannedTask(task, tuple(planned), card)
+
+
+def _budget(task: Task, config: RunConfig, provider: ModelProvider) -> PromptBudget | None:
+    """The window and request sizer a context-fill arm needs: tokens of the rendered prompt
+    (chat template included, as the model reads it) plus the reserved output."""
+    if config.rag is None or config.rag.fill is None:
+        return None
+    window = provider.context_window()
+    if window is None:
+        raise ConfigError(
+            f"Context fill needs the model's context window; the {provider.provider_name} "
+            "provider does not say what it is.",
+            hint="Run context fill on a llamacpp model (its window is --n-ctx).",
+        )
+    reserved = _decoding(task, config).max_tokens
+
+    def count(sample: Sample) -> int:
+        if config.chat_template:
+            text = provider.render_chat(task.prompt.chat(sample, [], config.system_prompt))
+        else:
+            text = task.prompt.plain(sample, [], config.system_prompt)
+        return provider.count_tokens(text) + reserved
+
+    return PromptBudget(window, count)
 
 
 def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
@@ -245,6 +273,7 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
     for name in config.tasks:
         for resolved in resolve_task(name, config.formulation):
             task, why = fit_to_provider(resolved, config, provider)
+            task = apply_rag_arm(task, config.rag, _budget(task, config, provider))
             tasks.append(apply_variant(task, config.variant))
             if why:
                 fallbacks[task.name] = why

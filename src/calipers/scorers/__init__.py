@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from calipers.scorers._ifeval import langdetect_available
     from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
     from calipers.scorers._numeric import extract_strict, format_number
+    from calipers.scorers._rag_text import alias_in, matching_alias
     from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
     from calipers.scorers._similarity import (
         ENCODE_LOCK,
@@ -34,6 +35,7 @@ __all__ = [
     "Scorer",
     "ScorerSpec",
     "ThresholdCalibration",
+    "alias_in",
     "build_scorer",
     "calibrate_threshold",
     "detect_refusal",
@@ -41,6 +43,7 @@ __all__ = [
     "format_number",
     "langdetect_available",
     "list_scorers",
+    "matching_alias",
     "pairwise_judge",
     "resolve_backend",
     "scorer",
@@ -55,6 +58,8 @@ __getattr__, __dir__ = lazy_exports(
         "ENCODE_LOCK": "_similarity",
         "JudgeClient": "_judge",
         "ThresholdCalibration": "_similarity",
+        "alias_in": "_rag_text",
+        "matching_alias": "_rag_text",
         "calibrate_threshold": "_similarity",
         "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
