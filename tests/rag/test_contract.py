@@ -135,3 +135,15 @@ def test_fill_needs_a_window(rag_task: str) -> None:
 
     with pytest.raises(ConfigError, match="context window"):
         make_plan(RunConfig(model="fake:echo", tasks=(rag_task,), rag=RagArm(fill=0.5)), NoWindow())
+
+
+def test_support_of_an_answer_by_passages() -> None:
+    from calipers.scorers import detect_abstention, supported_by
+
+    passages = ["The first prize went to Wilhelm Conrad Röntgen in 1901."]
+    assert supported_by("Wilhelm Conrad Röntgen", passages)
+    assert supported_by("It was Röntgen, Wilhelm Conrad", passages)  # 3 of 3 content words
+    assert not supported_by("Marie Curie", passages)
+    assert not supported_by("the", passages)
+    assert detect_abstention("The passages do not contain the answer.")
+    assert not detect_abstention("Röntgen.")

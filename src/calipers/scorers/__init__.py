@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from calipers.scorers._ifeval import langdetect_available
     from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
     from calipers.scorers._numeric import extract_strict, format_number
-    from calipers.scorers._rag_text import alias_in, matching_alias
+    from calipers.scorers._rag import detect_abstention
+    from calipers.scorers._rag_text import alias_in, content_tokens, matching_alias, supported_by
     from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
     from calipers.scorers._similarity import (
         ENCODE_LOCK,
@@ -38,6 +39,8 @@ __all__ = [
     "alias_in",
     "build_scorer",
     "calibrate_threshold",
+    "content_tokens",
+    "detect_abstention",
     "detect_refusal",
     "extract_strict",
     "format_number",
@@ -48,6 +51,7 @@ __all__ = [
     "resolve_backend",
     "scorer",
     "sentence_model",
+    "supported_by",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -60,6 +64,9 @@ __getattr__, __dir__ = lazy_exports(
         "ThresholdCalibration": "_similarity",
         "alias_in": "_rag_text",
         "matching_alias": "_rag_text",
+        "content_tokens": "_rag_text",
+        "supported_by": "_rag_text",
+        "detect_abstention": "_rag",
         "calibrate_threshold": "_similarity",
         "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
