@@ -58,6 +58,22 @@ if TYPE_CHECKING:
     )
     from calipers.analysis._leaderboard import Board, leaderboard
     from calipers.analysis._practical import RunFactors, Stability, run_factors, stability
+    from calipers.analysis._rag_plan import (
+        FACTORS as RAG_FACTORS,
+    )
+    from calipers.analysis._rag_plan import (
+        StressGrid,
+        plan_rag_stress,
+        rag_arms,
+    )
+    from calipers.analysis._rag_report import (
+        ArmRow,
+        FillCurve,
+        KneeFit,
+        OutcomeCell,
+        RagReport,
+        rag_report,
+    )
     from calipers.analysis._reuse import find_reusable
     from calipers.analysis._saturation import (
         ItemRow,
@@ -76,6 +92,16 @@ if TYPE_CHECKING:
     from calipers.analysis._study import StudyPlan, load_study, plan_study, run_study
 
 _MODULES = {
+    "ArmRow": "_rag_report",
+    "FillCurve": "_rag_report",
+    "KneeFit": "_rag_report",
+    "OutcomeCell": "_rag_report",
+    "RAG_FACTORS": "_rag_plan",
+    "RagReport": "_rag_report",
+    "StressGrid": "_rag_plan",
+    "plan_rag_stress": "_rag_plan",
+    "rag_arms": "_rag_plan",
+    "rag_report": "_rag_report",
     "Annotation": "_audit",
     "AuditReport": "_audit",
     "Board": "_leaderboard",
@@ -146,12 +172,15 @@ _MODULES = {
 
 __all__ = [
     "JUDGE_SCORERS",
+    "RAG_FACTORS",
     "ABJudgeCorrected",
     "Annotation",
+    "ArmRow",
     "AuditReport",
     "Board",
     "ComparisonRow",
     "ComparisonSet",
+    "FillCurve",
     "FlagAgreement",
     "FlaggedItem",
     "Floor",
@@ -163,7 +192,10 @@ __all__ = [
     "JudgeCalibrationReport",
     "JudgeCorrected",
     "JudgeCorrectedComparison",
+    "KneeFit",
+    "OutcomeCell",
     "Paired",
+    "RagReport",
     "RobustnessReport",
     "RunAudit",
     "RunFactors",
@@ -171,6 +203,7 @@ __all__ = [
     "SensitivityReport",
     "Stability",
     "StoredRun",
+    "StressGrid",
     "StudyPlan",
     "ab_judge_corrected",
     "audit",
@@ -199,9 +232,12 @@ __all__ = [
     "methodology_differences",
     "metric_calibration",
     "pair",
+    "plan_rag_stress",
     "plan_size",
     "plan_study",
     "prepare_gate",
+    "rag_arms",
+    "rag_report",
     "robustness",
     "row_calibrations",
     "run_factors",
@@ -213,4 +249,6 @@ __all__ = [
     "stability",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _MODULES, renamed={"gate_verdict": "judge"})
+__getattr__, __dir__ = lazy_exports(
+    __name__, _MODULES, renamed={"gate_verdict": "judge", "RAG_FACTORS": "FACTORS"}
+)

@@ -107,6 +107,8 @@ class LlamaCppModel(ModelProvider):
         self._template: ChatTemplate | None = None
         self._trusted = 0  # leading KV positions evaluated in multi-token batches
         self._vocab: Any = None  # a vocabulary-only Llama, for counting tokens without weights
+        # prompt tokens of every generation, and those evaluated (not reused from the KV cache)
+        self.prompt_tokens = self.prompt_tokens_evaluated = 0
 
     # -- identity and chat template: header only, no weights ---------------------------------
 
@@ -264,6 +266,8 @@ class LlamaCppModel(ModelProvider):
             else:  # what create_completion does with a string prompt
                 tokens = _tokenize(llama, request.prompt or "") or [_prefix_token(llama)]
             keep = self._reuse_for_generation(llama, tokens)
+            self.prompt_tokens += len(tokens)
+            self.prompt_tokens_evaluated += len(tokens) - keep
             try:
                 out = llama.create_completion(
                     prompt=tokens,

@@ -41,6 +41,12 @@ from calipers.store import RunRecord, SampleRecord
 if TYPE_CHECKING:  # the multi-run report loads on first use: a run writes only its own
     from calipers.reports._multi import render_multi_html, write_multi_report
     from calipers.reports._panels import diff_panels, diff_text, num
+    from calipers.reports._rag import (
+        fill_curve_svg,
+        render_rag_html,
+        render_rag_markdown,
+        write_rag_report,
+    )
 
 __all__ = [
     "Axis",
@@ -53,6 +59,7 @@ __all__ = [
     "diff_text",
     "error_items",
     "failing_items",
+    "fill_curve_svg",
     "interval_svg",
     "methodology_rows",
     "nice_step",
@@ -61,12 +68,15 @@ __all__ = [
     "render_html",
     "render_markdown",
     "render_multi_html",
+    "render_rag_html",
+    "render_rag_markdown",
     "score_axis",
     "task_views",
     "unit_scale",
     "when",
     "worst_categories",
     "write_multi_report",
+    "write_rag_report",
     "write_report",
 ]
 
@@ -78,6 +88,10 @@ __getattr__, __dir__ = lazy_exports(
         "num": "_panels",
         "render_multi_html": "_multi",
         "write_multi_report": "_multi",
+        "fill_curve_svg": "_rag",
+        "render_rag_html": "_rag",
+        "render_rag_markdown": "_rag",
+        "write_rag_report": "_rag",
     },
 )
 

@@ -156,6 +156,8 @@ async def run_sample(
     details = _details(results, out) | (calls or {})
     if s.choices and isinstance(s.target, int):  # where the right option was shown
         details["choice"] = {"target_index": s.target, "n_options": len(s.choices)}
+    if isinstance(s.metadata.get("arm"), dict):  # what a RAG arm did to this item's context
+        details["rag_arm"] = s.metadata["arm"]
     return SampleRecord(
         **base,
         response=response_text,

@@ -1,0 +1,263 @@
+"""``calipers rag``: RAG stress tests — the same questions while the context degrades."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from calipers.cli._app import Context, cli, store_option
+from calipers.cli._progress import BarProgress
+from calipers.cli._run_options import run_config, run_options
+from calipers.errors import ConfigError
+
+__all__ = ["rag_group"]
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"--{what} {text!r}: give comma-separated numbers.", hint="e.g. 0.2,0.4,0.6"
+        ) from None
+
+
+def _names(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+@cli.group("rag")
+def rag_group() -> None:
+    """RAG stress tests: how a model's answers change as retrieval degrades.
+
+    `calipers rag stress` runs a RAG task clean and under each degradation (distractor noise,
+    the gold passage missing or moved, passage order, top-k of a real retriever, the context
+    window filled), each a stored run paired with the clean one; `calipers rag report` shows a
+    stored stress test again, as text, JSON, HTML or Markdown.
+    """
+
+
+@rag_group.command("stress")
+@run_options("model")
+@click.option("-t", "--task", metavar="NAME|PATH", help="The RAG task (one).")
+@run_options(
+    "limit",
+    "seed",
+    help_for={"limit": "Questions (the same in every arm)", "seed": "Seed of every draw"},
+)
+@click.option(
+    "--factors",
+    default="noise,gold,position,order,k,retriever,fill",
+    show_default=True,
+    help="Comma-separated degradations: noise, gold, position, order, k, retriever, fill.",
+)
+@click.option(
+    "--noise",
+    "noise_levels",
+    default="0.2,0.4,0.6,0.8",
+    show_default=True,
+    help="Noise ratios (share of the k passages that are distractors).",
+)
+@click.option(
+    "--distractors",
+    default="random,hard,counterfactual",
+    show_default=True,
+    help="Distractor types for the noise factor.",
+)
+@click.option(
+    "--fill",
+    "fill_levels",
+    default="0.1,0.25,0.5,0.6,0.75,0.9",
+    show_default=True,
+    help="Context-fill levels (share of the model's window).",
+)
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Passages shown in the noise, gold, position and order arms.",
+)
+@click.option(
+    "--k-levels",
+    default="1,3,5,10",
+    show_default=True,
+    help="Top-k of the real retriever for the k factor.",
+)
+@click.option(
+    "--retriever",
+    type=click.Choice(["bm25", "embedding"]),
+    default="bm25",
+    show_default=True,
+    help="The real retriever of the k and retriever factors.",
+)
+@run_options("chat_template", "system_prompt", "max_tokens", "n_ctx", "data_dir", "base_url")
+@click.option(
+    "--dry-run", is_flag=True, help="List the arms that would run, and why any is skipped."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as HTML (plots included) to this file.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as Markdown to this file.",
+)
+@store_option
+@click.pass_obj
+def stress_cmd(obj: Context, /, **opts: Any) -> None:
+    """Run a RAG task clean and under each degradation; report every outcome per arm.
+
+    Outcomes per item, judge-free: correct (an answer alias; abstaining where no gold passage
+    is shown), abstained, unsupported (an answer no shown passage supports), distractor
+    adopted, counterfactual followed. Each arm's rate has its interval and its paired
+    difference from the clean arm (Holm-corrected across arms); the fill curve gets a knee
+    estimate with a bootstrap interval and a test of whether the slope really changes.
+
+    \b
+    Examples:
+      calipers rag stress -t dyn_rag -m fake:echo -n 20 --factors noise,gold
+      calipers rag stress -t nq_open_oracle -n 100 --factors fill --n-ctx 8192
+      calipers rag stress -t nq_open_oracle -n 50 --html rag.html
+    """
+    from calipers.analysis import StressGrid, load_study, plan_rag_stress, run_study
+    from calipers.store import Store
+
+    if not opts["task"]:
+        raise ConfigError("Which task? Pass -t TASK.", hint="e.g. -t dyn_rag or -t nq_open_oracle")
+    base = run_config(opts, tasks=(opts["task"],))
+    grid = StressGrid(
+        noise=_floats(opts["noise_levels"], "noise"),
+        distractors=_names(opts["distractors"]),
+        fill=_floats(opts["fill_levels"], "fill"),
+        k=opts["k"],
+        k_levels=[int(v) for v in _floats(opts["k_levels"], "k-levels")],
+        retriever=opts["retriever"],
+        seed=opts["seed"],
+    )
+    plan = plan_rag_stress(base, _names(opts["factors"]), grid)
+    if opts["dry_run"]:
+        _dry_run(obj, plan, opts["as_json"])
+        return
+    obj.err.print(f"RAG stress test {plan.study}: the clean arm and {len(plan.formulations)} arms.")
+    for label, why in plan.skipped:
+        obj.err.print(f"[yellow]skipped {escape(label)}: {escape(why)}[/]")
+    progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])
+    with Store.open(obj.store_url) as store:
+        with progress:
+            ids = run_study(plan, store, progress=progress)
+        runs = [r for r in load_study(store, plan.study) if r.record.id in ids]
+    _show(obj, runs, opts)
+
+
+@rag_group.command("report")
+@click.argument("study")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as HTML (plots included) to this file.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as Markdown to this file.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@store_option
+@click.pass_obj
+def report_cmd(obj: Context, /, study: str, **opts: Any) -> None:
+    """Show a stored RAG stress test (`calipers rag list` names them)."""
+    from calipers.analysis import load_study
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        runs = load_study(store, study)
+    _show(obj, runs, opts)
+
+
+@rag_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@store_option
+@click.pass_obj
+def list_cmd(obj: Context, /, as_json: bool) -> None:
+    """List stored RAG stress tests."""
+    from rich.table import Table
+
+    from calipers.store import Store
+
+    studies: dict[str, dict[str, Any]] = {}
+    with Store.open(obj.store_url) as store:
+        for r in store.list_runs(limit=100_000):
+            study = (r.config or {}).get("study") or ""
+            if study.startswith("rag-"):
+                s = studies.setdefault(
+                    study,
+                    {
+                        "study": study,
+                        "model": r.model_name,
+                        "task": r.tasks[0],
+                        "arms": 0,
+                        "created_at": str(r.created_at),
+                    },
+                )
+                s["arms"] += 1
+    if as_json:
+        obj.print_json(list(studies.values()))
+        return
+    if not studies:
+        obj.out.print("No RAG stress tests stored. Run one: calipers rag stress -t dyn_rag")
+        return
+    t = Table(header_style="bold")
+    for col in ("study", "model", "task", "arms", "created"):
+        t.add_column(col)
+    for s in studies.values():
+        t.add_row(s["study"], escape(s["model"]), s["task"], str(s["arms"]), s["created_at"])
+    obj.out.print(t)
+
+
+def _dry_run(obj: Context, plan: Any, as_json: bool) -> None:
+    if as_json:
+        obj.print_json(
+            {
+                "study": plan.study,
+                "arms": [label for label, _ in plan.formulations],
+                "skipped": [{"arm": a, "why": b} for a, b in plan.skipped],
+            }
+        )
+        return
+    obj.out.print(f"RAG stress test {plan.study} would run the clean arm and:")
+    for label, _ in plan.formulations:
+        obj.out.print(f"  {escape(label)}")
+    for label, why in plan.skipped:
+        obj.out.print(f"[dim]  skipped {escape(label)}: {escape(why)}[/]")
+
+
+def _show(obj: Context, runs: Any, opts: dict[str, Any]) -> None:
+    from calipers.analysis import rag_report
+    from calipers.cli._rag_render import print_report
+    from calipers.reports import write_rag_report
+
+    report = rag_report(runs, seed=opts.get("seed") or 0)
+    if opts.get("html_path") is not None:
+        write_rag_report(report, opts["html_path"], "html")
+        obj.err.print(f"Wrote {opts['html_path']}")
+    if opts.get("md_path") is not None:
+        write_rag_report(report, opts["md_path"], "markdown")
+        obj.err.print(f"Wrote {opts['md_path']}")
+    if opts["as_json"]:
+        obj.print_json(report.model_dump(mode="json"))
+        return
+    print_report(obj.out, report)
