@@ -134,8 +134,10 @@ def _metrics(run: StoredRun, task: str) -> list[str]:
 
 def _cell(
     clean: StoredRun, run: StoredRun, task: str, metric: str, seed: int, confidence: float
-) -> OutcomeCell:
+) -> OutcomeCell | None:
     own = pair(run, run, task, metric)
+    if not len(own.ids):  # every item that would have it ended in an error: no row, no NaN
+        return None
     score = summarize(
         own.a,
         clusters=list(own.clusters) if own.clusters else None,
@@ -168,7 +170,11 @@ def _row(clean: StoredRun, run: StoredRun, task: str, seed: int, confidence: flo
         run_id=run.record.id,
         n_items=len({s.sample_id for s in samples}),
         n_errors=sum(s.error is not None for s in samples),
-        outcomes={m: _cell(clean, run, task, m, seed, confidence) for m in _metrics(run, task)},
+        outcomes={
+            m: c
+            for m in _metrics(run, task)
+            if (c := _cell(clean, run, task, m, seed, confidence)) is not None
+        },
         realised=_realised(run, task),
     )
 
