@@ -219,14 +219,14 @@ def _fill_curve(
             for s in run.samples
             if s.task == task and s.error is None and s.scores and metric in s.scores
         ]
-        fills = [
-            float(((s.score_details or {}).get("rag_arm") or {}).get("fill", level)) for s in own
-        ]
+        if not own:  # every item of this level ended in an error: the level is left out
+            continue
+        fills = [_item_fill(s.score_details, level) for s in own]
         xs += fills
         ys += [float(s.scores[metric]) for s in own if s.scores]
         qs += [s.cluster or s.sample_id for s in own]
         levels.append(level)
-        realised.append(float(np.mean(fills)) if fills else level)
+        realised.append(float(np.mean(fills)))
         scores.append(
             summarize(
                 np.array([s.scores[metric] for s in own if s.scores], dtype=float),
