@@ -21,6 +21,11 @@ if TYPE_CHECKING:
         audit,
     )
     from calipers.analysis._campaign_labels import campaign_labels, campaign_question
+    from calipers.analysis._claim_calibration import (
+        ClaimCalibrationReport,
+        calibrate_claim_judge,
+        planted_samples,
+    )
     from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
     from calipers.analysis._floors import Floor, format_floors
     from calipers.analysis._gate import (
@@ -91,6 +96,9 @@ _MODULES = {
     "ItemStats": "_saturation",
     "JUDGE_SCORERS": "_judge_calibration",
     "JudgeCalibrationReport": "_judge_calibration",
+    "ClaimCalibrationReport": "_claim_calibration",
+    "calibrate_claim_judge": "_claim_calibration",
+    "planted_samples": "_claim_calibration",
     "JudgeCorrected": "_judge_corrected",
     "JudgeCorrectedComparison": "_judge_corrected",
     "Paired": "_align",
@@ -150,6 +158,7 @@ __all__ = [
     "Annotation",
     "AuditReport",
     "Board",
+    "ClaimCalibrationReport",
     "ComparisonRow",
     "ComparisonSet",
     "FlagAgreement",
@@ -175,6 +184,7 @@ __all__ = [
     "ab_judge_corrected",
     "audit",
     "board_calibrations",
+    "calibrate_claim_judge",
     "calibrate_judge",
     "calibrate_similarity",
     "campaign_labels",
@@ -201,6 +211,7 @@ __all__ = [
     "pair",
     "plan_size",
     "plan_study",
+    "planted_samples",
     "prepare_gate",
     "robustness",
     "row_calibrations",
