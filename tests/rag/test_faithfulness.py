@@ -5,7 +5,9 @@ equal to hand-computed values), stored so that "uncalibrated" goes away."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -239,3 +241,29 @@ def test_saved_report_round_trips(planted_task: str) -> None:
         assert stored is not None and stored.judge_calibration is not None
         back = ClaimCalibrationReport.model_validate(stored.judge_calibration[planted_task])
     assert back == rep and back.accuracy.value == 1.0  # an honest judge where readable
+
+
+def test_human_pass_fail_labels_calibrate_it_too(planted_task: str, tmp_path: Path) -> None:
+    WRONG.clear()
+    cfg = RunConfig(model="fake:echo", tasks=(planted_task,))
+    with Store.open() as store:
+        run_id = asyncio.run(arun(cfg, store, provider=FakeModel(_answer, name="answers"))).run_id
+    # the judge fails every readable answer (its castle is unsupported); people agree on 8
+    # and pass t0 and t1, and label the errored t3 (left out)
+    labels = {f"t{i}": "pass" if i in (0, 1) else "fail" for i in (0, 1, 2, 3, 4, 5, 6, 8, 9, 10)}
+    path = tmp_path / "human.jsonl"
+    path.write_text(
+        "".join(json.dumps({"sample_id": k, "label": v}) + "\n" for k, v in labels.items()),
+        encoding="utf-8",
+    )
+    done = CliRunner().invoke(cli, ["judge-calibrate", run_id, "--labels", str(path), "--json"])
+    assert done.exit_code == 0, done.output
+    rep = json.loads(done.stdout)
+    assert rep["scorer"] == "rag_faithfulness" and rep["mode"] == "pass_fail"
+    assert (rep["n_matched"], rep["n_judge_errors"]) == (9, 1)
+    assert rep["confusion"] == [[7, 0], [2, 0]]  # rows human fail/pass, columns judge
+    assert rep["exact_agreement"]["value"] == pytest.approx(7 / 9)
+    with Store.open() as store:
+        status = judge_calibration(store.get_run(run_id), planted_task)
+    assert status is not None and status["calibrated"]
+    assert status["calibration"]["statistic"] == "cohens_kappa"
