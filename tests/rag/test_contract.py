@@ -90,7 +90,8 @@ def _score(sample_index: int, text: str, **meta: object) -> dict[str, float]:
     if meta:
         s = s.model_copy(update={"metadata": {**s.metadata, **meta}})
     out = SampleOutput(response=ModelResponse(text=text))
-    return asyncio.run(build_scorer("rag_outcome")(s, out)).values
+    values = asyncio.run(build_scorer("rag_outcome")(s, out)).values
+    return {k: values[k] for k in ("correct", "abstained")}
 
 
 def test_outcome_scorer_counts_abstention_right_only_where_it_is_right() -> None:

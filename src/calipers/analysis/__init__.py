@@ -21,6 +21,11 @@ if TYPE_CHECKING:
         audit,
     )
     from calipers.analysis._campaign_labels import campaign_labels, campaign_question
+    from calipers.analysis._claim_calibration import (
+        ClaimCalibrationReport,
+        calibrate_claim_judge,
+        planted_samples,
+    )
     from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
     from calipers.analysis._floors import Floor, format_floors
     from calipers.analysis._gate import (
@@ -117,6 +122,9 @@ _MODULES = {
     "ItemStats": "_saturation",
     "JUDGE_SCORERS": "_judge_calibration",
     "JudgeCalibrationReport": "_judge_calibration",
+    "ClaimCalibrationReport": "_claim_calibration",
+    "calibrate_claim_judge": "_claim_calibration",
+    "planted_samples": "_claim_calibration",
     "JudgeCorrected": "_judge_corrected",
     "JudgeCorrectedComparison": "_judge_corrected",
     "Paired": "_align",
@@ -178,6 +186,7 @@ __all__ = [
     "ArmRow",
     "AuditReport",
     "Board",
+    "ClaimCalibrationReport",
     "ComparisonRow",
     "ComparisonSet",
     "FillCurve",
@@ -208,6 +217,7 @@ __all__ = [
     "ab_judge_corrected",
     "audit",
     "board_calibrations",
+    "calibrate_claim_judge",
     "calibrate_judge",
     "calibrate_similarity",
     "campaign_labels",
@@ -235,6 +245,7 @@ __all__ = [
     "plan_rag_stress",
     "plan_size",
     "plan_study",
+    "planted_samples",
     "prepare_gate",
     "rag_arms",
     "rag_report",

@@ -32,7 +32,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from calipers.analysis._judge_line import JUDGE_SCORERS, judge_agreement_line
+from calipers.analysis._claim_calibration import ClaimCalibrationReport
+from calipers.analysis._judge_line import JUDGE_METRICS, JUDGE_SCORERS, judge_agreement_line
 from calipers.datasets import read_records
 from calipers.errors import ConfigError, DataError
 from calipers.scorers import ThresholdCalibration, calibrate_threshold
@@ -284,10 +285,10 @@ def _biases(
     return pb, _corr(lb), _corr(lbh)
 
 
-def _judge_score(run: RunRecord, task: str, mode: JudgeMode) -> Estimate | None:
+def _judge_score(run: RunRecord, task: str, scorer: str) -> Estimate | None:
     ts = run.task_summary(task)
     metrics = ts.metrics if ts else {}
-    want = "win" if mode == "pairwise" else "judge"
+    want = JUDGE_METRICS[scorer][0]
     found = (v for k, v in metrics.items() if k == want or k.endswith("." + want))
     return next(found, None)
 
@@ -304,13 +305,18 @@ def judge_spec(
     run: RunRecord, task: str | None, scorer: str | None
 ) -> tuple[str, dict[str, Any], JudgeMode, tuple[int, int]]:
     """(task, scorer spec, mode, scale) of the run's judge (``scorer`` chooses when a task
-    has both judge scorers)."""
+    has several judge scorers). ``rag_faithfulness`` is read as pass/fail: pass when every
+    claim of the answer is supported."""
     if scorer is not None and scorer not in JUDGE_SCORERS:
         raise ConfigError(f"{scorer!r} is not a judge scorer ({', '.join(JUDGE_SCORERS)}).")
     task, spec = find_scorer(run, task, JUDGE_SCORERS if scorer is None else (scorer,))
     args = spec.get("args", {})
     mode: JudgeMode = (
-        "pairwise" if spec["name"] == "llm_judge_pairwise" else args.get("mode", "scale")
+        "pairwise"
+        if spec["name"] == "llm_judge_pairwise"
+        else "pass_fail"
+        if spec["name"] == "rag_faithfulness"
+        else args.get("mode", "scale")
     )
     scale = (0, 1) if mode != "scale" else tuple(args.get("scale", (1, 5)))
     return task, spec, mode, (int(scale[0]), int(scale[1]))
@@ -397,7 +403,7 @@ def calibrate_judge(
         ),
         categories=cats,
         confusion=confusion,
-        judge_score=_judge_score(run, task, mode),
+        judge_score=_judge_score(run, task, spec["name"]),
         position_bias=pb,
         length_bias=lb,
         length_bias_vs_human=lbh,
@@ -405,8 +411,11 @@ def calibrate_judge(
     )
 
 
-def save_judge_calibration(store: Store, report: JudgeCalibrationReport) -> None:
-    """Write ``report`` into its run's summary under ``judge_calibration[task]``."""
+def save_judge_calibration(
+    store: Store, report: JudgeCalibrationReport | ClaimCalibrationReport
+) -> None:
+    """Write ``report`` (against human labels, or a claim judge's against planted claims)
+    into its run's summary under ``judge_calibration[task]``."""
     run = store.get_run(report.run_id)
     if run.summary is None or run.status != "finished":
         raise ConfigError(

@@ -29,13 +29,18 @@ __all__ = [
     "row_calibrations",
 ]
 
-JUDGE_SCORERS = ("llm_judge", "llm_judge_pairwise")
-# the metrics each judge scorer writes (a summary may prefix them with "scorer.")
-JUDGE_METRICS = {"llm_judge": ("judge",), "llm_judge_pairwise": ("win", "consistent")}
+JUDGE_SCORERS = ("llm_judge", "llm_judge_pairwise", "rag_faithfulness")
+# the metrics each judge scorer writes, headline first (a summary may prefix them "scorer.")
+JUDGE_METRICS = {
+    "llm_judge": ("judge",),
+    "llm_judge_pairwise": ("win", "consistent"),
+    "rag_faithfulness": ("faithfulness", "unsupported_claims"),
+}
 
 _NAMES = {
     "cohens_kappa": "Cohen's kappa",
     "krippendorff_alpha_ordinal": "Krippendorff's alpha (ordinal)",
+    "claim_accuracy": "claim-label accuracy",
 }
 
 
@@ -146,14 +151,18 @@ def judge_agreement_line(run: RunRecord, task: str, saved: Iterable[RunRecord] =
         return None
     cal = status["calibration"]
     if cal is None:
+        planted = " or --planted" if status["scorer"] == "rag_faithfulness" else ""
         return (
             f"uncalibrated: judge-human agreement not measured "
-            f"(calipers judge-calibrate {run.id} --labels FILE or --campaign NAME)"
+            f"(calipers judge-calibrate {run.id} --labels FILE or --campaign NAME{planted})"
         )
     # the report is stored in the run summary as JSON (types cannot hold the analysis type)
     est = Estimate.from_dict(cal["agreement"])
     where = "" if cal["run_id"] == run.id else f", calibrated on run {cal['run_id']}"
+    planted = cal["statistic"] == "claim_accuracy"  # a claim judge against planted claims
     return (
-        f"judge-human agreement: {_NAMES.get(cal['statistic'], cal['statistic'])} "
-        f"{est.format()} (n={est.n} labelled items, judge {status['judge']}{where})"
+        f"judge-{'truth' if planted else 'human'} agreement: "
+        f"{_NAMES.get(cal['statistic'], cal['statistic'])} {est.format()} "
+        f"(n={est.n} {'planted claims' if planted else 'labelled items'}, "
+        f"judge {status['judge']}{where})"
     )

@@ -1,5 +1,6 @@
 """``calipers judge-calibrate``: does a run's judge agree with people? (For a run scored by
-``semantic_similarity``: calibrate its match threshold on the same kind of labels.)"""
+``semantic_similarity``: calibrate its match threshold on the same kind of labels; for a
+``rag_faithfulness`` claim judge, ``--planted``: its precision and recall on planted claims.)"""
 
 from __future__ import annotations
 
@@ -229,9 +230,15 @@ def _print_threshold(obj: Context, cal: Any, path: str | None) -> None:
 @click.option("-t", "--task", default=None, help="The task (default: the one judged).")
 @click.option(
     "--scorer",
-    type=click.Choice(["llm_judge", "llm_judge_pairwise"]),
+    type=click.Choice(["llm_judge", "llm_judge_pairwise", "rag_faithfulness"]),
     default=None,
     help="The judge scorer, when a task has both.",
+)
+@click.option(
+    "--planted",
+    is_flag=True,
+    help="Calibrate the run's rag_faithfulness judge on its items' planted claims (dyn_rag): "
+    "precision and recall of 'unsupported', accuracy.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--no-save", is_flag=True, help="Do not store the result in the run's summary.")
@@ -261,6 +268,7 @@ def judge_calibrate_cmd(
     positive: str | None,
     task: str | None,
     scorer: str | None,
+    planted: bool,
     seed: int,
     no_save: bool,
     threshold_out: str | None,
@@ -276,7 +284,13 @@ def judge_calibrate_cmd(
       calipers judge-calibrate RUN --labels human.csv --task qa --json
       calipers judge-calibrate RUN --labels match.jsonl --threshold-out threshold.json
       calipers judge-calibrate RUN --campaign support-review --question correct
+      calipers judge-calibrate RUN --planted
     """
+    if planted:
+        if labels or campaign or question or positive or threshold_out:
+            raise click.UsageError("--planted measures against planted claims: no labels.")
+        _planted(obj, run_id, task, no_save, as_json)
+        return
     if (labels is None) == (campaign is None):
         raise click.UsageError("Give the human labels: --labels FILE or --campaign NAME.")
     from calipers.analysis import (
@@ -329,3 +343,48 @@ def judge_calibrate_cmd(
         obj.print_json(rep.model_dump(mode="json"))
         return
     _print_judge(obj, rep, not no_save)
+
+
+def _print_claims(obj: Context, rep: Any, saved: bool) -> None:
+    (tp, fn), (fp, tn) = rep.confusion
+    obj.out.print(
+        f"[bold]Claim judge calibration[/] · run {rep.run_id} · {escape(rep.task)} · "
+        f"rag_faithfulness · judge {escape(rep.judge)}\n"
+        f"Planted claims: {rep.n_claims} on {rep.n_items} items, {rep.n_matched} judged, "
+        f"{rep.n_judge_errors} item(s) errored"
+    )
+    t = Table(header_style="bold", title='The "unsupported" label', title_justify="left")
+    t.add_column("statistic")
+    t.add_column("estimate [95% interval]", justify="right")
+    t.add_row("[bold]accuracy[/]", rep.agreement.format(percent=True))
+    t.add_row("precision (judged unsupported that are)", rep.precision.format(percent=True))
+    t.add_row("recall (unsupported that were caught)", rep.recall.format(percent=True))
+    obj.out.print(t)
+    obj.out.print(
+        f"Confusion (truth \\ judge): unsupported {tp} unsupported, {fn} supported; "
+        f"supported {fp} unsupported, {tn} supported"
+    )
+    for err in rep.errors:
+        obj.out.print(f"[red]error[/] {escape(err)}")
+    for cav in rep.caveats:
+        obj.out.print(f"[dim]caveat: {escape(cav)}[/]")
+    if saved:
+        obj.out.print(f"[dim]Stored in run {rep.run_id}'s summary (judge_calibration).[/]")
+
+
+def _planted(obj: Context, run_id: str, task: str | None, no_save: bool, as_json: bool) -> None:
+    import asyncio
+
+    from calipers.analysis import calibrate_claim_judge, planted_samples, save_judge_calibration
+    from calipers.store import Store
+
+    with Store.open(obj.store_url) as store:
+        run = store.get_run(run_id)
+        name, client, items = planted_samples(run, task)
+        rep = asyncio.run(calibrate_claim_judge(items, client, task=name, run_id=run.id))
+        if not no_save:
+            save_judge_calibration(store, rep)
+    if as_json:
+        obj.print_json(rep.model_dump(mode="json"))
+        return
+    _print_claims(obj, rep, not no_save)

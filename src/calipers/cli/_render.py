@@ -41,7 +41,8 @@ def _top_error(ts: TaskSummary) -> str:
 def judge_scored(scorers: Iterable[Iterable[Mapping[str, Any]]]) -> bool:
     """Whether a model judge is among the tasks' scorers (one list of scorer specs per task),
     read without importing calipers.analysis."""
-    return any(s.get("name") in ("llm_judge", "llm_judge_pairwise") for t in scorers for s in t)
+    judges = ("llm_judge", "llm_judge_pairwise", "rag_faithfulness")  # analysis.JUDGE_SCORERS
+    return any(s.get("name") in judges for t in scorers for s in t)
 
 
 def judge_marks(run: Any, saved: Callable[[], Sequence[Any]]) -> dict[str, str]:

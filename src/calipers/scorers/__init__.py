@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
     from calipers.scorers._numeric import extract_strict, format_number
     from calipers.scorers._rag import detect_abstention
+    from calipers.scorers._rag_judge import extract_claims, passage_texts, verify_claims
     from calipers.scorers._rag_text import alias_in, content_tokens, matching_alias, supported_by
     from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
     from calipers.scorers._similarity import (
@@ -42,16 +43,19 @@ __all__ = [
     "content_tokens",
     "detect_abstention",
     "detect_refusal",
+    "extract_claims",
     "extract_strict",
     "format_number",
     "langdetect_available",
     "list_scorers",
     "matching_alias",
     "pairwise_judge",
+    "passage_texts",
     "resolve_backend",
     "scorer",
     "sentence_model",
     "supported_by",
+    "verify_claims",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -67,6 +71,9 @@ __getattr__, __dir__ = lazy_exports(
         "content_tokens": "_rag_text",
         "supported_by": "_rag_text",
         "detect_abstention": "_rag",
+        "extract_claims": "_rag_judge",
+        "passage_texts": "_rag_judge",
+        "verify_claims": "_rag_judge",
         "calibrate_threshold": "_similarity",
         "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
