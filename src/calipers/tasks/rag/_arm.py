@@ -81,6 +81,8 @@ class RagArm(BaseModel):
                 "index_gold=False and query_noise apply to a real retriever: "
                 "set retriever to bm25 or embedding"
             )
+        if self.position and self.order:
+            raise ValueError("position and order both place the passages: choose one")
         if self.fill is not None and (self.noise or self.position or self.gold == "drop"):
             raise ValueError("a context-fill arm changes only the fill (one factor at a time)")
         return self
