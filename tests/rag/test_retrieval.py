@@ -21,7 +21,7 @@ def _corpus() -> list[Sample]:
 
 def _recall(items: list[Sample], arm: RagArm) -> float:
     out = degrade(items, items, arm, None)
-    return sum(s.metadata["arm"]["recall"] for s in out) / len(out)
+    return float(sum(s.metadata["arm"]["recall"] for s in out)) / len(out)
 
 
 @pytest.mark.parametrize(("k", "expected"), [(1, 0.6), (5, 0.6), (7, 0.7), (8, 0.8), (10, 1.0)])
