@@ -180,6 +180,18 @@ def test_counterfactual_of_a_name_is_another_items_answer() -> None:
     assert cf["gold_id"] == "p3" and s.metadata["arm"]["counterfactual_shown"] is True
 
 
+def test_counterfactual_substitute_has_the_answers_shape() -> None:
+    def qa(i: str, answer: str) -> Sample:
+        p = Passage(id=i, text=f"It is {answer} indeed.", gold=True)
+        return rag_sample(i, "What?", [p], [answer])
+
+    pool = [qa("a", "fertilization"), qa("b", "January 1, 1976"), qa("c", "Paris")]
+    pool += [qa("d", "photosynthesis")]
+    for seed in range(10):
+        s = _one(pool[0], pool, RagArm(distractor="counterfactual", seed=seed))
+        assert s.metadata["counterfactual"]["answer"] == "photosynthesis"
+
+
 def test_counterfactual_of_a_year_is_a_nearby_year() -> None:
     gold = Passage(id="b", text="The bridge opened in 1932; by 1932 it was famous.", gold=True)
     s0 = rag_sample("year", "When did the bridge open?", [gold], ["1932"])

@@ -4,9 +4,11 @@ The item's ``metadata["counterfactual"]`` is used when the task gives one (``dyn
 Otherwise one is built from the first gold passage that contains an answer alias: every
 occurrence of every alias (title and text, case-insensitive, whole words) is replaced by one
 substitute answer of the same kind, a number by another number (a year by a nearby year), any
-other answer by another item's answer. A substitute never contains an alias of the item, never
-occurs in the gold passage already, and the swapped passage must contain no alias; an item where
-that cannot be done (no gold passage with an alias, unanswerable) gets none.
+other answer by another item's answer of the same rough shape where there is one (with or
+without digits, capitalised or not: a name for a name, a common noun for a common noun). A
+substitute never contains an alias of the item, never occurs in the gold passage already, and
+the swapped passage must contain no alias; an item where that cannot be done (no gold passage
+with an alias, unanswerable) gets none.
 
 The result is ``{"passage": Passage dict, "answer": substitute, "gold_id": id of the gold
 passage it was made from}``; ``_arms`` records it in the item's ``metadata["counterfactual"]``
@@ -85,6 +87,7 @@ def _substitute(
     else:
         candidates = [a for a in pool.answers if not is_number(a)]
         rng.shuffle(candidates)
+        candidates.sort(key=lambda c: _shape(c) != _shape(first))  # same shape first
     for c in candidates:
         if (
             c.strip()
@@ -94,6 +97,12 @@ def _substitute(
         ):
             return c
     return None
+
+
+def _shape(answer: str) -> tuple[bool, bool]:
+    """A rough kind of a non-numeric answer: has a digit (a date, a model name), starts with a
+    capital (a name) or not (a common noun)."""
+    return any(ch.isdigit() for ch in answer), answer.strip()[:1].isupper()
 
 
 def _numbers(value: float, text: str, rng: random.Random) -> list[str]:

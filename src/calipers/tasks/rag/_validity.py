@@ -7,10 +7,8 @@ counterfactual passage really is its gold passage with only the answer swapped.
   ``metadata["distractors"]``, contains a normalised answer alias of the item (title or text);
 - the item's ``metadata["counterfactual"]`` passage contains its swapped ``answer``, contains no
   alias, and differs from a gold passage of the item only where the gold passage says an alias
-  and the counterfactual says the answer. This is checked by a word diff of the two passages,
-  independently of how the counterfactual was made: every differing stretch (widened over equal
-  neighbouring words, for an answer that shares words with an alias) must read as an alias on
-  the gold side and as the answer on the other.
+  and the counterfactual says the answer (:func:`differs_only_in_answer`: the two passages
+  aligned token by token, independently of how the counterfactual was made).
 
 The gold passages are those of the item as the task gives it (``pool``, by item id), since a
 degraded item may no longer show its gold.
@@ -18,9 +16,9 @@ degraded item may no longer show its gold.
 
 from __future__ import annotations
 
-import difflib
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,46 +89,54 @@ def _counterfactual_violations(item: Sample, original: Sample) -> list[Violation
 
 
 def differs_only_in_answer(gold: str, swapped: str, aliases: Sequence[str], answer: str) -> bool:
-    """Whether ``swapped`` is ``gold`` with some alias occurrences replaced by ``answer`` and
-    nothing else changed (compared word by word; case and punctuation inside a span ignored as
-    alias matching ignores them)."""
+    """Whether ``swapped`` is ``gold`` with one or more alias occurrences replaced by
+    ``answer`` and nothing else changed. Both are split into words and punctuation marks and
+    aligned left to right: a step either matches equal tokens (case ignored) or reads an alias
+    in ``gold`` against ``answer`` in ``swapped`` (each compared normalised, as alias matching
+    does). Independent of how the counterfactual was made."""
     g, c = _tokens(gold), _tokens(swapped)
-    ops = difflib.SequenceMatcher(None, [t for t, _ in g], [t for t, _ in c], autojunk=False)
-    regions = [op for op in ops.get_opcodes() if op[0] != "equal"]
-    if not regions:
-        return False
     width = max((len(_TOKEN.findall(a)) for a in [*aliases, answer]), default=0)
-    return all(_explained(gold, swapped, g, c, op[1:], aliases, answer, width) for op in regions)
+    alias_ends = _phrase_ends(gold, g, list(aliases), width)
+    answer_ends = _phrase_ends(swapped, c, [answer], width)
+    todo, seen = [(0, 0, False)], {(0, 0, False)}
+    while todo:
+        i, j, swapped_any = todo.pop()
+        if i == len(g) and j == len(c):
+            if swapped_any:
+                return True
+            continue
+        steps = (
+            [(i + 1, j + 1, swapped_any)]
+            if i < len(g) and j < len(c) and g[i][0] == c[j][0]
+            else []
+        )
+        steps += [(e, f, True) for e in alias_ends(i) for f in answer_ends(j)]
+        for step in steps:
+            if step not in seen:
+                seen.add(step)
+                todo.append(step)
+    return False
 
 
 def _tokens(text: str) -> list[tuple[str, tuple[int, int]]]:
     return [(m.group(0).lower(), m.span()) for m in _TOKEN.finditer(text)]
 
 
-def _explained(
-    gold: str,
-    swapped: str,
-    g: list[tuple[str, tuple[int, int]]],
-    c: list[tuple[str, tuple[int, int]]],
-    span: tuple[int, int, int, int],
-    aliases: Sequence[str],
-    answer: str,
-    width: int,
-) -> bool:
-    """Whether the differing stretch, widened by up to ``width`` equal words on either side,
-    reads as an alias in ``gold`` and as ``answer`` in ``swapped``."""
-    i1, i2, j1, j2 = span
-    for left in range(min(i1, j1, width) + 1):
-        for right in range(min(len(g) - i2, len(c) - j2, width) + 1):
-            gs = _slice(gold, g, i1 - left, i2 + right)
-            cs = _slice(swapped, c, j1 - left, j2 + right)
-            if _same(cs, [answer]) and any(_same(gs, [a]) for a in aliases):
-                return True
-    return False
+def _phrase_ends(
+    text: str, tokens: list[tuple[str, tuple[int, int]]], phrases: list[str], width: int
+) -> Callable[[int], list[int]]:
+    """``ends(i)``: every ``e`` such that tokens ``i:e`` read as one of ``phrases``."""
 
+    @functools.cache
+    def ends(i: int) -> list[int]:
+        out = []
+        for e in range(i + 1, min(len(tokens), i + width + 1) + 1):
+            piece = text[tokens[i][1][0] : tokens[e - 1][1][1]]
+            if any(_same(piece, [p]) for p in phrases):
+                out.append(e)
+        return out
 
-def _slice(text: str, tokens: list[tuple[str, tuple[int, int]]], a: int, b: int) -> str:
-    return text[tokens[a][1][0] : tokens[b - 1][1][1]] if b > a else ""
+    return ends
 
 
 def _same(text: str, aliases: list[str]) -> bool:
