@@ -15,6 +15,7 @@ from calipers.tasks.rag._item import (
     rag_sample,
     with_passages,
 )
+from calipers.tasks.rag._validity import Violation, find_violations
 
 __all__ = [
     "RAG_INSTRUCTION",
@@ -24,8 +25,10 @@ __all__ = [
     "PassageKind",
     "PromptBudget",
     "RagArm",
+    "Violation",
     "answers_of",
     "apply_rag_arm",
+    "find_violations",
     "format_context",
     "is_rag_task",
     "is_unanswerable",
