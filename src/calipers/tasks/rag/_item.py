@@ -11,7 +11,8 @@ places, so arms (``_arms``), scorers (``rag_outcome``) and reports read them the
 - ``metadata["answers"]``: every accepted alias; ``metadata["unanswerable"]``: no passage of
   the item's world answers it (abstaining is the right answer);
 - ``metadata["distractors"]`` (optional): item-specific near-miss passages known not to contain
-  an alias, each with ``metadata["wrong_answer"]`` when it states a specific wrong value;
+  an alias (Passage dicts); ``metadata["wrong_answers"]``: distractor passage id -> the specific
+  wrong value it states (Passage has no metadata field), for those that state one;
 - ``metadata["counterfactual"]`` (optional): ``{"passage": Passage dict, "answer": str}``, the
   gold passage with the answer span swapped for ``answer``;
 - ``metadata["claims"]`` (optional, ``dyn_rag``): planted claims ``{"text", "supported"}``
