@@ -106,7 +106,7 @@ def test_gateway_traffic_with_passages_becomes_rag_items() -> None:
     rag: dict[str, Any] = {
         "passages": [{"id": "k1", "title": "FAQ", "text": "Refunds take 5 days."}]
     }
-    req = {
+    req: dict[str, Any] = {
         "messages": [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "How long do refunds take?"},
