@@ -33,14 +33,15 @@ world that breaks one is drawn again from the same generator.
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import Any
 
 from calipers.scorers import alias_in, build_scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
-from calipers.tasks._task import Task
-from calipers.tasks.dynamic import loader
+from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.dynamic import generate
 from calipers.tasks.rag._item import RAG_INSTRUCTION, RAG_TEMPLATE, Passage, rag_sample
 from calipers.tasks.rag._world import (
     ATTRIBUTES,
@@ -188,6 +189,17 @@ def make_rag_item(rng: random.Random, sample_id: str) -> Sample:
     raise AssertionError(f"dyn_rag: no valid world for item {sample_id} in {_TRIES} draws")
 
 
+@functools.lru_cache(maxsize=8)
+def _items(seed: int, n: int) -> tuple[Sample, ...]:
+    return tuple(generate(NAME, make_rag_item, seed, n))
+
+
+def _load(ctx: LoadContext) -> list[Sample]:
+    """``ctx.n`` items (default 200) of ``ctx.seed``, generated once per (seed, n): an arm
+    loads its items and then the whole pool."""
+    return list(_items(ctx.seed, DEFAULT_N if ctx.n is None else ctx.n))
+
+
 def dyn_rag_task() -> Task:
     return Task(
         name=NAME,
@@ -196,7 +208,7 @@ def dyn_rag_task() -> Task:
         "the shown passages state (1-5 gold passages), unanswerable questions, near-miss "
         "distractors, counterfactual passages and planted claims, all known exactly.",
         kind="generate",
-        load=loader(NAME, make_rag_item, DEFAULT_N),
+        load=_load,
         scorers=(build_scorer("rag_outcome"),),
         prompt=PromptTemplate(instruction=RAG_INSTRUCTION, template=RAG_TEMPLATE),
         params=GenerateParams(max_tokens=32, temperature=0.0),
