@@ -16,6 +16,14 @@ from calipers.suites._import import (
     import_file,
     register_parser,
 )
+from calipers.suites._rag_traces import (
+    RAG_KEY,
+    rag_items_from_otel,
+    rag_items_from_traffic,
+    rag_records_from_otel,
+    rag_records_from_traffic,
+    write_rag_jsonl,
+)
 from calipers.suites._raw import FieldMapping
 from calipers.suites._records import ImportReport, LogRecord, Skip, Source, Turn
 from calipers.suites._sample import allocate, stratified_sample
@@ -36,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_CHARS",
     "FORMATS",
     "PREFIX",
+    "RAG_KEY",
     "Backend",
     "BuildResult",
     "Clustering",
@@ -68,10 +77,15 @@ __all__ = [
     "load_suite",
     "luhn_ok",
     "parse_suite_ref",
+    "rag_items_from_otel",
+    "rag_items_from_traffic",
+    "rag_records_from_otel",
+    "rag_records_from_traffic",
     "read_pool",
     "register_parser",
     "stratified_sample",
     "suite_task",
     "suites_home",
     "versions",
+    "write_rag_jsonl",
 ]

@@ -10,6 +10,14 @@ and chooses a prompt template, scorers and decoding parameters::
     prompt: {template: "Q: {input}\\nA:"}
     scorers: [normalized_match]
 
+A RAG task maps its fields under ``rag:`` instead of ``fields:`` (questions with passages,
+answer aliases or "unanswerable"; :class:`calipers.tasks.rag.RagFields`); its prompt, scorer
+(``rag_outcome``) and a short ``max_tokens`` default to the built-in RAG tasks' ::
+
+    name: support_rag
+    data: support.jsonl
+    rag: {question: query, answers: gold_answers, passages: contexts}
+
 Every error names the file, the line (YAML) or the field, and what is expected.
 """
 
@@ -20,7 +28,14 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from calipers._util.yamlloc import YamlError, load_yaml, yaml_line
 from calipers.datasets import read_records
@@ -28,6 +43,7 @@ from calipers.errors import CalipersError, DataError, TaskSpecError
 from calipers.scorers import ScorerSpec, build_scorer
 from calipers.tasks._prompt import PromptTemplate, template_fields
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.rag import RAG_INSTRUCTION, RAG_TEMPLATE, RagFields, read_rag_file
 from calipers.types import GenerateParams, Sample
 
 __all__ = ["TaskSpec", "load_task_spec"]
@@ -72,6 +88,19 @@ class TaskSpec(BaseModel):
     generation: GenerateParams = Field(default_factory=GenerateParams)
     source: str = "user"
     license: str = "unknown"
+    rag: RagFields | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rag_defaults(cls, data: Any) -> Any:
+        """A ``rag:`` spec: RAG prompt, ``rag_outcome`` and 64 tokens unless given."""
+        if not isinstance(data, dict) or data.get("rag") is None:
+            return data
+        if "fields" in data:
+            raise ValueError("a RAG task maps its fields under `rag:`; remove `fields:`")
+        prompt = {"instruction": RAG_INSTRUCTION, "template": RAG_TEMPLATE}
+        defaults = {"scorers": ["rag_outcome"], "prompt": prompt, "generation": {"max_tokens": 64}}
+        return {**defaults, **data}
 
     @field_validator("version", mode="before")
     @classmethod
@@ -224,6 +253,8 @@ def _build(spec: TaskSpec, path: Path) -> Task:
             f"{path}: few_shot.k is {spec.few_shot.k} but few_shot.data is not set.",
             hint="Few-shot examples come from a separate file, never from the evaluated items.",
         )
+    if spec.rag and spec.kind != "generate":
+        raise TaskSpecError(f"{path}: a RAG task (`rag:`) is answered by generation; drop `kind`.")
     scorers = tuple(build_scorer(s) for s in spec.scorers)
     needs = "loglikelihood" if spec.kind == "multiple_choice" else "generation"
     for s in scorers:
@@ -234,7 +265,8 @@ def _build(spec: TaskSpec, path: Path) -> Task:
             )
     for t in (spec.prompt.template, spec.prompt.answer, spec.prompt.continuation):
         template_fields(t)
-    eval_samples = _read(spec, data)  # fail fast: bad data is reported when the task loads
+    # fail fast: bad data is reported when the task loads
+    eval_samples = read_rag_file(data, spec.rag) if spec.rag else _read(spec, data)
 
     def load(ctx: LoadContext) -> list[Sample]:
         return eval_samples
@@ -261,5 +293,5 @@ def _build(spec: TaskSpec, path: Path) -> Task:
         params=spec.generation,
         source=spec.source,
         license=spec.license,
-        tags=("file",),
+        tags=("rag", "file") if spec.rag else ("file",),
     )

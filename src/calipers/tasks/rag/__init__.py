@@ -3,6 +3,7 @@ their context (noise, missing gold, position, order, context fill, real retrieve
 
 from calipers.tasks.rag._apply import apply_rag_arm, is_rag_task
 from calipers.tasks.rag._arm import DistractorType, PromptBudget, RagArm
+from calipers.tasks.rag._files import RagFields, rag_samples_from_rows, read_rag_file
 from calipers.tasks.rag._item import (
     RAG_INSTRUCTION,
     RAG_TEMPLATE,
@@ -25,6 +26,7 @@ __all__ = [
     "PassageKind",
     "PromptBudget",
     "RagArm",
+    "RagFields",
     "Violation",
     "answers_of",
     "apply_rag_arm",
@@ -34,5 +36,7 @@ __all__ = [
     "is_unanswerable",
     "passages_of",
     "rag_sample",
+    "rag_samples_from_rows",
+    "read_rag_file",
     "with_passages",
 ]

@@ -11,9 +11,12 @@ places, so arms (``_arms``), scorers (``rag_outcome``) and reports read them the
 - ``metadata["answers"]``: every accepted alias; ``metadata["unanswerable"]``: no passage of
   the item's world answers it (abstaining is the right answer);
 - ``metadata["distractors"]`` (optional): item-specific near-miss passages known not to contain
-  an alias, each with ``metadata["wrong_answer"]`` when it states a specific wrong value;
+  an alias (Passage dicts); ``metadata["wrong_answers"]``: distractor passage id -> the specific
+  wrong value it states (Passage has no metadata field), for those that state one;
 - ``metadata["counterfactual"]`` (optional): ``{"passage": Passage dict, "answer": str}``, the
   gold passage with the answer span swapped for ``answer``;
+- ``metadata["answer_unknown"]`` (optional): no reference answer exists (an item from a trace
+  or gateway traffic): correctness cannot be scored, abstention and support by the passages can;
 - ``metadata["claims"]`` (optional, ``dyn_rag``): planted claims ``{"text", "supported"}``
   whose support by the passages is known exactly (for calibrating a claim judge);
 - ``metadata["arm"]``: what the arm did to this item (set by ``apply_rag_arm``): realised noise
@@ -110,17 +113,21 @@ def rag_sample(
     answers: Sequence[str],
     *,
     unanswerable: bool = False,
+    answer_unknown: bool = False,
     category: str | None = None,
     **metadata: Any,
 ) -> Sample:
-    """A RAG item in the agreed layout (see the module docstring)."""
+    """A RAG item in the agreed layout (see the module docstring). ``answer_unknown``: no
+    reference answer exists (traces); recorded as ``metadata["answer_unknown"]``."""
     answers = [a for a in answers if a]
-    if not answers and not unanswerable:
+    if not answers and not unanswerable and not answer_unknown:
         raise ValueError(f"RAG item {id!r} has no answer alias and is not unanswerable")
+    if answer_unknown:
+        metadata["answer_unknown"] = True
     base = Sample(
         id=id,
         input=question,
-        target=None if unanswerable else answers[0],
+        target=answers[0] if answers and not unanswerable else None,
         category=category,
         cluster=id,
         metadata={"answers": list(answers), "unanswerable": unanswerable, **metadata},
