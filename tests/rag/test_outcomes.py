@@ -232,3 +232,24 @@ def test_counts_agree_with_a_second_implementation() -> None:
     assert got == want  # item by item, not just in total
     # every outcome occurred and was absent somewhere, so the comparison tested something
     assert all(0 < s < n for s, n in counts.values()), counts
+
+
+def test_a_trace_item_without_a_reference_answer_gets_only_abstained_and_unsupported() -> None:
+    from calipers.tasks.rag import Passage, rag_sample
+
+    s = rag_sample(
+        "t1",
+        "Where is the head office?",
+        [Passage(id="d1", text="The head office is in Lyon since 2004.")],
+        [],
+        answer_unknown=True,
+    )
+    scorer = build_scorer("rag_outcome")
+
+    def values(text: str) -> dict[str, float]:
+        out = SampleOutput(response=ModelResponse(text=text))
+        return asyncio.run(scorer(s, out)).values
+
+    assert values("Lyon") == {"abstained": 0.0, "unsupported": 0.0}
+    assert values("Berlin") == {"abstained": 0.0, "unsupported": 1.0}
+    assert values("I don't know.") == {"abstained": 1.0, "unsupported": 0.0}

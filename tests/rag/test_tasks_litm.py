@@ -96,7 +96,8 @@ def test_builtin_rag_tasks_run_and_score(name: str) -> None:
     assert sample.fields["context"] in prompt and sample.input in prompt
     scorer = build_scorer("rag_outcome")
     right = SampleOutput(response=ModelResponse(text=str(sample.target)))
-    assert _run(scorer(sample, right)) == {"correct": 1.0, "abstained": 0.0}
+    values = _run(scorer(sample, right))
+    assert (values["correct"], values["abstained"], values["unsupported"]) == (1.0, 0.0, 0.0)
     if name == "nq_open_oracle":
         assert task.prompt.instruction == RAG_INSTRUCTION
 

@@ -120,6 +120,10 @@ def rag_outcome_values(sample: Sample, text: str) -> tuple[dict[str, float], dic
     supported = answered and (
         (alias is not None and bool(gold)) or supported_by(answer, gold + cf + others)
     )
+    if sample.metadata.get("answer_unknown"):  # a trace: no reference answer, no gold flags
+        unsupported = answered and not supported_by(answer, [_passage_text(p) for p in passages])
+        values = {"abstained": float(abstained), "unsupported": float(unsupported)}
+        return values, {"short_answer": answer, "answer_unknown": True}
     values = {
         "correct": float(alias is not None if answerable else abstained),
         "abstained": float(abstained),
