@@ -4,13 +4,27 @@ the stored row (redacted like the rest), and a malformed one is refused with a 4
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
+from click.testing import CliRunner
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
+from calipers.cli import cli
+from calipers.gateway import GatewayConfig, create_app
+from calipers.monitor import RagProfile
+from calipers.monitor._synthetic_rag import RagQuestion, rag_question
 from calipers.store import MAX_RAG_CHARS, RAG_FIELD
-from tests.gateway.conftest import chat_body, send_many
+from tests._servers import ServerThread
+from tests.gateway.conftest import UPSTREAM, chat_body, send_many
 
 PASSAGES = [
     {"id": "doc-1", "title": "Zorvia", "text": "The capital of Zorvia is Quelport."},
@@ -108,3 +122,76 @@ def test_the_openai_sdk_sends_passages_with_extra_body(rig_factory: Any) -> None
     rows = rig.stop()
     assert RAG_FIELD not in json.dumps(rig.baseline.seen[0]["body"])
     assert rows[0].request[RAG_FIELD] == {"passages": PASSAGES[:1]}
+
+
+class RagModel:
+    """An upstream that answers from the prompt's passages when they hold the answer, and
+    otherwise abstains a quarter of the time and makes an answer up the rest (seeded). It
+    never sees ``calipers_rag``: it reads the passages in the prompt, as a real model does."""
+
+    def __init__(self, questions: dict[str, RagQuestion]) -> None:
+        self.questions = questions
+        self.rng = np.random.default_rng(0)
+        self.saw_field = 0
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"])])
+
+    async def chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.saw_field += RAG_FIELD in body
+        prompt = body["messages"][-1]["content"]
+        q = self.questions[prompt.split("Question: ")[1].removesuffix("\nAnswer:")]
+        if re.search(rf"\b{q.answer}\b", prompt.split("Question: ")[0]):
+            text = f"{q.answer}."
+        else:
+            text = "I don't know." if self.rng.random() < 0.25 else f"{q.made_up}."
+        return JSONResponse(
+            {"id": "r", "object": "chat.completion", "model": "rag",
+             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                          "finish_reason": "stop"}]}
+        )  # fmt: skip
+
+
+def test_week_one_end_to_end_gateway_store_and_monitor_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RAG traffic through the real gateway for three hours; in the third the retriever's
+    recall falls from 0.95 to 0.73. ``calipers monitor --fail-on-drift`` on the store the
+    gateway wrote alarms on the unsupported-answer rate in that hour only."""
+    t0 = datetime(2025, 6, 2, tzinfo=UTC)
+    clock = {"now": t0}
+    monkeypatch.setattr("calipers.gateway._core.utc_now", lambda: clock["now"])
+    rng = np.random.default_rng(5)
+    hours = [RagProfile(), RagProfile(), RagProfile(recall=0.73)]
+    batches = [[rag_question(rng, p) for _ in range(150)] for p in hours]
+    model = RagModel({q.question: q for batch in batches for q in batch})
+    upstream = ServerThread(model.app(), **UPSTREAM).start()
+    store = tmp_path / "gateway.db"
+    config = GatewayConfig(baseline_url=f"{upstream.url}/v1", mode="off", batch_window_ms=20.0)
+    gateway = ServerThread(create_app(config, str(store))).start()
+    try:
+        for h, batch in enumerate(batches):
+            clock["now"] = t0 + timedelta(hours=h, minutes=30)
+            answers = send_many(f"{gateway.url}/v1", [{"model": "m", **q.request()} for q in batch])
+            assert all(a.status_code == 200 for a, _ in answers)
+    finally:
+        gateway.stop()
+        upstream.stop()
+    assert model.saw_field == 0
+    span = ["--since", t0.isoformat(), "--until", (t0 + timedelta(hours=3)).isoformat()]
+    args = ["--store", f"sqlite:///{store}", "monitor", *span, "--embeddings", "tfidf"]
+    result = CliRunner().invoke(cli, [*args, "--fail-on-drift", "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    rates = [w["arms"]["baseline"]["rag_unsupported_rate"] for w in report["windows"]]
+    assert [r["n"] for r in rates] == [150, 150, 150]
+    assert rates[0]["value"] < 0.1 and rates[1]["value"] < 0.1 and rates[2]["value"] > 0.12
+    alarms = {
+        (w["start"][11:16], t["feature"])
+        for w in report["drift"]
+        for t in w["tests"]
+        if t["drifted"]
+    }
+    assert ("02:00", "rag_unsupported_rate") in alarms
+    assert not {a for a in alarms if a[0] == "01:00"}, alarms
