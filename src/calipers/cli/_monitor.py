@@ -262,7 +262,7 @@ def export_cmd(
         render_export(result, obj.out)
 
 
-_DRIFTS = ("none", "longer-prompts", "topic-mix", "new-topic", "refusals")
+_DRIFTS = ("none", "longer-prompts", "topic-mix", "new-topic", "refusals", "retriever")
 
 
 @monitor_group.command("simulate")
@@ -286,7 +286,13 @@ _DRIFTS = ("none", "longer-prompts", "topic-mix", "new-topic", "refusals")
     type=click.Choice(_DRIFTS),
     default="none",
     show_default=True,
-    help="Drift injected into the current window.",
+    help="Drift injected into the current window (retriever: RAG traffic whose retriever's "
+    "recall falls from 0.95 to 0.73, so unsupported answers go from 3.75% to 20%).",
+)
+@click.option(
+    "--rag",
+    is_flag=True,
+    help="RAG traffic (passages in calipers_rag, a retriever of recall 0.95) in both windows.",
 )
 @click.option(
     "--alpha",
@@ -304,6 +310,7 @@ def simulate_cmd(
     reps: int,
     n: int,
     drift: str,
+    rag: bool,
     alpha: float,
     permutations: int,
     seed: int,
@@ -317,9 +324,15 @@ def simulate_cmd(
     """
     import numpy as np
 
-    from calipers.monitor import DriftOptions, TrafficProfile, render_simulation, simulate_alarms
+    from calipers.monitor import (
+        DriftOptions,
+        RagProfile,
+        TrafficProfile,
+        render_simulation,
+        simulate_alarms,
+    )
 
-    base = TrafficProfile()
+    base = TrafficProfile(rag=RagProfile() if rag or drift == "retriever" else None)
     current = {
         "none": base,
         "longer-prompts": base.replace(mean_words=12.0),
@@ -328,6 +341,7 @@ def simulate_cmd(
         ),
         "new-topic": base.replace(topics={**base.topics, "cooking": 0.15}),
         "refusals": base.replace(refusal_rate=0.15),
+        "retriever": base.replace(rag=RagProfile(recall=0.73)),
     }[drift]
     result = simulate_alarms(
         reps=reps,
@@ -338,6 +352,6 @@ def simulate_cmd(
         options=DriftOptions(alpha=alpha, n_permutations=permutations),
     )
     if as_json:
-        obj.print_json({"drift": drift, **result.to_dict()})
+        obj.print_json({"drift": drift, "rag": base.rag is not None, **result.to_dict()})
     else:
         render_simulation(result, obj.out, "no drift" if drift == "none" else f"drift: {drift}")

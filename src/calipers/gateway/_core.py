@@ -34,10 +34,11 @@ from calipers.gateway._forward import (
 )
 from calipers.gateway._logwriter import LogWriter
 from calipers.gateway._proxy import RawHeaders, Upstream, request_headers
+from calipers.gateway._rag import forwarded_bytes, rag_refusal, split_rag
 from calipers.gateway._redact_hook import make_redactor, request_secrets
 from calipers.gateway._routing import MirrorSampler, hash_key, in_canary, user_key
 from calipers.gateway._shadow import Shadow, ShadowJob
-from calipers.store import Store, TrafficRole
+from calipers.store import RagFieldError, Store, TrafficRole
 
 __all__ = ["Gateway"]
 
@@ -50,6 +51,8 @@ class _Req:
     endpoint: str
     body: Any
     raw: bytes
+    """What the upstream gets: the client's bytes, without ``calipers_rag`` when it had one
+    (``body``, which is logged, keeps it)."""
     stream: bool
     headers: RawHeaders
     user_key_hash: str | None
@@ -91,6 +94,7 @@ class Gateway:
         self.sampled = 0
         self.canary_fallbacks = 0
         self.unkeyed = 0
+        self.rag = {"requests": 0, "refused": 0}
         self.arms = ServedArms()
 
     async def start(self) -> None:
@@ -141,6 +145,12 @@ class Gateway:
         t0 = time.perf_counter()
         raw = await request.body()
         body = _json(raw)
+        try:
+            raw, has_rag = split_rag(body, raw)
+        except RagFieldError as e:
+            self.rag["refused"] += 1
+            return rag_refusal(e)
+        self.rag["requests"] += int(has_rag)
         cfg = self.config
         headers: RawHeaders = request.scope["headers"]
         named = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers if k in self._named}
@@ -235,7 +245,7 @@ class Gateway:
         if cfg.candidate_system_prompt is not None and isinstance(messages, list):
             rest = messages[1:] if messages and _is_system(messages[0]) else messages
             body["messages"] = [{"role": "system", "content": cfg.candidate_system_prompt}, *rest]
-        return body, json.dumps(body, ensure_ascii=False).encode()
+        return body, forwarded_bytes(body)
 
     def _mirror(self, req: _Req) -> None:
         assert self.shadow is not None and self.candidate is not None
@@ -262,6 +272,7 @@ class Gateway:
             "canary_fallbacks": self.canary_fallbacks,
             "canary": self.canary.snapshot() if self.canary is not None else None,
             "canary_requests_without_user_key": self.unkeyed,
+            "rag": dict(self.rag),
             "shadow": self.shadow.snapshot() if self.shadow is not None else None,
             "breaker": self.breaker.snapshot(),
             "log": self.log.snapshot(),

@@ -14,9 +14,11 @@ from calipers.monitor._drift import DriftOptions, WindowDrift
 from calipers.monitor._export import ExportResult, export_to_review, export_to_suite
 from calipers.monitor._novelty import Novelty, find_novelty
 from calipers.monitor._online import OnlineScorer, ScoringReport, parse_scorer, score_exchanges
+from calipers.monitor._rag import RAG_METRICS, RagAnswer, rag_answer, rag_metrics
 from calipers.monitor._report import MonitorConfig, MonitorReport, monitor
 from calipers.monitor._simulate import simulate_alarms
 from calipers.monitor._synthetic import TrafficProfile, synthetic_traffic
+from calipers.monitor._synthetic_rag import RagProfile
 from calipers.monitor._traffic import (
     Exchange,
     load_exchanges,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from calipers.monitor._render import render_export, render_report, render_simulation
 
 __all__ = [
+    "RAG_METRICS",
     "ABConfig",
     "ABResult",
     "DriftOptions",
@@ -48,6 +51,8 @@ __all__ = [
     "MonitorReport",
     "Novelty",
     "OnlineScorer",
+    "RagAnswer",
+    "RagProfile",
     "ScoringReport",
     "TrafficProfile",
     "WindowDrift",
@@ -68,6 +73,8 @@ __all__ = [
     "parse_scorer",
     "parse_when",
     "prompt_text",
+    "rag_answer",
+    "rag_metrics",
     "render_export",
     "render_report",
     "render_simulation",

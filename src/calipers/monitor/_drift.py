@@ -16,6 +16,9 @@ response_length     output  KS (answered calls of the served arm)
 refusal_rate        output  chi-square on refused yes/no
 error_rate          output  chi-square on failed yes/no
 score:NAME          output  KS on that online score's values
+rag_unsupported_    output  chi-square on answered-without-support yes/no, and on abstained
+rate, rag_abst...           yes/no, of the answered calls of requests carrying passages
+                            (``calipers_rag``); only when either side has such requests
 ==================  ======  =================================================================
 
 Topic clusters and embeddings use vectors fit on the reference and the window together (see
@@ -202,6 +205,28 @@ def _text_tests(
     return rows
 
 
+def _rag_rows(
+    ref: Features, cur: Features, rng: np.random.Generator, o: DriftOptions
+) -> list[DriftRow]:
+    """The RAG outcome rates (:mod:`calipers.monitor._rag`), when either side has RAG calls:
+    traffic without passages keeps exactly the tests it had."""
+    if not (ref.rag_unsupported or cur.rag_unsupported):
+        return []
+    pairs = (
+        ("rag_unsupported_rate", ref.rag_unsupported, cur.rag_unsupported),
+        ("rag_abstention_rate", ref.rag_abstained, cur.rag_abstained),
+    )
+    return [
+        DriftRow(
+            name,
+            "output",
+            chi2_drift(a, b, rng=rng, alpha=o.alpha, n_permutations=o.n_permutations),
+            _rate_detail(a, b),
+        )
+        for name, a, b in pairs
+    ]
+
+
 def drift_tests(
     ref: Features,
     cur: Features,
@@ -246,6 +271,7 @@ def drift_tests(
             _rate_detail(ref.errored, cur.errored),
         ),
     ]
+    rows += _rag_rows(ref, cur, rng, o)
     for name in sorted(set(ref.scores) | set(cur.scores)):
         r = ref.scores.get(name, np.zeros(0))
         c = cur.scores.get(name, np.zeros(0))

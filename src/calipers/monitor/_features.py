@@ -3,7 +3,9 @@
 Input: the prompt's text and length (characters) and its language. Output, of the call whose
 answer the user got: the reply's length (characters) and whether it is a refusal (answered
 calls only), whether the call failed (every call), and each online score (NaN = unscored,
-left out).
+left out). For a request that carries retrieved passages (``calipers_rag``), whether its
+answered call gave an answer no passage supports, and whether it abstained
+(:mod:`calipers.monitor._rag`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from calipers.monitor._rag import rag_answer
 from calipers.monitor._scores import ScoreIndex
 from calipers.monitor._traffic import Exchange
 from calipers.monitor._windows import is_refusal
@@ -33,6 +36,8 @@ class Features:
     refused: list[int]
     errored: list[int]
     scores: dict[str, Floats] = field(default_factory=dict)
+    rag_unsupported: list[int] = field(default_factory=list)
+    rag_abstained: list[int] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -52,6 +57,7 @@ def extract_features(
         )
         for name in scores.scorers
     }
+    rag = [o for ex in exchanges if (o := rag_answer(ex, ex.served)) is not None]
     return Features(
         texts=texts,
         prompt_length=np.array([len(t) for t in texts], dtype=np.float64),
@@ -60,4 +66,6 @@ def extract_features(
         refused=[int(is_refusal(r.response)) for r in ok],
         errored=[int(not r.ok) for _p, r in served if r is not None],
         scores=per_scorer,
+        rag_unsupported=[int(o == "unsupported") for o in rag],
+        rag_abstained=[int(o == "abstained") for o in rag],
     )

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from calipers.monitor._export import ExportResult
 from calipers.monitor._novelty import Novelty
+from calipers.monitor._rag import RAG_METRICS
 from calipers.monitor._report import MonitorReport
 from calipers.monitor._simulate import MAGIC_PSI, SimulationResult
 from calipers.types import Estimate
@@ -17,6 +18,7 @@ from calipers.types import Estimate
 __all__ = ["render_export", "render_report", "render_simulation"]
 
 _MAX_OUTLIERS = 10
+_RAG_COLUMNS = {"rag_unsupported_rate": "RAG unsupported", "rag_abstention_rate": "RAG abstained"}
 
 
 def _fmt(e: Estimate | None, *, percent: bool = False, digits: int = 0) -> str:
@@ -51,6 +53,7 @@ def _metrics_table(report: MonitorReport) -> Table:
             if k.startswith("score:") or k == "feedback"
         }
     )
+    rag = [k for k in RAG_METRICS if any(k in m for w in report.windows for m in w.arms.values())]
     t = Table(title="Metrics per window (95% intervals)", title_justify="left", header_style="bold")
     for col in (
         "window",
@@ -61,6 +64,7 @@ def _metrics_table(report: MonitorReport) -> Table:
         "errors",
         "refusals",
         "cost/request $",
+        *(_RAG_COLUMNS[k] for k in rag),
         *names,
     ):
         t.add_column(col, justify="left" if col in ("window", "arm") else "right")
@@ -75,6 +79,7 @@ def _metrics_table(report: MonitorReport) -> Table:
                 _fmt(m["error_rate"], percent=True),
                 _fmt(m["refusal_rate"], percent=True),
                 _fmt(m["cost_per_request_usd"], digits=5),
+                *(_fmt(m.get(k), percent=True) for k in rag),
                 *(_fmt(m.get(k), digits=3) for k in names),
             )
     return t

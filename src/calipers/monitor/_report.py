@@ -19,6 +19,7 @@ from calipers.monitor._drift import DriftOptions, WindowDrift, drift_tests
 from calipers.monitor._features import extract_features
 from calipers.monitor._language import language_detector
 from calipers.monitor._novelty import Novelty, find_novelty
+from calipers.monitor._rag import carries_rag, rag_metrics, rag_note
 from calipers.monitor._scores import ScoreIndex, load_scores
 from calipers.monitor._suites import suite_texts
 from calipers.monitor._traffic import Exchange, load_exchanges
@@ -163,12 +164,16 @@ def _metrics(
 ) -> list[WindowMetrics]:
     arms = _arms(groups)
     prices = {k: Prices(*v) for k, v in c.prices.items()}
+    rag = any(carries_rag(e) for g in groups for e in g)
     out = []
     for (a, b), group in zip(edges, groups, strict=True):
         per_arm = {
-            arm: arm_metrics(
-                group, arm, prices=prices, scores=scores, rng=rng, confidence=c.confidence
-            )
+            arm: {
+                **arm_metrics(
+                    group, arm, prices=prices, scores=scores, rng=rng, confidence=c.confidence
+                ),
+                **(rag_metrics(group, arm, c.confidence) if rag else {}),
+            }
             for arm in arms
         }
         out.append(WindowMetrics(a, b, len(group), per_arm))
@@ -263,6 +268,8 @@ def monitor(
     detect, detector = language_detector()
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
+    rag = rag_note(exchanges)
+    notes += [] if rag is None else [rag]
     drift = _drift(ref, groups, edges, c, scores, detect, embedder, rng, notes)
     later = [g for g in groups[ref.first :] if g]
     recent = [e for g in (later if c.novelty == "all" else later[-1:]) for e in g]

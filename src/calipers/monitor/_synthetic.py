@@ -4,7 +4,9 @@ the runnable examples in ``docs/monitor.md``.
 A :class:`TrafficProfile` fixes the mix of topics (each a small vocabulary), the prompt
 length, the share of Spanish prompts, and the served model's error and refusal rates, latency
 and tokens. Drawing twice from one profile is traffic with *no* drift; changing a field of the
-profile injects exactly that drift.
+profile injects exactly that drift. A profile with ``rag`` set draws RAG traffic instead
+(:mod:`calipers.monitor._synthetic_rag`): questions with retrieved passages in
+``calipers_rag``, answered from them when the retriever found the answer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from calipers.monitor._synthetic_rag import RagProfile, RagQuestion, rag_question
 from calipers.store import TrafficRecord
 
 __all__ = ["TOPICS", "TrafficProfile", "synthetic_traffic"]
@@ -100,6 +103,8 @@ class TrafficProfile:
     refusal_rate: float = 0.05
     response_words: float = 30.0
     latency_ms: float = 400.0
+    rag: RagProfile | None = None
+    """RAG traffic: the retriever's recall and the model's behaviour (``None``: no passages)."""
 
     def replace(self, **changes: object) -> TrafficProfile:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -118,9 +123,13 @@ def _prompt(rng: np.random.Generator, topic: str, p: TrafficProfile) -> str:
     return " ".join(words).capitalize() + "?"
 
 
-def _response(rng: np.random.Generator, prompt: str, p: TrafficProfile) -> str:
+def _response(
+    rng: np.random.Generator, prompt: str, p: TrafficProfile, rag: RagQuestion | None
+) -> str:
     if rng.random() < p.refusal_rate:
         return _REFUSAL
+    if rag is not None:
+        return rag.reply(rng, p.rag or RagProfile())
     words = prompt.rstrip("?").lower().split()
     n = 1 + int(rng.poisson(p.response_words))
     return "Sure: " + " ".join(words[i] for i in rng.integers(len(words), size=n)) + "."
@@ -135,9 +144,21 @@ def _call(
     prompt: str,
     p: TrafficProfile,
     mode: str,
+    rag: RagQuestion | None = None,
 ) -> TrafficRecord:
     failed = rng.random() < p.error_rate
-    response = None if failed else _response(rng, prompt, p)
+    response = None if failed else _response(rng, prompt, p, rag)
+    request = (
+        rag.request()
+        if rag is not None
+        else {
+            "messages": [
+                {"role": "system", "content": _SYSTEM},
+                {"role": "user", "content": prompt},
+            ],
+            "max_tokens": 128,
+        }
+    )
     return TrafficRecord(
         pair_id=pair_id,
         role=role,
@@ -145,13 +166,7 @@ def _call(
         mode=mode,
         endpoint="/v1/chat/completions",
         upstream=f"http://{role}.invalid/v1",
-        request={
-            "messages": [
-                {"role": "system", "content": _SYSTEM},
-                {"role": "user", "content": prompt},
-            ],
-            "max_tokens": 128,
-        },
+        request=request,
         ts=ts,
         model=f"{role}-model",
         response=response,
@@ -188,7 +203,11 @@ def synthetic_traffic(
     for i, t in enumerate(times):
         ts = start + timedelta(seconds=t)
         pair_id = f"{prefix}{i:06d}-{int(rng.integers(1 << 40)):010x}"
-        prompt = _prompt(rng, str(rng.choice(names, p=share / share.sum())), p)
-        out.append(_call(rng, pair_id, ts, "baseline", True, prompt, p, mode))
-        out.append(_call(rng, pair_id, ts, "candidate", False, prompt, c, mode))
+        rag = None if p.rag is None else rag_question(rng, p.rag)
+        if rag is None:
+            prompt = _prompt(rng, str(rng.choice(names, p=share / share.sum())), p)
+        else:
+            prompt = rag.request()["messages"][-1]["content"]
+        out.append(_call(rng, pair_id, ts, "baseline", True, prompt, p, mode, rag))
+        out.append(_call(rng, pair_id, ts, "candidate", False, prompt, c, mode, rag))
     return out

@@ -10,6 +10,16 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
 """
 
 from calipers.store._engine import default_sqlite_path
+from calipers.store._rag import (
+    MAX_RAG_CHARS,
+    MAX_RAG_PASSAGES,
+    RAG_FIELD,
+    RagContext,
+    RagFieldError,
+    TrafficPassage,
+    rag_of,
+    read_rag,
+)
 from calipers.store._records import (
     ASSIGNMENT_STATES,
     NOT_SENT_BREAKER_OPEN,
@@ -47,7 +57,10 @@ from calipers.store._store import Store
 
 __all__ = [
     "ASSIGNMENT_STATES",
+    "MAX_RAG_CHARS",
+    "MAX_RAG_PASSAGES",
     "NOT_SENT_BREAKER_OPEN",
+    "RAG_FIELD",
     "RATER_ROLES",
     "REVIEW_KINDS",
     "RUN_STATUSES",
@@ -61,6 +74,8 @@ __all__ = [
     "LeaseNotYoursError",
     "LeaseRecord",
     "OnlineScoreRecord",
+    "RagContext",
+    "RagFieldError",
     "RaterExcludedError",
     "RaterRecord",
     "RaterRole",
@@ -74,7 +89,10 @@ __all__ = [
     "SampleKey",
     "SampleRecord",
     "Store",
+    "TrafficPassage",
     "TrafficRecord",
     "TrafficRole",
     "default_sqlite_path",
+    "rag_of",
+    "read_rag",
 ]

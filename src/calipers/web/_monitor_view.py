@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from calipers.monitor import MonitorConfig, MonitorReport, WindowDrift
+from calipers.monitor import RAG_METRICS, MonitorConfig, MonitorReport, WindowDrift
 from calipers.reports import clip
 from calipers.types import Estimate
 from calipers.web._charts import Marker, Series, TimePoint, time_series_svg
@@ -63,9 +63,11 @@ def _markers(report: MonitorReport) -> list[Marker]:
 
 
 def _metric_names(report: MonitorReport) -> list[str]:
+    """The built-in metrics, then those of RAG traffic (only when it has any), then online
+    scores and feedback."""
     extra = sorted(
         {k for w in report.windows for m in w.arms.values() for k in m if k not in BUILTIN_METRICS},
-        key=lambda k: (k == "feedback", k),
+        key=lambda k: (k not in RAG_METRICS, k == "feedback", k),
     )
     return [*BUILTIN_METRICS, *extra]
 
@@ -89,7 +91,7 @@ def charts(report: MonitorReport) -> list[ChartView]:
     arms = list(dict.fromkeys(a for w in report.windows for a in w.arms))
     out = []
     for metric in _metric_names(report):
-        title = BUILTIN_METRICS.get(
+        title = {**BUILTIN_METRICS, **RAG_METRICS}.get(
             metric, f"{metric} (online score)" if metric != "feedback" else "user feedback"
         )
         series = [
