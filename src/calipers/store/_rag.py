@@ -67,6 +67,9 @@ class RagContext(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     passages: list[TrafficPassage] = Field(max_length=MAX_RAG_PASSAGES)
+    # the user's question alone, where the messages hold more (instructions, the passages):
+    # what a RAG suite built from this traffic asks (default: the last user message)
+    question: str | None = None
 
     @model_validator(mode="after")
     def _size(self) -> RagContext:

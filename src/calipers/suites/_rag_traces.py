@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from calipers.store import RAG_FIELD, RagContext, rag_of
 from calipers.suites._otel import _documents, _span_messages, _spans, otel_attrs
 from calipers.suites._records import ImportReport
 from calipers.tasks.rag import RagFields, rag_samples_from_rows
@@ -46,7 +47,7 @@ __all__ = [
     "write_rag_jsonl",
 ]
 
-RAG_KEY = "calipers_rag"
+RAG_KEY = RAG_FIELD  # the gateway convention (calipers.store): "calipers_rag"
 """The request-body key a RAG request's passages travel under through the gateway."""
 
 _KEEP = RagFields(keep=["response", "source", "model"])
@@ -152,16 +153,15 @@ def rag_records_from_traffic(records: Iterable[Any]) -> list[dict[str, Any]]:
     """RAG rows from gateway traffic records (``TrafficRecord`` or any object with
     ``pair_id``, ``served``, ``request``, ``response``, ``model``): one per request that
     carries ``calipers_rag`` passages, with the answer the user was served."""
-    by_pair: dict[str, Any] = {}
+    by_pair: dict[str, tuple[Any, RagContext]] = {}
     for r in records:
-        rag = r.request.get(RAG_KEY) if isinstance(r.request, dict) else None
-        if isinstance(rag, dict) and (r.pair_id not in by_pair or r.served):
-            by_pair[r.pair_id] = r
+        rag = rag_of(r.request) if isinstance(r.request, dict) else None
+        if rag is not None and (r.pair_id not in by_pair or r.served):
+            by_pair[r.pair_id] = (r, rag)
     rows = []
-    for pair, r in by_pair.items():
-        rag = r.request[RAG_KEY]
-        passages = [d for d in (_doc(p) for p in _as_list(rag.get("passages"))) if d]
-        question = rag.get("question") or _last_user(r.request)
+    for pair, (r, rag) in by_pair.items():
+        passages = [d for d in (_doc(p.model_dump()) for p in rag.passages) if d]
+        question = rag.question or _last_user(r.request)
         if passages and isinstance(question, str) and question.strip():
             rows.append({"id": pair, "question": question, "passages": passages, "answers": [],
                          "answer_unknown": True, "response": r.response, "source": "gateway",
