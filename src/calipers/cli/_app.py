@@ -80,7 +80,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("_catalog", "Model providers and aliases: how to name a model (-m)."),
     "monitor": ("_monitor", "Metrics, drift and uncovered requests in the gateway's traffic."),
     "plan": ("_plan", "How many items to detect a difference, and what they cost."),
-    "rag": ("_rag", "RAG stress tests: answers while retrieval and the context degrade."),
+    "rag": ("_rag", "RAG stress tests: answers as the retrieved context degrades."),
     "report": ("_report", "Write an HTML report (offline) and its Markdown for runs."),
     "review": ("_review", "Human review: campaigns, raters, agreement, final labels."),
     "robustness": ("_sensitivity", "Is a model worse on questions written like real users'?"),
