@@ -174,6 +174,7 @@ def test_cli_dry_run_lists_the_arms_and_json_is_a_report(rag_task: str, tmp_path
         ],
     )
     assert r.exit_code == 0, r.output
+    assert "NaN" not in r.output  # an outcome with no data is left out, never NaN
     report = json.loads(r.output[r.output.index("{") :])
     assert report["clean"]["label"] == "clean" and report["arms"][0]["label"] == "gold dropped k=5"
     # "Paris" never abstains, and the gold arm's right answer is to abstain
