@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,23 @@ def _floats(text: str, what: str) -> list[float]:
 
 def _names(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _report_outputs(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--json, --html FILE and --markdown FILE: where the report goes besides the terminal."""
+    f = click.option(
+        "--markdown",
+        "md_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Also write the report as Markdown to this file.",
+    )(f)
+    f = click.option(
+        "--html",
+        "html_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Also write the report as HTML (plots included) to this file.",
+    )(f)
+    return click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")(f)
 
 
 @cli.group("rag")
@@ -100,19 +118,7 @@ def rag_group() -> None:
 @click.option(
     "--dry-run", is_flag=True, help="List the arms that would run, and why any is skipped."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the report as HTML (plots included) to this file.",
-)
-@click.option(
-    "--markdown",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the report as Markdown to this file.",
-)
+@_report_outputs
 @store_option
 @click.pass_obj
 def stress_cmd(obj: Context, /, **opts: Any) -> None:
@@ -162,19 +168,7 @@ def stress_cmd(obj: Context, /, **opts: Any) -> None:
 
 @rag_group.command("report")
 @click.argument("study")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the report as HTML (plots included) to this file.",
-)
-@click.option(
-    "--markdown",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the report as Markdown to this file.",
-)
+@_report_outputs
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @store_option
 @click.pass_obj

@@ -42,13 +42,19 @@ if TYPE_CHECKING:  # the multi-run report loads on first use: a run writes only 
     from calipers.reports._multi import render_multi_html, write_multi_report
     from calipers.reports._panels import diff_panels, diff_text, num
     from calipers.reports._rag import (
+        OUTCOME_NAMES,
         fill_curve_svg,
+        knee_text,
+        outcomes_shown,
+        pct,
+        pts,
         render_rag_html,
         render_rag_markdown,
         write_rag_report,
     )
 
 __all__ = [
+    "OUTCOME_NAMES",
     "Axis",
     "PlotRow",
     "TaskView",
@@ -61,10 +67,14 @@ __all__ = [
     "failing_items",
     "fill_curve_svg",
     "interval_svg",
+    "knee_text",
     "methodology_rows",
     "nice_step",
     "num",
+    "outcomes_shown",
+    "pct",
     "prompt_text",
+    "pts",
     "render_html",
     "render_markdown",
     "render_multi_html",
@@ -89,6 +99,11 @@ __getattr__, __dir__ = lazy_exports(
         "render_multi_html": "_multi",
         "write_multi_report": "_multi",
         "fill_curve_svg": "_rag",
+        "OUTCOME_NAMES": "_rag",
+        "knee_text": "_rag",
+        "outcomes_shown": "_rag",
+        "pct": "_rag",
+        "pts": "_rag",
         "render_rag_html": "_rag",
         "render_rag_markdown": "_rag",
         "write_rag_report": "_rag",

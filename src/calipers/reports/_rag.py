@@ -21,9 +21,19 @@ from calipers.reports._markdown import cell, table
 from calipers.reports._svg import PlotRow, interval_svg
 from calipers.types import Estimate
 
-__all__ = ["fill_curve_svg", "render_rag_html", "render_rag_markdown", "write_rag_report"]
+__all__ = [
+    "OUTCOME_NAMES",
+    "fill_curve_svg",
+    "knee_text",
+    "outcomes_shown",
+    "pct",
+    "pts",
+    "render_rag_html",
+    "render_rag_markdown",
+    "write_rag_report",
+]
 
-_NAMES = {
+OUTCOME_NAMES = {
     "correct": "correct",
     "abstained": "abstained",
     "unsupported": "unsupported",
@@ -33,7 +43,8 @@ _NAMES = {
 W, H, L, R, T, B = 760, 300, 60, 740, 20, 250
 
 
-def _pct(e: Estimate | None) -> str:
+def pct(e: Estimate | None) -> str:
+    """``42.0 [35.1, 49.2]`` (percent); ``n/a (n=0)`` for an estimate with no data."""
     if e is None:
         return "-"
     if e.is_empty:
@@ -41,7 +52,8 @@ def _pct(e: Estimate | None) -> str:
     return f"{100 * e.value:.1f} [{100 * e.low:.1f}, {100 * e.high:.1f}]"
 
 
-def _pts(e: Estimate | None) -> str:
+def pts(e: Estimate | None) -> str:
+    """A paired difference in points, signed."""
     if e is None:
         return "-"
     if e.is_empty:
@@ -49,9 +61,10 @@ def _pts(e: Estimate | None) -> str:
     return f"{100 * e.value:+.1f} [{100 * e.low:+.1f}, {100 * e.high:+.1f}]"
 
 
-def _outcomes(report: RagReport) -> list[str]:
+def outcomes_shown(report: RagReport) -> list[str]:
+    """The outcomes any arm of the report has, in report order."""
     seen = {m for r in [report.clean, *report.arms] for m in r.outcomes}
-    return [m for m in _NAMES if m in seen]
+    return [m for m in OUTCOME_NAMES if m in seen]
 
 
 def _sx(v: float) -> float:
@@ -65,7 +78,7 @@ def _sy(v: float) -> float:
 def fill_curve_svg(curve: Any) -> Markup:
     """Each fill level's rate with its interval (x: realised share of the window, y: rate),
     the fitted two-segment line and the knee's interval as a band."""
-    title = f"{_NAMES.get(curve.outcome, curve.outcome)} by context fill"
+    title = f"{OUTCOME_NAMES.get(curve.outcome, curve.outcome)} by context fill"
     parts = [
         f'<svg class="plot curve" viewBox="0 0 {W} {H}" width="{W}" role="img" '
         f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
@@ -100,7 +113,7 @@ def fill_curve_svg(curve: Any) -> Markup:
         )
         parts.append(
             f'<circle class="pt" cx="{cx:.1f}" cy="{_sy(e.value):.1f}" r="4.5">'
-            f"<title>{100 * x:.1f}% fill: {escape(_pct(e))}</title></circle>"
+            f"<title>{100 * x:.1f}% fill: {escape(pct(e))}</title></circle>"
         )
         pts.append(f"{cx:.1f},{_sy(e.value):.1f}")
     if len(pts) > 1:
@@ -114,13 +127,13 @@ def fill_curve_svg(curve: Any) -> Markup:
 
 def _forests(report: RagReport) -> list[Markup]:
     out = []
-    for m in _outcomes(report):
+    for m in outcomes_shown(report):
         rows = [
             PlotRow(
                 r.label,
                 f"n={c.n_paired}",
                 c.diff,
-                _pts(c.diff),
+                pts(c.diff),
                 filled=c.p_adjusted is not None and c.p_adjusted < report.alpha,
             )
             for r in report.arms
@@ -129,14 +142,15 @@ def _forests(report: RagReport) -> list[Markup]:
         if rows:
             axis = diff_axis([r.est for r in rows], points=True)
             out.append(
-                interval_svg(rows, axis, title=f"Δ {_NAMES[m]} vs clean (points)", zero=True)
+                interval_svg(rows, axis, title=f"Δ {OUTCOME_NAMES[m]} vs clean (points)", zero=True)
             )
     return out
 
 
-def _knee_text(curve: Any) -> str:
+def knee_text(curve: Any) -> str:
+    """The verdict of one outcome's fill curve in a sentence."""
     k = curve.knee
-    name = _NAMES.get(curve.outcome, curve.outcome)
+    name = OUTCOME_NAMES.get(curve.outcome, curve.outcome)
     if k is None:
         return f"{name}: no knee fitted ({curve.note})."
     return (
@@ -150,7 +164,7 @@ def _rate_rows(report: RagReport, metrics: Sequence[str]) -> list[list[str]]:
         [
             r.label,
             str(r.n_items),
-            *[_pct(r.outcomes[m].score) if m in r.outcomes else "-" for m in metrics],
+            *[pct(r.outcomes[m].score) if m in r.outcomes else "-" for m in metrics],
         ]
         for r in [report.clean, *report.arms]
     ]
@@ -162,7 +176,7 @@ def _diff_rows(report: RagReport, metrics: Sequence[str]) -> list[list[str]]:
         cells = []
         for m in metrics:
             c = r.outcomes.get(m)
-            text = "-" if c is None or c.diff is None else _pts(c.diff)
+            text = "-" if c is None or c.diff is None else pts(c.diff)
             if c is not None and c.p_adjusted is not None and c.p_adjusted < report.alpha:
                 text += " *"
             cells.append(text)
@@ -171,7 +185,7 @@ def _diff_rows(report: RagReport, metrics: Sequence[str]) -> list[list[str]]:
 
 
 def render_rag_markdown(report: RagReport) -> str:
-    metrics = _outcomes(report)
+    metrics = outcomes_shown(report)
     lines = [
         f"# RAG stress test {report.study or ''}".rstrip(),
         "",
@@ -181,7 +195,7 @@ def render_rag_markdown(report: RagReport) -> str:
         "",
     ]
     lines += table(
-        ["arm", "n", *[_NAMES[m] for m in metrics]],
+        ["arm", "n", *[OUTCOME_NAMES[m] for m in metrics]],
         _rate_rows(report, metrics),
         "l" + "r" * (len(metrics) + 1),
     )
@@ -195,26 +209,28 @@ def render_rag_markdown(report: RagReport) -> str:
             "",
         ]
         lines += table(
-            ["arm", *["Δ " + _NAMES[m] for m in dm]], _diff_rows(report, dm), "l" + "r" * len(dm)
+            ["arm", *["Δ " + OUTCOME_NAMES[m] for m in dm]],
+            _diff_rows(report, dm),
+            "l" + "r" * len(dm),
         )
     if report.fill:
         lines += ["", "## Context fill", ""]
         c0 = report.fill[0]
         lines += table(
-            ["level", "realised", *[_NAMES.get(c.outcome, c.outcome) for c in report.fill]],
+            ["level", "realised", *[OUTCOME_NAMES.get(c.outcome, c.outcome) for c in report.fill]],
             [
-                [f"{100 * lv:g}%", f"{100 * rl:.1f}%", *[_pct(c.scores[i]) for c in report.fill]]
+                [f"{100 * lv:g}%", f"{100 * rl:.1f}%", *[pct(c.scores[i]) for c in report.fill]]
                 for i, (lv, rl) in enumerate(zip(c0.levels, c0.realised, strict=True))
             ],
             "lrr" + "r" * (len(report.fill) - 1),
         )
-        lines += [""] + [f"- {_knee_text(c)}" for c in report.fill]
+        lines += [""] + [f"- {knee_text(c)}" for c in report.fill]
     lines += [""] + [f"> {n}" for n in report.notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def render_rag_html(report: RagReport) -> str:
-    metrics = _outcomes(report)
+    metrics = outcomes_shown(report)
     style = (
         _load("_style.css")
         + _load("_plots.css")
@@ -239,7 +255,7 @@ def render_rag_html(report: RagReport) -> str:
         f"<h1>RAG stress test {escape(report.study or '')}</h1>",
         f"<p>{escape(report.model)} on <code>{escape(report.task)}</code>.</p>",
         "<h2>Each outcome per arm, % [95% CI]</h2>",
-        html_table(["arm", "n", *[_NAMES[m] for m in metrics]], _rate_rows(report, metrics)),
+        html_table(["arm", "n", *[OUTCOME_NAMES[m] for m in metrics]], _rate_rows(report, metrics)),
     ]
     if report.arms:
         dm = [m for m in metrics if m in report.clean.outcomes]
@@ -247,13 +263,13 @@ def render_rag_html(report: RagReport) -> str:
             "<h2>Paired difference from the clean arm, points [95% CI]</h2>",
             f"<p>*: significant after Holm across arms (alpha {report.alpha}); solid points in "
             "the plots.</p>",
-            html_table(["arm", *["Δ " + _NAMES[m] for m in dm]], _diff_rows(report, dm)),
+            html_table(["arm", *["Δ " + OUTCOME_NAMES[m] for m in dm]], _diff_rows(report, dm)),
             *[str(svg) for svg in _forests(report)],
         ]
     for c in report.fill:
         parts += [
-            f"<h2>Context fill: {escape(_NAMES.get(c.outcome, c.outcome))}</h2>",
-            f"<p>{escape(_knee_text(c))}</p>",
+            f"<h2>Context fill: {escape(OUTCOME_NAMES.get(c.outcome, c.outcome))}</h2>",
+            f"<p>{escape(knee_text(c))}</p>",
             str(fill_curve_svg(c)),
         ]
     parts += [f"<p class=note>{escape(n)}</p>" for n in report.notes]
