@@ -255,3 +255,90 @@ def _show(obj: Context, runs: Any, opts: dict[str, Any]) -> None:
         obj.print_json(report.model_dump(mode="json"))
         return
     print_report(obj.out, report)
+
+
+@rag_group.command("import")
+@click.option(
+    "--otel",
+    "otel_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An OTLP JSON file of traces that recorded retrieved documents.",
+)
+@click.option("--traffic", is_flag=True, help="Gateway traffic that carried calipers_rag passages.")
+@click.option("--since", metavar="WHEN", help="With --traffic: from (24h, 7d or an ISO time).")
+@click.option("--until", metavar="WHEN", help="With --traffic: until (default: now).")
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The RAG JSONL to write; a task file beside it runs it (printed).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@store_option
+@click.pass_obj
+def import_cmd(
+    obj: Context,
+    /,
+    otel_path: Path | None,
+    traffic: bool,
+    since: str | None,
+    until: str | None,
+    out: Path,
+    as_json: bool,
+) -> None:
+    """Turn RAG traces into a RAG task: the question, the passages the retriever returned and
+    the answer the user got, one row per trace or request.
+
+    Traces have no reference answer: on them a stress test measures abstention and
+    unsupported answers (and claim faithfulness with a calibrated judge), not correctness.
+
+    \b
+    Examples:
+      calipers rag import --otel traces.json -o rag_traces.jsonl
+      calipers rag import --traffic --since 7d -o rag_traffic.jsonl
+      calipers rag stress -t rag_traffic.yaml --factors noise,gold
+    """
+    from calipers.suites import rag_records_from_otel, rag_records_from_traffic, write_rag_jsonl
+
+    if (otel_path is None) == (not traffic):
+        raise ConfigError(
+            "Import from one source: --otel FILE or --traffic.",
+            hint="calipers rag import --traffic --since 7d -o rag.jsonl",
+        )
+    skipped: dict[str, int] = {}
+    if otel_path is not None:
+        rows, report = rag_records_from_otel(otel_path)
+        skipped = dict(report.skipped)
+    else:
+        rows = _traffic_rows(obj, since, until, rag_records_from_traffic)
+    n = write_rag_jsonl(rows, out)
+    spec = out.with_suffix(".yaml")
+    if not spec.exists():
+        spec.write_text(f"name: {out.stem}\ndata: {out.name}\nrag: {{}}\n", encoding="utf-8")
+    if as_json:
+        obj.print_json({"rows": n, "out": str(out), "task_file": str(spec), "skipped": skipped})
+        return
+    obj.out.print(f"Wrote {n} RAG rows to {out}; task file {spec}.")
+    for why, count in skipped.items():
+        obj.out.print(f"[dim]skipped {count}: {escape(why)}[/]")
+    if n:
+        obj.out.print(f"Run it: calipers rag stress -t {spec} --factors noise,gold")
+
+
+def _traffic_rows(
+    obj: Context, since: str | None, until: str | None, convert: Callable[..., Any]
+) -> list[dict[str, Any]]:
+    from calipers._util.clock import utc_now
+    from calipers.monitor import parse_when
+    from calipers.store import Store
+
+    now = utc_now()
+    with Store.open(obj.store_url) as store:
+        records = store.get_traffic(
+            since=parse_when(since, now) if since else None,
+            until=parse_when(until, now) if until else None,
+        )
+    rows: list[dict[str, Any]] = convert(records)
+    return rows
