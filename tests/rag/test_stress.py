@@ -183,3 +183,40 @@ def test_cli_dry_run_lists_the_arms_and_json_is_a_report(rag_task: str, tmp_path
     assert "<svg" in (tmp_path / "r.html").read_text()
     r = CliRunner().invoke(cli, ["rag", "list", "--json", "--store", db])
     assert json.loads(r.output)[0]["arms"] == 2
+
+
+def test_a_claim_judge_is_scored_marked_uncalibrated_and_not_lifted_by_an_empty_calibration(
+    tmp_path: Path,
+) -> None:
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    judge = tmp_path / "judge.json"  # one claim, supported: enough for the scorer's two steps
+    judge.write_text(
+        json.dumps({"*": json.dumps({"claims": ["a claim"], "verdicts": [
+            {"claim": 1, "supported": True}]})})
+    )  # fmt: skip
+    args = ["rag", "stress", "-t", "dyn_rag", "-m", "fake:const=1802", "-n", "6", "--factors",
+            "gold", "--judge", f"fake:script={judge}", "--json", "--store", db]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output[r.output.index("{") :])
+    assert report["clean"]["outcomes"]["faithfulness"]["score"]["value"] == 1.0
+    assert report["judge"]["calibrated"] is False
+    assert any("uncalibrated" in n for n in report["notes"])
+    # dyn_rag plants several claims per item; one verdict is not readable: nothing measured
+    run = report["clean"]["run_id"]
+    r = CliRunner().invoke(cli, ["judge-calibrate", run, "--planted", "--store", db])
+    assert r.exit_code != 0 and "nothing was measured or saved" in r.output
+    r = CliRunner().invoke(cli, ["rag", "report", report["study"], "--json", "--store", db])
+    assert json.loads(r.output)["judge"]["calibrated"] is False
+
+
+def test_a_bad_judge_spec_fails_before_any_item_runs(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    r = CliRunner().invoke(
+        cli,
+        ["rag", "stress", "-t", "dyn_rag", "-m", "fake:echo", "-n", "3", "--factors", "gold",
+         "--judge", "fake:nosuchmode", "--store", db],
+    )  # fmt: skip
+    assert r.exit_code != 0 and "Unknown fake model mode" in r.output
+    with Store.open(db) as store:
+        assert store.list_runs() == []

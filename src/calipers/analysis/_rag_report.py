@@ -19,8 +19,10 @@ from pydantic import BaseModel, ConfigDict
 
 from calipers._util.seeding import derived_rng
 from calipers.analysis._align import StoredRun, pair
+from calipers.analysis._judge_line import judge_calibration
 from calipers.errors import ConfigError
 from calipers.stats import adjust, knee, paired_compare, summarize
+from calipers.store import RunRecord
 from calipers.tasks.rag import RagArm
 from calipers.types import Estimate
 
@@ -36,7 +38,14 @@ __all__ = [
 
 # Outcomes in report order; an outcome a run never scored (counterfactual_followed outside the
 # counterfactual arms) is left out of that arm's row.
-OUTCOMES = ("correct", "abstained", "unsupported", "distractor_adopted", "counterfactual_followed")
+OUTCOMES = (
+    "correct",
+    "abstained",
+    "unsupported",
+    "distractor_adopted",
+    "counterfactual_followed",
+    "faithfulness",  # the claim judge's (``--judge``): marked uncalibrated until calibrated
+)
 # Which way is worse, for the knee test of each outcome along the fill curve.
 _WORSE: dict[str, Any] = {"correct": "down", "unsupported": "up", "abstained": "up"}
 
@@ -96,6 +105,9 @@ class RagReport(_Out):
     fill: list[FillCurve]
     alpha: float
     notes: list[str]
+    # the claim judge's calibration status (calipers.analysis.judge_calibration) when a judge
+    # scored faithfulness; ``judge["calibrated"]`` false: its number is marked uncalibrated
+    judge: dict[str, Any] | None = None
 
 
 def _factor(arm: RagArm) -> str:
@@ -266,11 +278,13 @@ def _fill_curve(
 def rag_report(
     runs: Sequence[StoredRun],
     *,
+    saved: Sequence[RunRecord] = (),
     seed: int = 0,
     confidence: float = 0.95,
     alpha: float = 0.05,
 ) -> RagReport:
-    """The report of one study's runs, the clean arm first (``load_study`` order)."""
+    """The report of one study's runs, the clean arm first (``load_study`` order); ``saved``
+    are other stored runs, where a calibration of the claim judge may be on record."""
     if not runs:
         raise ConfigError("A RAG stress report needs the study's runs.")
     clean, task = runs[0], runs[0].record.tasks[0]
@@ -289,6 +303,12 @@ def rag_report(
     if any(r.n_errors for r in rows):
         bad = ", ".join(f"{r.label} ({r.n_errors})" for r in rows if r.n_errors)
         notes.append(f"Items that ended in an error are left out of their arm: {bad}.")
+    judge = judge_calibration(clean.record, task, [*(r.record for r in runs), *saved])
+    if judge is not None and not judge.get("calibrated"):
+        notes.append(
+            f"faithfulness is the judge {judge.get('judge')}'s number and is uncalibrated: "
+            f"calipers judge-calibrate {clean.record.id} --planted (dyn_rag) or --labels FILE."
+        )
     return RagReport(
         study=(clean.record.config or {}).get("study"),
         task=task,
@@ -298,4 +318,5 @@ def rag_report(
         fill=curves,
         alpha=alpha,
         notes=notes,
+        judge=judge,
     )

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.errors import ModelCallError
 from calipers.types import Estimate
 
 __all__ = [
@@ -382,6 +383,14 @@ def _planted(obj: Context, run_id: str, task: str | None, no_save: bool, as_json
         run = store.get_run(run_id)
         name, client, items = planted_samples(run, task)
         rep = asyncio.run(calibrate_claim_judge(items, client, task=name, run_id=run.id))
+        if rep.n_matched == 0:  # nothing measured: no calibration may lift the mark
+            first = f" First: {rep.errors[0]}" if rep.errors else ""
+            raise ModelCallError(
+                f"The judge {rep.judge} gave no readable verdict on any of the {rep.n_items} "
+                f"items with planted claims, so nothing was measured or saved.{first}",
+                hint="Check the judge model and its output format; a judge must answer the "
+                "verification prompt with JSON verdicts.",
+            )
         if not no_save:
             save_judge_calibration(store, rep)
     if as_json:

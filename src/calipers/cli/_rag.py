@@ -114,6 +114,13 @@ def rag_group() -> None:
     show_default=True,
     help="The real retriever of the k and retriever factors.",
 )
+@click.option(
+    "--judge",
+    "rag_judge",
+    metavar="SPEC",
+    help="Also score claim faithfulness with this judge model (rag_faithfulness), for "
+    "free-form answers; calibrate it: calipers judge-calibrate RUN --planted (dyn_rag).",
+)
 @run_options("chat_template", "system_prompt", "max_tokens", "n_ctx", "data_dir", "base_url")
 @click.option(
     "--dry-run", is_flag=True, help="List the arms that would run, and why any is skipped."
@@ -141,7 +148,7 @@ def stress_cmd(obj: Context, /, **opts: Any) -> None:
 
     if not opts["task"]:
         raise ConfigError("Which task? Pass -t TASK.", hint="e.g. -t dyn_rag or -t nq_open_oracle")
-    base = run_config(opts, tasks=(opts["task"],))
+    base = run_config(opts, tasks=(opts["task"],), rag_judge=opts["rag_judge"])
     grid = StressGrid(
         noise=_floats(opts["noise_levels"], "noise"),
         distractors=_names(opts["distractors"]),
@@ -163,7 +170,8 @@ def stress_cmd(obj: Context, /, **opts: Any) -> None:
         with progress:
             ids = run_study(plan, store, progress=progress)
         runs = [r for r in load_study(store, plan.study) if r.record.id in ids]
-    _show(obj, runs, opts)
+        saved = store.list_runs(limit=100_000)
+    _show(obj, runs, opts, saved)
 
 
 @rag_group.command("report")
@@ -179,7 +187,8 @@ def report_cmd(obj: Context, /, study: str, **opts: Any) -> None:
 
     with Store.open(obj.store_url) as store:
         runs = load_study(store, study)
-    _show(obj, runs, opts)
+        saved = store.list_runs(limit=100_000)
+    _show(obj, runs, opts, saved)
 
 
 @rag_group.command("list")
@@ -239,12 +248,12 @@ def _dry_run(obj: Context, plan: Any, as_json: bool) -> None:
         obj.out.print(f"[dim]  skipped {escape(label)}: {escape(why)}[/]")
 
 
-def _show(obj: Context, runs: Any, opts: dict[str, Any]) -> None:
+def _show(obj: Context, runs: Any, opts: dict[str, Any], saved: Any = ()) -> None:
     from calipers.analysis import rag_report
     from calipers.cli._rag_render import print_report
     from calipers.reports import write_rag_report
 
-    report = rag_report(runs, seed=opts.get("seed") or 0)
+    report = rag_report(runs, saved=saved, seed=opts.get("seed") or 0)
     if opts.get("html_path") is not None:
         write_rag_report(report, opts["html_path"], "html")
         obj.err.print(f"Wrote {opts['html_path']}")

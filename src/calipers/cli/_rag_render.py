@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from calipers.reports import OUTCOME_NAMES, knee_text, outcomes_shown, pct, pts
+from calipers.reports import knee_text, outcome_name, outcomes_shown, pct, pts
 
 __all__ = ["print_report"]
 
@@ -25,7 +25,7 @@ def _rates(report: Any) -> Table:
     t.add_column("arm")
     t.add_column("n", justify="right")
     for m in metrics:
-        t.add_column(OUTCOME_NAMES[m], justify="right")
+        t.add_column(outcome_name(report, m), justify="right")
     for r in [report.clean, *report.arms]:
         cells = [pct(r.outcomes[m].score) if m in r.outcomes else "-" for m in metrics]
         t.add_row(escape(r.label), str(r.n_items), *cells)
@@ -43,7 +43,7 @@ def _diffs(report: Any) -> Table:
     t.add_column("arm")
     t.add_column("paired n", justify="right")
     for m in metrics:
-        t.add_column("Δ " + OUTCOME_NAMES[m], justify="right")
+        t.add_column("Δ " + outcome_name(report, m), justify="right")
     for r in report.arms:
         cells = []
         n = 0

@@ -25,6 +25,7 @@ __all__ = [
     "OUTCOME_NAMES",
     "fill_curve_svg",
     "knee_text",
+    "outcome_name",
     "outcomes_shown",
     "pct",
     "pts",
@@ -39,6 +40,7 @@ OUTCOME_NAMES = {
     "unsupported": "unsupported",
     "distractor_adopted": "distractor adopted",
     "counterfactual_followed": "counterfactual followed",
+    "faithfulness": "faithfulness",
 }
 W, H, L, R, T, B = 760, 300, 60, 740, 20, 250
 
@@ -59,6 +61,13 @@ def pts(e: Estimate | None) -> str:
     if e.is_empty:
         return "n/a (n=0)"
     return f"{100 * e.value:+.1f} [{100 * e.low:+.1f}, {100 * e.high:+.1f}]"
+
+
+def outcome_name(report: RagReport, metric: str) -> str:
+    """The column name; a judge's uncalibrated number says so."""
+    name = OUTCOME_NAMES.get(metric, metric)
+    judge = report.judge if metric == "faithfulness" else None
+    return f"{name} (uncalibrated)" if judge is not None and not judge.get("calibrated") else name
 
 
 def outcomes_shown(report: RagReport) -> list[str]:
@@ -142,7 +151,9 @@ def _forests(report: RagReport) -> list[Markup]:
         if rows:
             axis = diff_axis([r.est for r in rows], points=True)
             out.append(
-                interval_svg(rows, axis, title=f"Δ {OUTCOME_NAMES[m]} vs clean (points)", zero=True)
+                interval_svg(
+                    rows, axis, title=f"Δ {outcome_name(report, m)} vs clean (points)", zero=True
+                )
             )
     return out
 
@@ -195,7 +206,7 @@ def render_rag_markdown(report: RagReport) -> str:
         "",
     ]
     lines += table(
-        ["arm", "n", *[OUTCOME_NAMES[m] for m in metrics]],
+        ["arm", "n", *[outcome_name(report, m) for m in metrics]],
         _rate_rows(report, metrics),
         "l" + "r" * (len(metrics) + 1),
     )
@@ -209,7 +220,7 @@ def render_rag_markdown(report: RagReport) -> str:
             "",
         ]
         lines += table(
-            ["arm", *["Δ " + OUTCOME_NAMES[m] for m in dm]],
+            ["arm", *["Δ " + outcome_name(report, m) for m in dm]],
             _diff_rows(report, dm),
             "l" + "r" * len(dm),
         )
@@ -255,7 +266,9 @@ def render_rag_html(report: RagReport) -> str:
         f"<h1>RAG stress test {escape(report.study or '')}</h1>",
         f"<p>{escape(report.model)} on <code>{escape(report.task)}</code>.</p>",
         "<h2>Each outcome per arm, % [95% CI]</h2>",
-        html_table(["arm", "n", *[OUTCOME_NAMES[m] for m in metrics]], _rate_rows(report, metrics)),
+        html_table(
+            ["arm", "n", *[outcome_name(report, m) for m in metrics]], _rate_rows(report, metrics)
+        ),
     ]
     if report.arms:
         dm = [m for m in metrics if m in report.clean.outcomes]
@@ -263,7 +276,9 @@ def render_rag_html(report: RagReport) -> str:
             "<h2>Paired difference from the clean arm, points [95% CI]</h2>",
             f"<p>*: significant after Holm across arms (alpha {report.alpha}); solid points in "
             "the plots.</p>",
-            html_table(["arm", *["Δ " + OUTCOME_NAMES[m] for m in dm]], _diff_rows(report, dm)),
+            html_table(
+                ["arm", *["Δ " + outcome_name(report, m) for m in dm]], _diff_rows(report, dm)
+            ),
             *[str(svg) for svg in _forests(report)],
         ]
     for c in report.fill:

@@ -53,3 +53,7 @@ class RunConfig(BaseModel):
     variant: Variant | None = None  # a presentation change (sensitivity studies)
     study: str | None = None  # groups the runs of one sensitivity study (or RAG stress test)
     rag: RagArm | None = None  # a degradation of a RAG task's context (calipers rag stress)
+    rag_judge: str | None = Field(
+        None,
+        description="Judge model scoring claim faithfulness (rag_faithfulness) on RAG tasks",
+    )

@@ -20,8 +20,9 @@ from calipers.runner._config import RunConfig
 from calipers.runner._fallback import fit_to_provider
 from calipers.runner._methodology import Methodology, TaskMethodology, chat_hash, prompt_hash
 from calipers.runner._seeds import RunSeeds
+from calipers.scorers import ScorerSpec, build_scorer
 from calipers.tasks import LoadContext, Task, apply_variant, data_hash, resolve_task
-from calipers.tasks.rag import PromptBudget, apply_rag_arm
+from calipers.tasks.rag import PromptBudget, apply_rag_arm, is_rag_task
 from calipers.types import (
     GenerateParams,
     LoglikelihoodRequest,
@@ -240,6 +241,18 @@ def _plan_task(
     return PlannedTask(task, tuple(planned), card)
 
 
+def _with_rag_judge(task: Task, judge: str | None) -> Task:
+    """A RAG task with the claim-faithfulness judge added to its scorers (recorded in the
+    methodology card with its judge); other tasks as they are."""
+    if judge is None or not is_rag_task(task):
+        return task
+    if any(s.spec.name == "rag_faithfulness" for s in task.scorers):
+        return task  # a task file that already names its judge keeps it
+    resolve_model(judge)  # a bad judge spec fails here, not once per item (providers are lazy)
+    claims = build_scorer(ScorerSpec(name="rag_faithfulness", args={"judge": judge}))
+    return replace(task, scorers=(*task.scorers, claims))
+
+
 def _budget(task: Task, config: RunConfig, provider: ModelProvider) -> PromptBudget | None:
     """The window and request sizer a context-fill arm needs: tokens of the rendered prompt
     (chat template included, as the model reads it) plus the reserved output."""
@@ -274,6 +287,7 @@ def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:
         for resolved in resolve_task(name, config.formulation):
             task, why = fit_to_provider(resolved, config, provider)
             task = apply_rag_arm(task, config.rag, _budget(task, config, provider))
+            task = _with_rag_judge(task, config.rag_judge)
             tasks.append(apply_variant(task, config.variant))
             if why:
                 fallbacks[task.name] = why
