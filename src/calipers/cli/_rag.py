@@ -55,7 +55,8 @@ def rag_group() -> None:
     `calipers rag stress` runs a RAG task clean and under each degradation (distractor noise,
     the gold passage missing or moved, passage order, top-k of a real retriever, the context
     window filled), each a stored run paired with the clean one; `calipers rag report` shows a
-    stored stress test again, as text, JSON, HTML or Markdown.
+    stored stress test again, as text, JSON, HTML or Markdown; `calipers rag import` turns
+    traces or gateway traffic into a RAG task.
     """
 
 
