@@ -65,7 +65,7 @@ def test_rising_curve_is_not_acceleration_when_worse_is_down() -> None:
     down = knee(x, y, rng=np.random.default_rng(3), n_resamples=300)
     up = knee(x, y, rng=np.random.default_rng(3), n_resamples=300, worse="up")
     assert down.p_value < 0.01
-    assert down.verdict == "no evidence of acceleration"
+    assert down.verdict.startswith("the slope changes at ") and not down.accelerates
     assert up.verdict.startswith("accelerates beyond ")
     # two distinct levels on each side: the knee lies strictly inside (0.25, 0.75)
     assert 0.25 < up.knee.low <= up.knee.value <= up.knee.high < 0.75
@@ -133,3 +133,15 @@ def test_simulation_full_size_meets_the_issue_bounds() -> None:
     covered, flagged = _simulate(200, seed=12)
     assert covered >= 180
     assert flagged <= 10
+
+
+def test_a_curve_that_rises_then_levels_off_is_not_acceleration() -> None:
+    """The slope falls after the knee (the "worse" direction for a correct rate), but the curve
+    never degrades: SmolLM2's fill curve looked like this."""
+    x = np.repeat(LEVELS, 100)
+    y = np.where(x < 0.4, 0.2 + 0.8 * x, 0.52)
+    y = y + np.random.default_rng(4).normal(0.0, 0.05, x.size)
+    r = knee(x, y, rng=np.random.default_rng(5), n_resamples=300)
+    assert r.p_value < 0.01 and r.slope_change.value < 0 and r.slope_after.value > -0.05
+    assert not r.accelerates
+    assert r.verdict.startswith("the slope changes at ")

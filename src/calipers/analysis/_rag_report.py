@@ -4,8 +4,9 @@ difference from the clean arm, and the context-fill curve with its knee.
 Input: the stored runs of one study (``calipers rag stress``), the clean arm first. Every
 difference is paired by item (each item is one question, so pairing is clustering by
 question), and p-values are Holm-corrected across the arms for each outcome. The fill curve
-is fitted on the per-item outcomes at each item's realised fill (clustered by question, which
-appears once per fill level) with :func:`calipers.stats.knee`.
+is fitted on the per-item outcomes at their fill level (clustered by question, which appears
+once per level) with :func:`calipers.stats.knee`, so a knee needs two levels on each side; the
+realised fill, within a word of each level, is reported beside it.
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ def _fill_curve(
         if not own:  # every item of this level ended in an error: the level is left out
             continue
         fills = [_item_fill(s.score_details, level) for s in own]
-        xs += fills
+        xs += [level] * len(fills)  # the fit uses the levels (realised: within a word of them)
         ys += [float(s.scores[metric]) for s in own if s.scores]
         qs += [s.cluster or s.sample_id for s in own]
         levels.append(level)

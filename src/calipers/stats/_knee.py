@@ -41,8 +41,10 @@ class Knee:
     ``knee``, ``slope_before``, ``slope_after`` and ``slope_change`` carry bootstrap
     percentile intervals (resampling clusters when given). ``p_value`` tests H0: the slope
     does not change (a straight line), valid although ``k`` was chosen from the data.
-    ``verdict`` is ``"accelerates beyond X"`` when that test rejects at ``1 - confidence`` and
-    the change goes in the ``worse`` direction, else ``"no evidence of acceleration"``.
+    ``verdict`` is ``"accelerates beyond X"`` when that test rejects at ``1 - confidence``, the
+    change goes in the ``worse`` direction and the slope after the knee does too, its interval
+    excluding 0 (the curve worsens, and faster); a rejected test otherwise says the slope
+    changes but the curve does not worsen faster; else ``"no evidence of acceleration"``.
     """
 
     knee: Estimate
@@ -105,16 +107,26 @@ def knee(
     def est(value: float, draws: Floats) -> Estimate:
         return _percentile(value, draws, n, method, conf)
 
-    accelerates = p < 1.0 - conf and (c < 0 if worse == "down" else c > 0)
-    verdict = (
-        f"accelerates beyond {x_format.format(k_hat)}"
-        if accelerates
-        else "no evidence of acceleration"
-    )
+    sign = -1.0 if worse == "down" else 1.0
+    changes = p < 1.0 - conf
+    after = est(b + c, boot[:, 1] + boot[:, 2])
+    # worse faster after the knee, and worsening there beyond its interval: a curve that rises
+    # and then levels off has a slope change in the "worse" direction but does not degrade
+    worsening = after.high < 0 if worse == "down" else after.low > 0
+    accelerates = changes and sign * c > 0 and worsening
+    if accelerates:
+        verdict = f"accelerates beyond {x_format.format(k_hat)}"
+    elif changes:
+        verdict = (
+            f"the slope changes at {x_format.format(k_hat)} but the curve does not worsen "
+            "faster beyond it"
+        )
+    else:
+        verdict = "no evidence of acceleration"
     return Knee(
         knee=est(k_hat, boot[:, 0]),
         slope_before=est(b, boot[:, 1]),
-        slope_after=est(b + c, boot[:, 1] + boot[:, 2]),
+        slope_after=after,
         slope_change=est(c, boot[:, 2]),
         intercept=a,
         sse=sse,
