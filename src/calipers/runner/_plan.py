@@ -274,7 +274,18 @@ def _budget(task: Task, config: RunConfig, provider: ModelProvider) -> PromptBud
             text = task.prompt.plain(sample, [], config.system_prompt)
         return provider.count_tokens(text) + reserved
 
-    return PromptBudget(window, count)
+    key = json_hash(
+        [
+            provider.identity().model_dump(mode="json"),
+            config.chat_template,
+            config.system_prompt,
+            reserved,
+            window,
+            task.name,
+            task.version,
+        ]
+    )
+    return PromptBudget(window, count, provider.count_tokens, key)
 
 
 def make_plan(config: RunConfig, provider: ModelProvider | None = None) -> Plan:

@@ -76,10 +76,18 @@ DistractorType = Literal["random", "hard", "counterfactual"]
 class PromptBudget:
     """What a context-fill arm needs from the model: its window (tokens, prompt and output
     together) and ``count(sample)``, the tokens of the whole request the sample would make with
-    the run's template and decoding: rendered prompt plus the reserved ``max_tokens``."""
+    the run's template and decoding: rendered prompt plus the reserved ``max_tokens``.
+
+    ``count_text`` (optional) counts a fragment of text with the same tokenizer: a fill arm
+    estimates from fragment counts where to cut and checks the estimate with ``count``, so an
+    item costs a few whole-request counts instead of a search of them. ``key`` (optional) names
+    everything ``count`` depends on (model, template, system prompt, output reserve); with it,
+    a degraded item set is reused when the same arm is planned again in one process."""
 
     window: int
     count: Callable[[Sample], int]
+    count_text: Callable[[str], int] | None = None
+    key: str | None = None
 
 
 class RagArm(BaseModel):

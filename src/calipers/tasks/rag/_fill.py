@@ -47,8 +47,28 @@ class FillerSequence:
         self._pool = pool
         self._order = iter(order)
         self._taken: list[Passage] = []
+        self._costs: list[int] = []  # fragment tokens of each taken passage, in order
         self._exclude = set().union(*(own_ids(s) for s in items)) if items else set()
         self._aliases = [a for s in items for a in answers_of(s)]
+
+    def fitting(self, room: float, count_text: Callable[[str], int]) -> int:
+        """How many whole filler passages fit in ``room`` tokens by their fragment counts
+        (``"\\n\\n[i] title\\ntext"``, counted once each and kept for the run)."""
+        n, used = 0, 0
+        while True:
+            nxt = self.take(n + 1)
+            if len(nxt) <= n:
+                return n
+            if n >= len(self._costs):
+                self._costs.append(count_text("\n\n" + nxt[n].render(n + 1)))
+            if used + self._costs[n] > room:
+                return n
+            used += self._costs[n]
+            n += 1
+
+    def cost(self, n: int) -> int:
+        """The fragment tokens of the first ``n`` filler passages (after ``fitting``)."""
+        return sum(self._costs[:n])
 
     def take(self, n: int) -> list[Passage]:
         """The first ``n`` filler passages (fewer when the pool runs out)."""
@@ -84,22 +104,64 @@ def _fill_item(item: Sample, filler: FillerSequence, fill: float, budget: Prompt
     def fits(n: int, words: int = 0) -> bool:
         return budget.count(build(n, words)) <= target
 
-    if not fits(0):
-        own_tokens = budget.count(build(0, 0))
+    base = budget.count(build(0, 0))
+    if base > target:
         raise ConfigError(
-            f"RAG item {item.id!r} needs {own_tokens} tokens (its passages, question, template "
+            f"RAG item {item.id!r} needs {base} tokens (its passages, question, template "
             f"and reserved output) but the fill target is {int(target)} tokens "
             f"({100 * fill:g}% of the {budget.window}-token window).",
             hint="Use a higher fill level, a model with a larger window (--n-ctx), or fewer "
             "passages (k); an item's own passages are never truncated.",
         )
-    n = _largest(lambda m: len(filler.take(m)) == m and fits(m), unbounded=True)
-    words = 0
-    if len(filler.take(n + 1)) > n:
-        total = len(_WORD_END.findall(filler.take(n + 1)[n].text))
-        words = _largest(lambda w: w < total and fits(n, w), upper=total)
+    tokens: int | None = None
+    if budget.count_text is not None:
+        n, words, tokens = _estimated(filler, build, base, target, budget)
+    else:
+        n = _largest(lambda m: len(filler.take(m)) == m and fits(m), unbounded=True)
+        words = 0
+        if len(filler.take(n + 1)) > n:
+            total = len(_WORD_END.findall(filler.take(n + 1)[n].text))
+            words = _largest(lambda w: w < total and fits(n, w), upper=total)
     sample = build(n, words)
-    return _recorded(sample, item, n + (1 if words else 0), fill, budget)
+    return _recorded(sample, item, n + (1 if words else 0), fill, budget, tokens)
+
+
+def _estimated(
+    filler: FillerSequence,
+    build: Callable[[int, int], Sample],
+    base: int,
+    target: float,
+    budget: PromptBudget,
+) -> tuple[int, int, int]:
+    """(whole filler passages, words of the next one, the request's tokens) from fragment
+    counts (each filler
+    passage counted once per run), then checked with one whole-request count and corrected
+    word by word if it overshot. Tokenizers split at the blank line between passages, so the
+    fragments add up to within a token or two of the whole: one whole count per item instead
+    of a search of them."""
+    assert budget.count_text is not None
+    n = filler.fitting(target - base, budget.count_text)
+    estimate = base + filler.cost(n)
+    nxt = filler.take(n + 1)
+    words = (
+        _words_within(nxt[n], n + 1, target - estimate, budget.count_text) if len(nxt) > n else 0
+    )
+    tokens = budget.count(build(n, words))
+    while tokens > target and (words or n):  # overshot by a token or two: step back
+        n, words = (n, words - 1) if words else (n - 1, 0)
+        tokens = budget.count(build(n, words))
+    return n, words, tokens
+
+
+def _words_within(p: Passage, number: int, room: float, count_text: Callable[[str], int]) -> int:
+    """The most words of ``p`` (shown as passage ``number``) whose fragment fits in ``room``
+    tokens, by bisection over fragment counts (short texts: cheap)."""
+    total = len(_WORD_END.findall(p.text))
+
+    def ok(w: int) -> bool:
+        return w < total and count_text("\n\n" + _cut(p, w).render(number)) <= room
+
+    return _largest(ok, upper=total) if room > 0 else 0
 
 
 def _largest(ok: Callable[[int], bool], *, unbounded: bool = False, upper: int = 0) -> int:
@@ -123,9 +185,14 @@ def _cut(p: Passage, words: int) -> Passage:
 
 
 def _recorded(
-    sample: Sample, item: Sample, n_filler: int, fill: float, budget: PromptBudget
+    sample: Sample,
+    item: Sample,
+    n_filler: int,
+    fill: float,
+    budget: PromptBudget,
+    tokens: int | None = None,
 ) -> Sample:
-    tokens = budget.count(sample)
+    tokens = budget.count(sample) if tokens is None else tokens
     realised = tokens / budget.window
     if fill - realised > TOLERANCE:
         raise ConfigError(
