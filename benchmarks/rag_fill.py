@@ -6,7 +6,8 @@ item's own passages, so consecutive requests share a long prefix that llama.cpp 
 cache. This script runs the sweep (``--limit`` questions x the fill levels) as
 ``calipers rag stress --factors fill`` does, and counts the prompt tokens llama.cpp evaluated
 against the naive count (every prompt token of every request). It then runs the same sweep
-again from the response cache. Targets (issue 19): evaluated <= 15% of naive, the sweep within
+again in a new process, as a user re-runs the command, answered from the response cache.
+Targets (issue 19): evaluated <= 15% of naive, the sweep within
 30 minutes on this machine, the cached re-run >= 50x faster.
 
     python benchmarks/rag_fill.py [--task nq_open_oracle] [--limit 100] [--n-ctx 8192]
@@ -16,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,24 @@ def _sweep(store: Store, config: RunConfig, levels: list[float]) -> tuple[Any, d
     return plan, out
 
 
+def _cached_rerun(url: str, args: argparse.Namespace, levels: list[float]) -> dict[str, Any]:
+    """The same sweep again as a user re-runs it: a new ``calipers rag stress`` process on the
+    same store, answered from the response cache (planning included: the fill is counted with
+    the model's tokenizer again, without loading the weights)."""
+    cmd = [
+        sys.executable, "-m", "calipers", "rag", "stress", "-t", args.task, "-m", args.model,
+        "-n", str(args.limit), "--factors", "fill", "--fill", ",".join(map(str, levels)),
+        "--n-ctx", str(args.n_ctx), "--store", url, "--json",
+    ]  # fmt: skip
+    out: dict[str, Any] = {}
+    with measured(out):
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    out["prompt_tokens"] = out["evaluated"] = out["loads"] = None  # another process: not seen
+    out["cached_arms"] = len(report["arms"]) + 1
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--task", default="nq_open_oracle")
@@ -75,9 +94,7 @@ def main() -> None:
     with Store.open(url) as store:
         plan, first = _sweep(store, config, levels)
         report = rag_report(load_study(store, plan.study))
-        start = time.perf_counter()
-        _plan2, again = _sweep(store, config, levels)
-        again["seconds_total"] = time.perf_counter() - start
+    again = _cached_rerun(url, args, levels)
     console = Console()
     t = Table(
         title=f"Fill sweep: {args.limit} questions x {len(levels)} levels, "
@@ -98,10 +115,10 @@ def main() -> None:
         t.add_row(
             name,
             f"{r['seconds']:.1f}",
-            str(r["prompt_tokens"]),
-            str(r["evaluated"]),
+            "-" if r["prompt_tokens"] is None else f"{r['prompt_tokens']:,}",
+            "-" if r["evaluated"] is None else f"{r['evaluated']:,}",
             share,
-            str(r["loads"]),
+            "-" if r["loads"] is None else str(r["loads"]),
         )
     console.print(t)
     console.print(f"Cached re-run speed-up: {first['seconds'] / max(again['seconds'], 1e-9):.0f}x")
