@@ -220,3 +220,31 @@ def test_a_bad_judge_spec_fails_before_any_item_runs(tmp_path: Path) -> None:
     assert r.exit_code != 0 and "Unknown fake model mode" in r.output
     with Store.open(db) as store:
         assert store.list_runs() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--factors", "fill", "--fill", "1.5"], "fill=1.5"),
+        (["--factors", "noise", "--noise", "1.0"], "noise=1.0"),
+        (["--factors", "noise", "--distractors", "bad"], "--distractors random,hard"),
+        (["--factors", "k", "--k-levels", "0"], "k=0"),
+        (["--factors", "noise,bogus"], "Unknown stress factor(s): bogus"),
+        (["--factors", "noise", "--noise", "a,b"], "comma-separated numbers"),
+    ],
+)
+def test_bad_levels_are_the_users_error_with_the_option_named(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    base = ["rag", "stress", "-t", "dyn_rag", "-m", "fake:echo", "-n", "3", "--dry-run"]
+    r = CliRunner().invoke(cli, [*base, *args, "--store", db])
+    assert r.exit_code == 2, r.output  # a usage error, not "a bug in calipers"
+    assert message in r.output and "bug" not in r.output
+
+
+def test_a_study_that_is_not_there_names_both_lists(tmp_path: Path) -> None:
+    r = CliRunner().invoke(
+        cli, ["rag", "report", "nosuch", "--store", f"sqlite:///{tmp_path}/c.db"]
+    )
+    assert r.exit_code == 2 and "calipers rag list" in r.output

@@ -10,6 +10,9 @@ skipped with the reason instead of failing the whole study.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
 
 from calipers._util.ids import new_run_id
 from calipers.analysis._study import StudyPlan
@@ -53,6 +56,29 @@ class StressGrid:
         self.k, self.k_levels, self.retriever, self.seed = k, tuple(k_levels), retriever, seed
 
 
+_LEVEL_HINT = {  # by the field that failed
+    "noise": "Noise ratios lie in [0, 1): --noise 0.2,0.4,0.6,0.8",
+    "fill": "Fill levels lie in (0, 1): --fill 0.1,0.25,0.5,0.6,0.75,0.9",
+    "k": "Passage counts are at least 1: --k 5 --k-levels 1,3,5,10",
+    "distractor": "Distractor types: --distractors random,hard,counterfactual",
+    "retriever": "Retrievers: --retriever bm25 or embedding",
+}
+
+
+def _arm(factor: str, **fields: Any) -> RagArm:
+    """One arm; a level out of range is the user's error, named with its option."""
+    try:
+        return RagArm(**fields)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc']))}={err['input']!r}: {err['msg']}" for err in e.errors()
+        )
+        raise ConfigError(
+            f"The {factor} factor cannot use {problems}.",
+            hint=_LEVEL_HINT.get(str(e.errors()[0]["loc"][0]), f"Check the {factor} levels."),
+        ) from None
+
+
 def rag_arms(factors: Sequence[str], grid: StressGrid) -> list[RagArm]:
     """The arms of the chosen factors, in report order (the clean arm is not among them)."""
     unknown = [f for f in factors if f not in FACTORS]
@@ -66,30 +92,30 @@ def rag_arms(factors: Sequence[str], grid: StressGrid) -> list[RagArm]:
     for factor in factors:
         if factor == "noise":
             arms += [
-                RagArm(noise=r, distractor=d, k=k, seed=s)
+                _arm("noise", noise=r, distractor=d, k=k, seed=s)
                 for d in grid.distractors
                 for r in grid.noise
             ]
         elif factor == "gold":
-            arms.append(RagArm(gold="drop", k=k, seed=s))
+            arms.append(_arm("gold", gold="drop", k=k, seed=s))
         elif factor == "position":
-            arms += [RagArm(position=p, k=k, seed=s) for p in ("first", "middle", "last")]
+            arms += [_arm("position", position=p, k=k, seed=s) for p in ("first", "middle", "last")]
         elif factor == "order":
             top = max(grid.noise, default=0.8)
             arms += [
-                RagArm(order=o, noise=top, distractor="hard", k=k, seed=s)
+                _arm("order", order=o, noise=top, distractor="hard", k=k, seed=s)
                 for o in ("relevance", "reverse", "shuffled")
             ]
         elif factor == "k":
-            arms += [RagArm(retriever=grid.retriever, k=n, seed=s) for n in grid.k_levels]
+            arms += [_arm("k", retriever=grid.retriever, k=n, seed=s) for n in grid.k_levels]
         elif factor == "retriever":
             r = grid.retriever
             arms += [
-                RagArm(retriever=r, k=k, index_gold=False, seed=s),
-                RagArm(retriever=r, k=k, query_noise="typos", seed=s),
+                _arm("retriever", retriever=r, k=k, index_gold=False, seed=s),
+                _arm("retriever", retriever=r, k=k, query_noise="typos", seed=s),
             ]
         elif factor == "fill":
-            arms += [RagArm(fill=f, seed=s) for f in grid.fill]
+            arms += [_arm("fill", fill=f, seed=s) for f in grid.fill]
     return arms
 
 

@@ -201,7 +201,7 @@ def load_study(store: Store, study: str) -> list[StoredRun]:
     if not records:
         raise ConfigError(
             f"No finished runs of study {study!r} in {store.url}.",
-            hint="`calipers sensitivity --list` shows the stored studies.",
+            hint="`calipers sensitivity --list` and `calipers rag list` show the stored studies.",
         )
     records.sort(key=lambda r: r.created_at)
     return [StoredRun(r, tuple(store.get_samples(r.id))) for r in records]
