@@ -86,7 +86,7 @@ def _sy(v: float) -> float:
 
 def fill_curve_svg(curve: Any) -> Markup:
     """Each fill level's rate with its interval (x: realised share of the window, y: rate),
-    the fitted two-segment line and the knee's interval as a band."""
+    the points joined, the knee as a dashed line and its interval as a band."""
     title = f"{OUTCOME_NAMES.get(curve.outcome, curve.outcome)} by context fill"
     parts = [
         f'<svg class="plot curve" viewBox="0 0 {W} {H}" width="{W}" role="img" '
@@ -95,7 +95,13 @@ def fill_curve_svg(curve: Any) -> Markup:
         f'<line class="axis" x1="{L}" y1="{T}" x2="{L}" y2="{B}"/>',
     ]
     for v in (0.0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(f'<text class="tick" x="{_sx(v):.1f}" y="{B + 16}">{100 * v:g}%</text>')
+        parts.append(
+            f'<line class="axis" x1="{_sx(v):.1f}" y1="{B}" x2="{_sx(v):.1f}" y2="{B + 4}"/>'
+        )
+        parts.append(
+            f'<text class="tick" x="{_sx(v):.1f}" y="{B + 16}" text-anchor="middle">'
+            f"{100 * v:g}%</text>"
+        )
         parts.append(
             f'<text class="tick" x="{L - 8}" y="{_sy(v) + 4:.1f}" '
             f'text-anchor="end">{100 * v:g}%</text>'
