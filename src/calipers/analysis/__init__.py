@@ -94,7 +94,13 @@ if TYPE_CHECKING:
         sensitivity,
     )
     from calipers.analysis._sizing import plan_size
-    from calipers.analysis._study import StudyPlan, load_study, plan_study, run_study
+    from calipers.analysis._study import (
+        StudyPlan,
+        list_studies,
+        load_study,
+        plan_study,
+        run_study,
+    )
 
 _MODULES = {
     "ArmRow": "_rag_report",
@@ -160,6 +166,7 @@ _MODULES = {
     "judge_spec": "_judge_calibration",
     "leaderboard": "_leaderboard",
     "load_runs": "_compare",
+    "list_studies": "_study",
     "load_study": "_study",
     "methodology_differences": "_align",
     "metric_calibration": "_judge_line",
@@ -237,6 +244,7 @@ __all__ = [
     "judge_corrected_comparison",
     "judge_spec",
     "leaderboard",
+    "list_studies",
     "load_runs",
     "load_study",
     "methodology_differences",

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from calipers._util.ids import new_run_id
-from calipers.analysis._study import StudyPlan
+from calipers.analysis._study import RAG_PREFIX, StudyPlan
 from calipers.errors import CalipersError, ConfigError
 from calipers.models import ModelProvider, resolve_model
 from calipers.runner import RunConfig, make_plan
@@ -136,7 +136,7 @@ def plan_rag_stress(
             hint="calipers rag stress -t TASK; run one stress test per task.",
         )
     grid = grid or StressGrid(seed=base.seed)
-    study = study or f"rag-{new_run_id()}"
+    study = study or f"{RAG_PREFIX}{new_run_id()}"
     clean = base.model_copy(update={"study": study, "rag": None})
     provider = provider or resolve_model(base.model, base.model_options)
     task = make_plan(clean, provider).tasks[0].task

@@ -146,8 +146,15 @@ def _metrics(run: StoredRun, task: str) -> list[str]:
 
 
 def _cell(
-    clean: StoredRun, run: StoredRun, task: str, metric: str, seed: int, confidence: float
+    clean: StoredRun,
+    run: StoredRun,
+    task: str,
+    metric: str,
+    seed: int,
+    confidence: float,
+    paired: bool,
 ) -> OutcomeCell | None:
+    """``metric`` of ``run``; with ``paired`` (the clean arm scored it too) its difference."""
     own = pair(run, run, task, metric)
     if not len(own.ids):  # every item that would have it ended in an error: no row, no NaN
         return None
@@ -157,7 +164,7 @@ def _cell(
         rng=derived_rng(seed, "rag", run.record.id, metric),
         confidence=confidence,
     )
-    if run is clean or metric not in _metrics(clean, task):
+    if run is clean or not paired:
         return OutcomeCell(score=score, diff=None, p_value=None, p_adjusted=None, n_paired=0)
     p = pair(clean, run, task, metric)
     if not len(p.ids):
@@ -173,7 +180,9 @@ def _cell(
     return OutcomeCell(score=score, diff=res.diff, p_value=pv, p_adjusted=None, n_paired=res.n)
 
 
-def _row(clean: StoredRun, run: StoredRun, task: str, seed: int, confidence: float) -> ArmRow:
+def _row(
+    clean: StoredRun, run: StoredRun, task: str, seed: int, confidence: float, in_clean: set[str]
+) -> ArmRow:
     arm = _arm_of(run, task)
     samples = [s for s in run.samples if s.task == task]
     return ArmRow(
@@ -186,7 +195,7 @@ def _row(clean: StoredRun, run: StoredRun, task: str, seed: int, confidence: flo
         outcomes={
             m: c
             for m in _metrics(run, task)
-            if (c := _cell(clean, run, task, m, seed, confidence)) is not None
+            if (c := _cell(clean, run, task, m, seed, confidence, m in in_clean)) is not None
         },
         realised=_realised(run, task),
     )
@@ -294,7 +303,8 @@ def rag_report(
             f"The first run of the study ({clean.record.id}) is not the clean arm.",
             hint="Pass the runs in load_study order: the clean arm first.",
         )
-    rows = _holm([_row(clean, r, task, seed, confidence) for r in runs])
+    in_clean = set(_metrics(clean, task))  # the outcomes an arm can be paired on
+    rows = _holm([_row(clean, r, task, seed, confidence, in_clean) for r in runs])
     curves = [
         c
         for m in ("correct", "unsupported", "abstained")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from calipers._util.ids import new_run_id
 from calipers.analysis._align import StoredRun
@@ -25,6 +26,7 @@ __all__ = [
     "CONTENT_AXES",
     "DEFAULT_AXES",
     "StudyPlan",
+    "list_studies",
     "load_study",
     "plan_study",
     "run_study",
@@ -205,3 +207,28 @@ def load_study(store: Store, study: str) -> list[StoredRun]:
         )
     records.sort(key=lambda r: r.created_at)
     return [StoredRun(r, tuple(store.get_samples(r.id))) for r in records]
+
+
+RAG_PREFIX = "rag-"  # the study ids of RAG stress tests (calipers rag stress)
+
+
+def list_studies(store: Store, *, rag: bool = False) -> list[dict[str, Any]]:
+    """One row per stored study (study, model, task, runs, created_at of its newest run), newest
+    first: RAG stress tests with ``rag``, sensitivity and robustness studies without."""
+    studies: dict[str, dict[str, Any]] = {}
+    for r in store.list_runs(limit=100_000):
+        study = (r.config or {}).get("study")
+        if not study or study.startswith(RAG_PREFIX) != rag:
+            continue
+        row = studies.setdefault(
+            study,
+            {
+                "study": study,
+                "model": r.model_name,
+                "task": r.tasks[0],
+                "runs": 0,
+                "created_at": str(r.created_at),
+            },
+        )
+        row["runs"] += 1
+    return list(studies.values())

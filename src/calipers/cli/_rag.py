@@ -200,26 +200,15 @@ def list_cmd(obj: Context, /, as_json: bool) -> None:
     """List stored RAG stress tests."""
     from rich.table import Table
 
+    from calipers.analysis import list_studies
     from calipers.store import Store
 
-    studies: dict[str, dict[str, Any]] = {}
     with Store.open(obj.store_url) as store:
-        for r in store.list_runs(limit=100_000):
-            study = (r.config or {}).get("study") or ""
-            if study.startswith("rag-"):
-                s = studies.setdefault(
-                    study,
-                    {
-                        "study": study,
-                        "model": r.model_name,
-                        "task": r.tasks[0],
-                        "arms": 0,
-                        "created_at": str(r.created_at),
-                    },
-                )
-                s["arms"] += 1
+        studies = [
+            {"arms": s.pop("runs"), **s} for s in list_studies(store, rag=True)
+        ]  # a RAG stress test's runs are its arms
     if as_json:
-        obj.print_json(list(studies.values()))
+        obj.print_json(studies)
         return
     if not studies:
         obj.out.print("No RAG stress tests stored. Run one: calipers rag stress -t dyn_rag")
@@ -227,7 +216,7 @@ def list_cmd(obj: Context, /, as_json: bool) -> None:
     t = Table(header_style="bold")
     for col in ("study", "model", "task", "arms", "created"):
         t.add_column(col)
-    for s in studies.values():
+    for s in studies:
         t.add_row(s["study"], escape(s["model"]), s["task"], str(s["arms"]), s["created_at"])
     obj.out.print(t)
 
@@ -322,7 +311,7 @@ def import_cmd(
         rows, report = rag_records_from_otel(otel_path)
         skipped = dict(report.skipped)
     else:
-        rows = _traffic_rows(obj, since, until, rag_records_from_traffic)
+        rows = rag_records_from_traffic(_traffic(obj, since, until))
     n = write_rag_jsonl(rows, out)
     spec = out.with_suffix(".yaml")
     if not spec.exists():
@@ -337,18 +326,15 @@ def import_cmd(
         obj.out.print(f"Run it: calipers rag stress -t {spec} --factors noise,gold")
 
 
-def _traffic_rows(
-    obj: Context, since: str | None, until: str | None, convert: Callable[..., Any]
-) -> list[dict[str, Any]]:
+def _traffic(obj: Context, since: str | None, until: str | None) -> list[Any]:
+    """The stored gateway records of ``[since, until)``."""
     from calipers._util.clock import utc_now
     from calipers.monitor import parse_when
     from calipers.store import Store
 
     now = utc_now()
     with Store.open(obj.store_url) as store:
-        records = store.get_traffic(
+        return store.get_traffic(
             since=parse_when(since, now) if since else None,
             until=parse_when(until, now) if until else None,
         )
-    rows: list[dict[str, Any]] = convert(records)
-    return rows

@@ -222,28 +222,16 @@ def _dry_run(obj: Context, plan: Any, as_json: bool) -> None:
 
 
 def _list(obj: Context, store: Any, as_json: bool) -> None:
-    studies: dict[str, dict[str, Any]] = {}
-    for r in store.list_runs():
-        study = (r.config or {}).get("study")
-        if study:
-            s = studies.setdefault(
-                study,
-                {
-                    "study": study,
-                    "model": r.model_name,
-                    "task": r.tasks[0],
-                    "runs": 0,
-                    "created_at": str(r.created_at),
-                },
-            )
-            s["runs"] += 1
+    from calipers.analysis import list_studies
+
+    studies = list_studies(store)
     if as_json:
-        obj.print_json(list(studies.values()))
+        obj.print_json(studies)
         return
     t = Table(header_style="bold")
     for col in ("study", "model", "task", "runs", "created"):
         t.add_column(col)
-    for s in studies.values():
+    for s in studies:
         t.add_row(s["study"], escape(s["model"]), s["task"], str(s["runs"]), s["created_at"])
     obj.out.print(t)
 
