@@ -10,16 +10,19 @@ the error says where to get them.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from calipers.datasets import benchmark_file
 from calipers.errors import DataError
+from calipers.types import Sample
 
-__all__ = ["BENCHMARK", "HOW", "LICENSE", "SOURCE", "litm_file", "read_rows"]
+__all__ = ["BENCHMARK", "HOW", "LICENSE", "SOURCE", "litm_file", "litm_items", "read_rows"]
 
 BENCHMARK = "lost_in_the_middle"
 SOURCE = "nelson-liu/lost-in-the-middle@29b8a6d042ce29abccee3db1a73171a107d7e6af"
@@ -60,3 +63,18 @@ def litm_file(relpath: str, data_dir: Path | str | None) -> tuple[Path, tuple[in
     path = benchmark_file(BENCHMARK, relpath, data_dir, how_to_get=HOW)
     st = path.stat()
     return path, (st.st_mtime_ns, st.st_size)
+
+
+RowToSample = Callable[[int, dict[str, Any], str], Sample]  # (index, row, "file:line") -> item
+
+
+@functools.lru_cache(maxsize=4)
+def _items(path: Path, _stamp: tuple[int, int], to_sample: RowToSample) -> tuple[Sample, ...]:
+    rows = read_rows(path)
+    return tuple(to_sample(i, row, f"{path}:{line}") for i, (line, row) in enumerate(rows))
+
+
+def litm_items(relpath: str, data_dir: Path | str | None, to_sample: RowToSample) -> list[Sample]:
+    """Every item of a file, in file order, parsed once per file version (its stamp)."""
+    path, stamp = litm_file(relpath, data_dir)
+    return list(_items(path, stamp, to_sample))

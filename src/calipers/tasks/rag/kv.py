@@ -17,7 +17,6 @@ Item ``i`` (row ``i`` from 0) has id ``str(i)``; pair ``j`` of it has passage id
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
 from calipers.tasks.rag._item import Passage, rag_sample
-from calipers.tasks.rag._litm import HOW, SOURCE, litm_file, read_rows
+from calipers.tasks.rag._litm import HOW, SOURCE, litm_items
 from calipers.types import GenerateParams, Sample
 
 __all__ = [
@@ -92,16 +91,9 @@ def _sample(i: int, row: dict[str, Any], where: str) -> Sample:
     return rag_sample(str(i), key, passages, [value], gold_index=gold[0])
 
 
-@functools.lru_cache(maxsize=2)
-def _samples(path: Path, _stamp: tuple[int, int]) -> tuple[Sample, ...]:
-    rows = read_rows(path)
-    return tuple(_sample(i, row, f"{path}:{line}") for i, (line, row) in enumerate(rows))
-
-
 def read_kv(data_dir: Path | str | None) -> list[Sample]:
     """Every item of the 75-key file, in file order (parsed once per file version)."""
-    path, stamp = litm_file(FILE, data_dir)
-    return list(_samples(path, stamp))
+    return litm_items(FILE, data_dir, _sample)
 
 
 def _load(ctx: LoadContext) -> list[Sample]:

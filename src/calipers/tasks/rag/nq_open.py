@@ -15,7 +15,6 @@ judge-free "supported" check cannot credit the gold passage.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from calipers.tasks._prompt import PromptTemplate
 from calipers.tasks._registry import register_task
 from calipers.tasks._task import LoadContext, Task
 from calipers.tasks.rag._item import RAG_INSTRUCTION, RAG_TEMPLATE, Passage, rag_sample
-from calipers.tasks.rag._litm import HOW, LICENSE, SOURCE, litm_file, read_rows
+from calipers.tasks.rag._litm import HOW, LICENSE, SOURCE, litm_items
 from calipers.types import GenerateParams, Sample
 
 __all__ = ["FILE", "NAME", "nq_open_oracle_task", "read_nq_open_oracle", "register"]
@@ -67,16 +66,9 @@ def _sample(i: int, row: dict[str, Any], where: str) -> Sample:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def _samples(path: Path, _stamp: tuple[int, int]) -> tuple[Sample, ...]:
-    rows = read_rows(path)
-    return tuple(_sample(i, row, f"{path}:{line}") for i, (line, row) in enumerate(rows))
-
-
 def read_nq_open_oracle(data_dir: Path | str | None) -> list[Sample]:
     """Every item of the oracle file, in file order (parsed once per file version)."""
-    path, stamp = litm_file(FILE, data_dir)
-    return list(_samples(path, stamp))
+    return litm_items(FILE, data_dir, _sample)
 
 
 def _load(ctx: LoadContext) -> list[Sample]:
