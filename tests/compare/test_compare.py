@@ -16,7 +16,7 @@ from calipers.errors import ConfigError
 from calipers.models import FakeModel
 from calipers.runner import RunConfig, arun
 from calipers.store import Store
-from calipers.types import Estimate, ModelRequest
+from calipers.types import Estimate, ModelRequest, ModelResponse
 
 N = 40
 
@@ -100,7 +100,7 @@ def test_errors_and_unpaired_items_are_excluded_and_counted(yes_task: Path) -> N
     def flaky(items: range, name: str) -> FakeModel:
         inner = right_on(items, name)
 
-        def answer(req: ModelRequest) -> str:
+        def answer(req: ModelRequest) -> str | ModelResponse:
             assert req.messages is not None
             if req.messages[-1].content.endswith(" 3"):
                 raise RuntimeError("server hiccup")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calipers.errors import NotSupportedError
 from calipers.types import (
     ChatMessage,
+    Environment,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     ModelIdentity,
@@ -117,6 +118,13 @@ class ModelProvider(ABC):
         """The most tokens one request may hold, prompt and output together, as this provider
         runs the model (llamacpp: ``n_ctx``); None when unknown."""
         return None
+
+    def for_episode(self, environment: Environment) -> ModelProvider:
+        """The provider that plays one episode against ``environment``: the provider itself
+        for a model. A baseline agent that needs the world (``baseline:oracle`` reads the
+        environment's ``oracle``) returns a per-episode provider instead; a model never sees
+        the environment, only the messages and tools sent to it."""
+        return self
 
     def runtime(self) -> dict[str, int | str]:
         """How the model is run where that changes speed but not answers (llamacpp: thread

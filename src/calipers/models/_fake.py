@@ -57,7 +57,8 @@ MIN_CUE = 12  # characters of a memorised text's beginning that cue its recall
 _NORMAL = statistics.NormalDist()
 _WORD = re.compile(r"\s*\S+")
 
-Responder = Callable[[ModelRequest], str]
+# A responder answers with text, or with a whole response (an agent's tool calls).
+Responder = Callable[[ModelRequest], "str | ModelResponse"]
 Scorer = Callable[[str, str], float]
 
 
@@ -126,7 +127,9 @@ class FakeModel(ModelProvider):
             await asyncio.sleep(self._delay_s)
         self._maybe_fail(request.model_dump_json())
         recalled = self._recall_answer(_prompt_text(request))
-        text = self._responder(request) if recalled is None else recalled
+        answer = self._responder(request) if recalled is None else recalled
+        calls = answer.tool_calls if isinstance(answer, ModelResponse) else ()
+        text = answer.text if isinstance(answer, ModelResponse) else answer
         stops = [text.find(s) for s in request.params.stop if s and s in text]
         if stops:
             text = text[: min(stops)]
@@ -140,7 +143,8 @@ class FakeModel(ModelProvider):
             input_tokens=len(prompt.split()),
             output_tokens=len(text.split()),
             latency_s=time.perf_counter() - start,
-            finish_reason="stop",
+            finish_reason="tool_calls" if calls else "stop",
+            tool_calls=calls,
         )
 
     async def loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:

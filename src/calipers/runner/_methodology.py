@@ -44,6 +44,10 @@ class TaskMethodology(BaseModel):
     variant: dict[str, Any] | None = None  # a presentation change (sensitivity studies)
     epochs: int = 1  # generations per item
     rag_arm: dict[str, Any] | None = None  # a RAG context degradation (calipers rag stress)
+    # an episode task (conversation, agent): its limits, the tools offered (names and a hash
+    # of their schemas) and what the task says about its environment (``Task.episode_card``:
+    # world and version, user simulator, history arm, probe)
+    episode: dict[str, Any] | None = None
     data_source: str | None = None  # hf://datasets/ID@SHA/CONFIG/SPLIT when read from the hub
 
 
@@ -141,4 +145,6 @@ def comparable_hash(card: Methodology, task: str) -> str:
         data.pop("epochs", None)
     if data.get("rag_arm") is None:  # ... and before RAG arms
         data.pop("rag_arm", None)
+    if data.get("episode") is None:  # ... and before episodes
+        data.pop("episode", None)
     return json_hash(data)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from calipers._util.hashing import json_hash
 from calipers.datasets import data_source
@@ -24,6 +26,9 @@ from calipers.scorers import ScorerSpec, build_scorer
 from calipers.tasks import LoadContext, Task, apply_variant, data_hash, resolve_task
 from calipers.tasks.rag import PromptBudget, apply_rag_arm, is_rag_task
 from calipers.types import (
+    ChatMessage,
+    Environment,
+    EpisodeLimits,
     GenerateParams,
     LoglikelihoodRequest,
     ModelRequest,
@@ -42,6 +47,10 @@ class PlannedSample:
     prompt_text: str | None  # for log-likelihood: the full rendered context
     epoch: int = 0  # the n-th generation for this item (``--epochs``), seeded apart
     seed: int | None = None  # the run's items stream (``RunSeeds.items``), stored on its row
+    # an episode task's item: a fresh environment for each episode (``request`` holds its
+    # opening messages and tools, as stored on the sample's row)
+    environment: Callable[[], Environment] | None = None
+    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
 
 
 @dataclass(frozen=True)
@@ -185,6 +194,7 @@ def _plan_task(
     identity = provider.identity()
     planned = []
     for i, s in enumerate(samples):
+        env: Callable[[], Environment] | None = None
         shots = _draw_shots(pool, s, k, shot_seed, task.few_shot_sampling, task.few_shot_match)
         req: ModelRequest | LoglikelihoodRequest
         text: str | None = None
@@ -198,6 +208,8 @@ def _plan_task(
                 continuations=task.prompt.continuations(s),
                 contexts=task.prompt.contexts(s),  # after a chat template's rendered prompt
             )
+        elif task.kind == "episode":
+            req, env = _episode_request(task, s, params, config)
         elif config.chat_template:
             req = ModelRequest(
                 messages=task.prompt.chat(s, shots, config.system_prompt), params=params
@@ -206,7 +218,9 @@ def _plan_task(
             req = ModelRequest(
                 prompt=task.prompt.plain(s, shots, config.system_prompt), params=params
             )
-        ps = PlannedSample(task.name, i, s, req, text, seed=seeds.items)
+        ps = PlannedSample(
+            task.name, i, s, req, text, seed=seeds.items, environment=env, limits=task.limits
+        )
         planned.extend(_epochs(ps, config.epochs))
     template = task.prompt.card()
     card = TaskMethodology(
@@ -236,9 +250,51 @@ def _plan_task(
         rag_arm=None
         if config.rag is None or config.rag.is_clean
         else config.rag.model_dump(exclude_defaults=True),
+        episode=_episode_card(task, planned),
         data_source=data_source(samples),
     )
     return PlannedTask(task, tuple(planned), card)
+
+
+def _episode_request(
+    task: Task, sample: Sample, params: GenerateParams, config: RunConfig
+) -> tuple[ModelRequest, Callable[[], Environment]]:
+    """An episode item's opening request (what its row stores as the prompt) and the factory
+    of its fresh environment. Episodes are chat: the environment writes the opening messages
+    (a run's ``--system-prompt`` goes first when the environment has none of its own)."""
+    factory = task.environment
+    assert factory is not None
+    if not config.chat_template:
+        raise ConfigError(
+            f"Task {task.name!r} is a conversation or an agent's task: it needs the chat template.",
+            hint="Drop --no-chat-template.",
+        )
+    env = factory(sample)
+    opening = tuple(env.opening())
+    if config.system_prompt and not (opening and opening[0].role == "system"):
+        opening = (ChatMessage(role="system", content=config.system_prompt), *opening)
+    req = ModelRequest(messages=opening, params=params, tools=tuple(env.tools) or None)
+    return req, lambda: factory(sample)
+
+
+def _episode_card(task: Task, planned: list[PlannedSample]) -> dict[str, Any] | None:
+    if task.kind != "episode":
+        return None
+    tools = sorted(
+        {
+            t.name: t
+            for p in planned
+            if isinstance(p.request, ModelRequest)
+            for t in p.request.tools or ()
+        }.values(),
+        key=lambda t: t.name,
+    )
+    return {
+        "limits": task.limits.model_dump(mode="json"),
+        "tools": [t.name for t in tools],
+        "tools_hash": json_hash([t.model_dump(mode="json") for t in tools]),
+        **task.episode_card,
+    }
 
 
 def _with_rag_judge(task: Task, judge: str | None) -> Task:

@@ -10,14 +10,18 @@ from typing import Any
 from calipers.errors import ModelLoadError, NotSupportedError
 from calipers.models import CallStats, ModelProvider, Retry, track_calls
 from calipers.runner._cache import ResponseCache
+from calipers.runner._episode import EpisodeFailed, run_episode
 from calipers.runner._plan import PlannedSample
 from calipers.scorers import Scorer
 from calipers.store import SampleRecord
 from calipers.types import (
     LoglikelihoodRequest,
     ModelRequest,
+    ModelResponse,
+    Sample,
     SampleOutput,
     Score,
+    Transcript,
 )
 
 __all__ = ["metric_names", "run_sample"]
@@ -114,6 +118,8 @@ async def run_sample(
         target=s.target_text or None,
     )
     start = time.perf_counter()
+    if planned.environment is not None:
+        return await _run_episode_sample(planned, provider, scorers, cache, on_retry, base)
     with track_calls(on_retry) as stats:
         try:
             out = await _call(provider, planned.request, cache)
@@ -127,10 +133,26 @@ async def run_sample(
                 error=f"model: {type(e).__name__}: {e}",
                 score_details=_calls(stats),
             )
-    calls = _calls(stats)
-    if out.response is not None:
+    return await _score(s, out, scorers, _calls(stats), base)
+
+
+async def _score(
+    s: Sample,
+    out: SampleOutput,
+    scorers: tuple[Scorer, ...],
+    calls: dict[str, Any] | None,
+    base: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> SampleRecord:
+    """Score one output and build its record (a scorer that fails makes an error record)."""
+    latency: float | None
+    if out.transcript is not None:
+        latency, tin, tout = out.transcript.totals()
+        response_text: str | None = out.transcript.final_text
+        cached = all(st.cached for st in out.transcript.steps if st.kind == "model")
+    elif out.response is not None:
         r = out.response
-        response_text: str | None = r.text
+        response_text = r.text
         latency, tin, tout, cached = r.latency_s, r.input_tokens, r.output_tokens, r.cached
     else:
         ll = out.loglikelihood
@@ -148,12 +170,12 @@ async def run_sample(
             output_tokens=tout,
             cached=cached,
             error=f"scorer: {type(e).__name__}: {e}",
-            score_details=calls,
+            score_details=(calls or {}) | (extra or {}) or None,
         )
     answer = next((sc.answer for _s, sc in results if sc.answer is not None), None)
     if out.loglikelihood is not None and answer is not None and answer.isdigit() and s.choices:
         response_text = s.choices[int(answer)] if int(answer) < len(s.choices) else answer
-    details = _details(results, out) | (calls or {})
+    details = _details(results, out) | (calls or {}) | (extra or {})
     if s.choices and isinstance(s.target, int):  # where the right option was shown
         details["choice"] = {"target_index": s.target, "n_options": len(s.choices)}
     if isinstance(s.metadata.get("arm"), dict):  # what a RAG arm did to this item's context
@@ -169,4 +191,58 @@ async def run_sample(
         output_tokens=tout,
         cached=cached,
         error=None,
+    )
+
+
+def _episode_details(transcript: Transcript) -> dict[str, Any]:
+    """``score_details["episode"]``: every step, why the episode stopped, the final state."""
+    return {
+        "episode": transcript.model_dump(
+            mode="json", include={"steps", "stopped", "error", "state", "replies"}
+        )
+    }
+
+
+async def _run_episode_sample(
+    planned: PlannedSample,
+    provider: ModelProvider,
+    scorers: tuple[Scorer, ...],
+    cache: ResponseCache | None,
+    on_retry: Callable[[Retry], None] | None,
+    base: dict[str, Any],
+) -> SampleRecord:
+    """A conversation or an agent's task: the agent loop, then the scorers on its transcript.
+    Each model call goes through the response cache, so a resumed run replays the steps it
+    already has."""
+    assert planned.environment is not None and isinstance(planned.request, ModelRequest)
+    environment = planned.environment()
+    player = provider.for_episode(environment)
+
+    async def call(request: ModelRequest) -> ModelResponse:
+        out = await _call(player, request, cache)
+        assert out.response is not None
+        return out.response
+
+    start = time.perf_counter()
+    with track_calls(on_retry) as stats:
+        try:
+            transcript = await run_episode(environment, planned.request, call, planned.limits)
+        except (asyncio.CancelledError, ModelLoadError, NotSupportedError):
+            raise
+        except EpisodeFailed as e:
+            latency, tin, tout = e.transcript.totals()
+            return SampleRecord(
+                **base,
+                response=e.transcript.final_text or None,
+                latency_s=latency or time.perf_counter() - start,
+                input_tokens=tin,
+                output_tokens=tout,
+                cached=False,
+                error=str(e),
+                score_details=(_calls(stats) or {}) | _episode_details(e.transcript),
+            )
+    last = ModelResponse(text=transcript.final_text)
+    out = SampleOutput(response=last, transcript=transcript)
+    return await _score(
+        planned.sample, out, scorers, _calls(stats), base, _episode_details(transcript)
     )

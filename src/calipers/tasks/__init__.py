@@ -13,7 +13,14 @@ from calipers.tasks._registry import (
     register_task,
     resolve_task,
 )
-from calipers.tasks._task import Derived, LoadContext, Task, TaskKind, data_hash
+from calipers.tasks._task import (
+    Derived,
+    EnvironmentFactory,
+    LoadContext,
+    Task,
+    TaskKind,
+    data_hash,
+)
 from calipers.tasks._variants import Variant, apply_variant, permutation_for
 
 DEFAULT_TASK = "dynamic"
@@ -22,6 +29,7 @@ __all__ = [
     "DEFAULT_TASK",
     "PERTURBATIONS",
     "Derived",
+    "EnvironmentFactory",
     "LoadContext",
     "PromptTemplate",
     "Task",

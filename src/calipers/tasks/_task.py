@@ -10,11 +10,19 @@ from typing import Any, Literal
 from calipers._util.hashing import json_hash
 from calipers.scorers import Scorer
 from calipers.tasks._prompt import PromptTemplate
-from calipers.types import Estimate, GenerateParams, Sample
+from calipers.types import Environment, EpisodeLimits, Estimate, GenerateParams, Sample
 
-__all__ = ["Derived", "FewShotSampling", "LoadContext", "Task", "TaskKind", "data_hash"]
+__all__ = [
+    "Derived",
+    "EnvironmentFactory",
+    "FewShotSampling",
+    "LoadContext",
+    "Task",
+    "TaskKind",
+    "data_hash",
+]
 
-TaskKind = Literal["generate", "multiple_choice"]
+TaskKind = Literal["generate", "multiple_choice", "episode"]
 FewShotSampling = Literal["per_item", "fixed"]
 
 
@@ -34,6 +42,9 @@ Loader = Callable[[LoadContext], Sequence[Sample]]
 # score, a micro-average over instructions): computed from the stored sample records (objects
 # with ``scores``, ``score_details``, ``error``, ``category``...) at finalize, with intervals.
 Derived = Callable[[Sequence[Any]], dict[str, Estimate]]
+# An episode task's items are conversations or tool worlds: a fresh environment per item and
+# episode (``Environment`` in calipers.types), which the runner's agent loop talks to.
+EnvironmentFactory = Callable[[Sample], Environment]
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,9 @@ class Task:
 
     ``load`` returns the evaluation samples; ``fewshot`` returns the pool few-shot examples
     are drawn from (never the evaluation items themselves). ``kind`` says whether samples are
-    answered by generation or scored by log-likelihood over ``Sample.choices``.
+    answered by generation or scored by log-likelihood over ``Sample.choices``, or (kind
+    ``episode``) played out over several model calls against ``environment(sample)`` under
+    ``limits``: a conversation's turns, or an agent's tool calls in a world.
     """
 
     name: str
@@ -64,10 +77,22 @@ class Task:
     # (HumanEval's "\ndef" ends a fenced answer early); None: ``params`` either way
     chat_params: GenerateParams | None = None
     default_n: int | None = None
+    environment: EnvironmentFactory | None = None  # kind "episode": one per item and episode
+    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+    # what the methodology card records of an episode task's environment beyond its limits and
+    # tools: the world and its version, the user simulator, the history arm, the probe
+    episode_card: dict[str, Any] = field(default_factory=dict)
     dynamic: bool = False
     source: str = "calipers"
     license: str = "Apache-2.0"
     tags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.kind == "episode") != (self.environment is not None):
+            raise ValueError(
+                f"task {self.name!r}: an episode task needs an environment, and only an "
+                "episode task has one"
+            )
 
     @property
     def metrics(self) -> list[str]:

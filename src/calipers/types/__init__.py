@@ -1,5 +1,15 @@
 """Value objects shared by every layer."""
 
+from calipers.types._episode import (
+    EPISODE_STOPS,
+    Environment,
+    EpisodeLimits,
+    EpisodeStop,
+    Step,
+    ToolError,
+    Transcript,
+    Turn,
+)
 from calipers.types._estimate import Estimate
 from calipers.types._model import (
     ChatMessage,
@@ -11,6 +21,8 @@ from calipers.types._model import (
     ModelResponse,
     TokenStatsRequest,
     TokenStatsResult,
+    ToolCall,
+    ToolSpec,
 )
 from calipers.types._output import SampleOutput
 from calipers.types._sample import Sample
@@ -18,9 +30,13 @@ from calipers.types._score import Score
 from calipers.types._summary import CallCounts, CategorySummary, RunSummary, TaskSummary, TopError
 
 __all__ = [
+    "EPISODE_STOPS",
     "CallCounts",
     "CategorySummary",
     "ChatMessage",
+    "Environment",
+    "EpisodeLimits",
+    "EpisodeStop",
     "Estimate",
     "GenerateParams",
     "LoglikelihoodRequest",
@@ -32,8 +48,14 @@ __all__ = [
     "Sample",
     "SampleOutput",
     "Score",
+    "Step",
     "TaskSummary",
     "TokenStatsRequest",
     "TokenStatsResult",
+    "ToolCall",
+    "ToolError",
+    "ToolSpec",
     "TopError",
+    "Transcript",
+    "Turn",
 ]

@@ -25,6 +25,8 @@ __all__ = [
     "ModelResponse",
     "TokenStatsRequest",
     "TokenStatsResult",
+    "ToolCall",
+    "ToolSpec",
 ]
 
 
@@ -32,9 +34,59 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _omit_empty(
+    fields: tuple[str, ...],
+) -> Any:
+    """A wrap serializer that leaves ``fields`` out while they are empty (None or ``()``), so a
+    value serializes as it did before the fields existed: cache keys and stored prompts of
+    plain chat messages and requests do not change because tool calling was added."""
+
+    def serialize(
+        self: BaseModel, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in fields:
+            if getattr(self, name) in (None, ()):
+                data.pop(name, None)
+        return data
+
+    return model_serializer(mode="wrap")(serialize)
+
+
+class ToolSpec(_Frozen):
+    """A tool a model may call: its name, what it does, and its arguments as a JSON schema
+    (an ``object`` schema, as the OpenAI tools protocol takes it)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ToolCall(_Frozen):
+    """One call a model asked for. ``arguments`` is the parsed JSON object; when the model's
+    arguments were not a JSON object, ``arguments`` is None, ``raw`` holds what it wrote and
+    ``error`` says what is wrong (the agent loop answers the model with that error)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw: str | None = None
+    error: str | None = None
+
+    _ser = _omit_empty(("raw", "error"))
+
+
 class ChatMessage(_Frozen):
-    role: Literal["system", "user", "assistant"]
+    """A chat message. An assistant message may carry ``tool_calls``; a ``tool`` message is
+    the result of the call ``tool_call_id`` (``name`` is the tool's)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    _ser = _omit_empty(("tool_calls", "tool_call_id", "name"))
 
 
 class GenerateParams(_Frozen):
@@ -53,10 +105,15 @@ class ModelRequest(_Frozen):
     messages: tuple[ChatMessage, ...] | None = None
     prompt: str | None = None
     params: GenerateParams = Field(default_factory=GenerateParams)
+    tools: tuple[ToolSpec, ...] | None = None  # tools the model may call (chat only)
+
+    _ser = _omit_empty(("tools",))
 
     def model_post_init(self, __context: Any) -> None:
         if (self.messages is None) == (self.prompt is None):
             raise ValueError("ModelRequest needs exactly one of messages or prompt")
+        if self.tools is not None and self.messages is None:
+            raise ValueError("ModelRequest: tools need chat messages, not a plain prompt")
 
     @property
     def is_chat(self) -> bool:
@@ -73,6 +130,9 @@ class ModelResponse(_Frozen):
     latency_s: float | None = None
     finish_reason: str | None = None
     cached: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()  # calls the model asked for (a request with tools)
+
+    _ser = _omit_empty(("tool_calls",))
 
 
 class LoglikelihoodRequest(_Frozen):
