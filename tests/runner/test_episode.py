@@ -107,3 +107,18 @@ def test_an_episode_task_needs_an_environment() -> None:
             scorers=(),
         )
     assert LoadContext().seed == 0
+
+
+def test_a_rerun_replays_every_step_from_the_cache(tmp_path: Path) -> None:
+    sample = Sample(id="a", input="Make it 3.", target=3)
+    task = counter_task([sample], name="c5")
+    register_task(task.name, lambda: task)
+    first, second = FakeModel(agent), FakeModel(agent)
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
+        a = run(first, task.name, store=store)
+        b = run(second, task.name, store=store)
+        (ra,), (rb,) = store.get_samples(a.run_id), store.get_samples(b.run_id)
+    assert first.calls == 6 and second.calls == 0  # all six model steps came from the cache
+    assert rb.cached and not ra.cached
+    assert rb.score_details["episode"]["state"] == ra.score_details["episode"]["state"]
+    assert rb.scores == ra.scores == {"reached": 1.0}
