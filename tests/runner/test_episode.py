@@ -120,5 +120,6 @@ def test_a_rerun_replays_every_step_from_the_cache(tmp_path: Path) -> None:
         (ra,), (rb,) = store.get_samples(a.run_id), store.get_samples(b.run_id)
     assert first.calls == 6 and second.calls == 0  # all six model steps came from the cache
     assert rb.cached and not ra.cached
+    assert rb.score_details and ra.score_details
     assert rb.score_details["episode"]["state"] == ra.score_details["episode"]["state"]
     assert rb.scores == ra.scores == {"reached": 1.0}
