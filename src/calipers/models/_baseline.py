@@ -47,7 +47,8 @@ __all__ = [
 
 DO_NOTHING_REPLY = "Thank you for your message. I have not made any changes."
 MAX_RANDOM_CALLS = 3  # tool calls per user turn before the random agent replies
-_WORD = re.compile(r"[A-Za-z0-9#_\-@.]{2,}")
+# words, ids, emails: "A1" from "order A1.", "x@y.com"; trailing punctuation left off
+_WORD = re.compile(r"[A-Za-z0-9#_@\-]+(?:[.:/][A-Za-z0-9#_@\-]+)*")
 
 
 class _Baseline(ModelProvider):
@@ -75,7 +76,13 @@ def _rng(request: ModelRequest) -> random.Random:
 
 def _words(messages: Sequence[ChatMessage]) -> list[str]:
     return sorted(
-        {w for m in messages if m.role in ("user", "tool") for w in _WORD.findall(m.content)}
+        {
+            w
+            for m in messages
+            if m.role in ("user", "tool")
+            for w in _WORD.findall(m.content)
+            if len(w) > 1
+        }
     )
 
 
