@@ -179,9 +179,18 @@ def _planted(rest: str, options: ModelOptions) -> ModelProvider:
     return FakeModel(planted_responder, name=rest or "planted")
 
 
+def _till() -> Task:
+    return till_task()
+
+
+def _till_no_oracle() -> Task:
+    return till_task("till_no_oracle", NoOracleTill)
+
+
 def register() -> None:
-    register_task("till", lambda: till_task())
-    register_task("till_no_oracle", lambda: till_task("till_no_oracle", NoOracleTill))
+    """Register the task and the provider (again: a no-op)."""
+    register_task("till", _till)
+    register_task("till_no_oracle", _till_no_oracle)
     register_provider(
         "planted", _planted, usage="planted:NAME", description="test agent (tests/agent)"
     )
