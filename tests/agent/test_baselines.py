@@ -16,7 +16,7 @@ from calipers.models import list_providers, resolve_model
 from calipers.models._baseline import MAX_RANDOM_CALLS, random_arguments
 from calipers.runner import run
 from calipers.store import Store
-from calipers.types import ChatMessage, GenerateParams, ModelRequest, ToolCall, ToolSpec
+from calipers.types import ChatMessage, GenerateParams, ModelRequest, ToolCall
 from tests.agent import _world
 
 SCHEMAS = [
