@@ -26,9 +26,8 @@ def world() -> None:
 
 
 def two_runs(store: Store) -> tuple[str, str]:
-    opts = {"store": store, "epochs": 4, "temperature": 0.7}
-    a = run("planted:a", "till", **opts)
-    b = run("baseline:do-nothing", "till", **opts)
+    a = run("planted:a", "till", store=store, epochs=4, temperature=0.7)
+    b = run("baseline:do-nothing", "till", store=store, epochs=4, temperature=0.7)
     return a.run_id, b.run_id
 
 

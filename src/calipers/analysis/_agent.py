@@ -75,7 +75,8 @@ def _oracle_tasks(config: RunConfig) -> tuple[list[str], list[str]]:
     A task that is not an agent's task (no environment) is refused."""
     oracle = config.model_copy(update={"model": ORACLE, "epochs": 1})
     plan = make_plan(oracle, resolve_model(ORACLE))
-    have, lack = [], []
+    have: list[str] = []
+    lack: list[str] = []
     for pt in plan.tasks:
         if pt.task.kind != "episode":
             raise ConfigError(
@@ -372,9 +373,9 @@ def _mdd(
         return None, None
     c = [o.passes[i] for i in items]
     n = [o.trials[i] for i in items]
-    var = between_task_variance(c, n)
+    measured = between_task_variance(c, n)
     p = success.value
-    var = None if math.isnan(var) else min(var, p * (1 - p))
+    var = None if math.isnan(measured) else min(measured, p * (1 - p))
     mdd = min_detectable_difference(
         len(items), min(n), success_rate=p, between_task_var=var, alpha=alpha, power=power
     )
@@ -402,8 +403,9 @@ def _task_report(
             base.setdefault(run.record.model, b)
     invalid = sorted({i for k in TRIVIAL if k in base for i in base[k].passed})
     oracle = base.get(ORACLE)
+    broken: tuple[str, ...] = ()
     if oracle is None:
-        state, broken = "not run", ()
+        state = "not run"
     else:
         broken = tuple(sorted(set(oracle.failed) | (set(o.trials) - set(oracle.passed))))
         state = "failed" if broken else "passed"

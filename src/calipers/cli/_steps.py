@@ -112,10 +112,8 @@ def print_steps(out: Console, records: Sequence[SampleRecord]) -> None:
             out.print(f"  [dim](not an episode)[/] response: {escape(_clip(s.response or ''))}")
             continue
         for m in s.prompt.get("messages") or []:  # the opening: system message, first turn
-            role = m.get("role", "?")
-            out.print(
-                f'  [dim]{"":>3}[/] [green]{escape(role)}[/]  "{escape(_clip(m.get("content") or ""))}"'
-            )
+            role, content = escape(m.get("role", "?")), escape(_clip(m.get("content") or ""))
+            out.print(f'      [green]{role}[/]  "{content}"')
         steps = ep.get("steps") or []
         n_model = sum(st.get("kind") == "model" for st in steps)
         n_tool = sum(st.get("kind") == "tool" for st in steps)

@@ -124,19 +124,19 @@ def random_arguments(
         item = schema.get("items", {}) if depth < 6 else {"type": "string"}
         return [random_arguments(item, rng, words, depth + 1) for _ in range(rng.randint(lo, hi))]
     if kind == "integer":
-        lo = int(schema.get("minimum", 0))
-        return rng.randint(lo, int(schema.get("maximum", lo + 100)))
+        low = int(schema.get("minimum", 0))
+        return rng.randint(low, int(schema.get("maximum", low + 100)))
     if kind == "number":
-        lo = float(schema.get("minimum", 0.0))
-        return round(rng.uniform(lo, float(schema.get("maximum", lo + 100.0))), 2)
+        bottom = float(schema.get("minimum", 0.0))
+        return round(rng.uniform(bottom, float(schema.get("maximum", bottom + 100.0))), 2)
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "null":
         return None
     text = _random_string(rng, words)
-    lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
-    text = text.ljust(lo, "x")
-    return text if hi is None else text[: int(hi)]
+    shortest, longest = int(schema.get("minLength", 0)), schema.get("maxLength")
+    text = text.ljust(shortest, "x")
+    return text if longest is None else text[: int(longest)]
 
 
 class RandomToolAgent(_Baseline):
