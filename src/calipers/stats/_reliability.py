@@ -15,8 +15,13 @@ With ``n`` trials of a task of which ``c`` succeeded:
 
 Every per-task value is averaged over tasks, and the interval treats the task as the sampling
 unit (a task's trials are one cluster): Wilson when every task's value is 0 or 1, otherwise the
-BCa bootstrap that resamples tasks with the ``rng`` passed in (:func:`summarize`). Tests check
-the coverage of both by simulation.
+BCa bootstrap that resamples tasks with the ``rng`` passed in (:func:`summarize`). When fewer
+than :data:`FEW` tasks lie off one end of [0, 1] (few tasks with any success, or few with any
+failure: rare pass^k, common pass@k) the bootstrap has too little to resample and covers
+badly (0.78 instead of 0.95 for a mean pass^4 of 1.2% over 20 tasks), so the interval is
+widened to include the Wilson bound of the mean (the score interval with the Bernoulli
+variance ``m (1 - m)``, an upper bound of the variance of any values in [0, 1]; method
+``bootstrap-bca+wilson-bound``). Tests check the coverage by simulation.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from calipers.stats._passk import pass_at_k
 from calipers.stats._power import check_alpha_power
+from calipers.stats._proportion import check_confidence
 from calipers.stats._summarize import summarize
 from calipers.types import Estimate
 
@@ -41,6 +48,43 @@ __all__ = [
     "pass_hat_k_curve",
     "pass_hat_k_estimate",
 ]
+
+FEW = 5  # tasks off an end of [0, 1] below which the bootstrap interval is widened
+
+
+def _wilson_bound(mean: float, n: int, confidence: float) -> tuple[float, float]:
+    """The Wilson score interval of a mean of ``n`` values in [0, 1] treated as Bernoulli:
+    conservative, since no values in [0, 1] with mean m vary more than m (1 - m)."""
+    from statistics import NormalDist
+
+    z = -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
+    z2 = z * z
+    denom = 1 + z2 / n
+    center = (mean + z2 / (2 * n)) / denom
+    half = z * math.sqrt(max(mean * (1 - mean), 0.0) / n + z2 / (4.0 * n * n)) / denom
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def _over_tasks(
+    values: npt.NDArray[np.float64], rng: np.random.Generator, confidence: float
+) -> Estimate:
+    """The mean of per-task values in [0, 1] with its interval over tasks (see the module
+    doc: Wilson, BCa bootstrap, or the bootstrap widened by the Wilson bound)."""
+    c = check_confidence(confidence)
+    est = summarize(values, rng=rng, confidence=c)
+    x = np.asarray(values, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if est.is_empty or est.method == "wilson" or min((x > 0).sum(), (x < 1).sum()) >= FEW:
+        return est
+    low, high = _wilson_bound(est.value, int(x.size), c)
+    return Estimate(
+        est.value,
+        min(low, est.low),
+        max(high, est.high),
+        est.n,
+        "bootstrap-bca+wilson-bound",
+        c,
+    )
 
 
 def _check(n: int, c: int) -> None:
@@ -89,7 +133,7 @@ def pass_hat_k_estimate(
     counts, ns = _counts(correct, n)
     _need(ns, k, f"pass^{k}")
     values = np.array([pass_hat_k(m, c, k) for m, c in zip(ns, counts, strict=True)])
-    return summarize(values, rng=rng, confidence=confidence)
+    return _over_tasks(values, rng, confidence)
 
 
 def _curve(
@@ -105,7 +149,7 @@ def _curve(
     out: dict[int, Estimate] = {}
     for k in range(1, min(ns) + 1):
         values = np.array([one(m, c, k) for m, c in zip(ns, counts, strict=True)])
-        out[k] = summarize(values, rng=rng, confidence=confidence)
+        out[k] = _over_tasks(values, rng, confidence)
     return out
 
 
@@ -151,7 +195,7 @@ def flip_rate_estimate(
     counts, ns = _counts(correct, n)
     _need(ns, 2, "a flip rate")
     values = np.array([flip_rate(m, c) for m, c in zip(ns, counts, strict=True)])
-    return summarize(values, rng=rng, confidence=confidence)
+    return _over_tasks(values, rng, confidence)
 
 
 def between_task_variance(correct: Sequence[int], n: int | Sequence[int]) -> float:
