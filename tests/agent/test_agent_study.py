@@ -69,6 +69,8 @@ def test_the_study_report_by_hand(tmp_path: Path) -> None:
     )
     assert t.oracle == "failed" and t.broken == ("x1",)
     assert set(t.components) == {"success", "end_state", "answered"}
+    assert t.components["end_state"].value == pytest.approx(14 / 24)
+    assert t.components["answered"].value == 1.0
     assert t.mdd is not None and 0 < t.mdd < 1
     d = report.to_dict()
     assert d["tasks"][0]["invalid_items"] == list(t.invalid)

@@ -35,6 +35,7 @@ from calipers.stats import (
     min_detectable_difference,
     pass_at_k_curve,
     pass_hat_k_curve,
+    summarize,
 )
 from calipers.store import SampleRecord, Store
 from calipers.types import Estimate, ModelRequest
@@ -296,7 +297,7 @@ class AgentTaskReport:
     metric: str
     all_items: Reliability
     valid_items: Reliability | None  # without the invalid items (None: there are none)
-    components: dict[str, Estimate]  # every metric of the run's summary (clustered by item)
+    components: dict[str, Estimate]  # every metric: mean over items of per-item trial means
     errors: int
     baselines: dict[str, BaselineResult]
     invalid: tuple[str, ...]  # items a trivial baseline passes
@@ -382,6 +383,27 @@ def _mdd(
     return mdd, var
 
 
+def _components(
+    samples: Sequence[SampleRecord],
+    task: str,
+    metrics: Sequence[str],
+    rng: np.random.Generator,
+    confidence: float,
+) -> dict[str, Estimate]:
+    """Each metric as the mean over items of the item's mean over its scored trials, with an
+    interval over items (as success is)."""
+    out: dict[str, Estimate] = {}
+    for m in metrics:
+        per_item: dict[str, list[float]] = {}
+        for s in samples:
+            v = (s.scores or {}).get(m) if s.task == task and s.error is None else None
+            if v is not None and not math.isnan(v):
+                per_item.setdefault(s.sample_id, []).append(v)
+        means = np.array([np.mean(v) for v in per_item.values()], dtype=np.float64)
+        out[m] = summarize(means, rng=rng, confidence=confidence)
+    return out
+
+
 def _task_report(
     agent: StoredRun,
     others: Sequence[StoredRun],
@@ -418,7 +440,9 @@ def _task_report(
         metric=m,
         all_items=all_rel,
         valid_items=reliability(o, keep, rng, confidence) if invalid else None,
-        components=dict(ts.metrics) if ts else {},
+        components=_components(
+            agent.samples, task, list(ts.metrics) if ts else [], rng, confidence
+        ),
         errors=o.errors,
         baselines=base,
         invalid=tuple(invalid),

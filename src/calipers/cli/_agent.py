@@ -288,7 +288,7 @@ def _show_task(obj: Context, t: Any, alpha: float, power: float) -> None:
     out.print(table)
     if len(t.components) > 1:
         parts = [f"{escape(m)} {_pct(e)}" for m, e in t.components.items()]
-        out.print("Grading components (per trial, clustered by item): " + "; ".join(parts))
+        out.print("Grading components (items' mean over trials): " + "; ".join(parts))
     for name, b in t.baselines.items():
         extra = f", {b.errors} errored" if b.errors else ""
         out.print(f"Baseline {escape(name)}: {_pct(b.success)} (run {b.run_id}{extra})")
