@@ -111,9 +111,6 @@ def print_steps(out: Console, records: Sequence[SampleRecord]) -> None:
         if ep is None:
             out.print(f"  [dim](not an episode)[/] response: {escape(_clip(s.response or ''))}")
             continue
-        for m in s.prompt.get("messages") or []:  # the opening: system message, first turn
-            role, content = escape(m.get("role", "?")), escape(_clip(m.get("content") or ""))
-            out.print(f'      [green]{role}[/]  "{content}"')
         steps = ep.get("steps") or []
         n_model = sum(st.get("kind") == "model" for st in steps)
         n_tool = sum(st.get("kind") == "tool" for st in steps)
@@ -126,6 +123,9 @@ def print_steps(out: Console, records: Sequence[SampleRecord]) -> None:
                 else ""
             )
         )
+        for m in s.prompt.get("messages") or []:  # the opening: system message, first turn
+            role, content = escape(m.get("role", "?")), escape(_clip(m.get("content") or ""))
+            out.print(f'      [green]{role}[/]  "{content}"')
         for step in steps:
             out.print(_step_line(step))
         if ep.get("state") is not None:
