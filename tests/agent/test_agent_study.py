@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from calipers.analysis import agent_report, load_agent_study, plan_agent_study, run_agent_study
+from calipers.analysis import (
+    agent_report,
+    list_studies,
+    load_agent_study,
+    plan_agent_study,
+    run_agent_study,
+)
 from calipers.cli import cli
 from calipers.errors import ConfigError
 from calipers.runner import RunConfig
@@ -38,6 +44,7 @@ def test_the_study_report_by_hand(tmp_path: Path) -> None:
         "baseline:oracle",
     ]
     assert [c.epochs for c in plan.configs] == [4, 1, 4, 1]
+    assert [c.use_cache for c in plan.configs] == [True, True, True, False]
     assert {c.study for c in plan.configs} == {plan.study} and plan.study.startswith("agent-")
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         run_agent_study(plan, store)
@@ -121,6 +128,8 @@ def test_cli_run_report_and_list(tmp_path: Path) -> None:
     for word in ("pass^4", "pass@4", "flip rate", "Invalid items", "Broken items", "x1"):
         assert word in text
     assert "baseline:do-nothing: 16.7%" in text
+    with Store.open(store) as s:
+        assert list_studies(s) == []  # not a sensitivity study
     listed = json.loads(cli_run("--store", store, "agent", "list", "--json").stdout)
     assert [s["study"] for s in listed] == [study] and listed[0]["runs"] == 4
     # a run id of the study finds the study

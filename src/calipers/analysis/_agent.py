@@ -117,9 +117,9 @@ def plan_agent_study(base: RunConfig, trials: int, *, study: str | None = None) 
         agent.model_copy(update={"model": RANDOM_TOOL}),
     ]
     if have:
-        baselines.append(
-            agent.model_copy(update={"model": ORACLE, "epochs": 1, "tasks": tuple(have)})
-        )
+        # never from the response cache: a world whose oracle was fixed must be replayed
+        oracle = {"model": ORACLE, "epochs": 1, "tasks": tuple(have), "use_cache": False}
+        baselines.append(agent.model_copy(update=oracle))
     return AgentPlan(study, agent, tuple(baselines), tuple(lack))
 
 
@@ -134,14 +134,8 @@ def run_agent_study(
     """Run the agent (with ``provider`` if given), then each baseline; the run ids in order."""
     ids = []
     for i, config in enumerate(plan.configs):
-        result = asyncio.run(
-            arun(
-                config,
-                store,
-                provider=provider if i == 0 else resolve_model(config.model),
-                progress=progress,
-            )
-        )
+        who = provider if i == 0 else None  # a baseline: from its spec
+        result = asyncio.run(arun(config, store, provider=who, progress=progress))
         ids.append(result.run_id)
         if on_run:
             on_run("agent" if i == 0 else config.model, result.run_id)
