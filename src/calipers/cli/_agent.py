@@ -43,7 +43,15 @@ def _metric_option(f: Any) -> Any:
 
 
 @agent_group.command("run")
-@run_options("model", "task", help_for={"task": "Agent task (kind episode)"})
+@run_options("model")
+@click.option(
+    "-t",
+    "--task",
+    "agent_tasks",
+    metavar="NAME",
+    multiple=True,
+    help="Agent task (kind episode: a tool world or a conversation); repeatable.",
+)
 @click.option(
     "-k",
     "--trials",
@@ -81,9 +89,9 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
     )
     from calipers.store import Store
 
-    if not opts["task"]:
+    if not opts["agent_tasks"]:
         raise ConfigError("Which task? Pass -t TASK.", hint="calipers tasks lists agent tasks.")
-    plan = plan_agent_study(run_config(opts), opts["trials"])
+    plan = plan_agent_study(run_config(opts, tasks=tuple(opts["agent_tasks"])), opts["trials"])
     err = obj.err
     err.print(
         f"Agent study {plan.study}: {escape(plan.agent.model)} x {opts['trials']} trial(s), "
