@@ -71,13 +71,15 @@ class AgentPlan:
         return (self.agent, *self.baselines)
 
 
-def _oracle_tasks(config: RunConfig) -> tuple[list[str], list[str]]:
-    """The tasks whose environment answers ``oracle`` on its first item, and those that do not.
-    A task that is not an agent's task (no environment) is refused."""
+def _probe(config: RunConfig) -> tuple[list[str], list[str], list[str]]:
+    """The tasks whose environment answers ``oracle`` on its first item, those that do not,
+    and those decoded greedily (temperature 0 once the task's defaults apply). A task that is
+    not an agent's task (no environment) is refused."""
     oracle = config.model_copy(update={"model": ORACLE, "epochs": 1})
     plan = make_plan(oracle, resolve_model(ORACLE))
     have: list[str] = []
     lack: list[str] = []
+    greedy: list[str] = []
     for pt in plan.tasks:
         if pt.task.kind != "episode":
             raise ConfigError(
@@ -87,6 +89,9 @@ def _oracle_tasks(config: RunConfig) -> tuple[list[str], list[str]]:
                 "calipers run for other tasks.",
             )
         first = pt.samples[0] if pt.samples else None
+        request = first.request if first is not None else None
+        if isinstance(request, ModelRequest) and request.params.temperature == 0:
+            greedy.append(pt.task.name)
         if first is None or first.environment is None:
             lack.append(pt.task.name)
             continue
@@ -94,24 +99,24 @@ def _oracle_tasks(config: RunConfig) -> tuple[list[str], list[str]]:
         env = first.environment()
         has = env.oracle(tuple(first.request.messages or ())) is not None
         (have if has else lack).append(pt.task.name)
-    return have, lack
+    return have, lack, greedy
 
 
 def plan_agent_study(base: RunConfig, trials: int, *, study: str | None = None) -> AgentPlan:
     """The agent's config with ``trials`` epochs, and its baselines on the same items."""
     if trials < 1:
         raise ConfigError(f"--trials {trials}: give at least 1 trial per item.")
-    if trials > 1 and not base.temperature:
+    study = study or f"{AGENT_PREFIX}{new_run_id()}"
+    agent = base.model_copy(update={"study": study, "epochs": trials})
+    have, lack, greedy = _probe(agent)
+    if trials > 1 and greedy:
         raise ConfigError(
-            f"--trials {trials} at temperature 0: a greedy model answers the same every time, "
-            "and a scripted user says the same every time, so every trial would repeat the "
-            "first one and pass^k would equal pass^1 by construction.",
+            f"--trials {trials} at temperature 0 on {', '.join(greedy)}: a greedy model answers "
+            "the same every time, and a scripted user says the same every time, so every trial "
+            "would repeat the first one and pass^k would equal pass^1 by construction.",
             hint="Sample: --temperature 0.7 (or the temperature you deploy with); "
             "or run --trials 1 for one greedy trial.",
         )
-    study = study or f"{AGENT_PREFIX}{new_run_id()}"
-    agent = base.model_copy(update={"study": study, "epochs": trials})
-    have, lack = _oracle_tasks(agent)
     baselines = [
         agent.model_copy(update={"model": DO_NOTHING, "epochs": 1}),
         agent.model_copy(update={"model": RANDOM_TOOL}),
