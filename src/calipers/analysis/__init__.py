@@ -11,6 +11,16 @@ from calipers._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from calipers.analysis._ab_corrected import ABJudgeCorrected, ab_judge_corrected
+    from calipers.analysis._agent import (
+        AgentPlan,
+        AgentReport,
+        AgentTaskReport,
+        agent_report,
+        list_agent_studies,
+        load_agent_study,
+        plan_agent_study,
+        run_agent_study,
+    )
     from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
     from calipers.analysis._audit import (
         Annotation,
@@ -101,8 +111,20 @@ if TYPE_CHECKING:
         plan_study,
         run_study,
     )
+    from calipers.analysis._swebench import SwebenchExport, extract_patch, swebench_predictions
 
 _MODULES = {
+    "SwebenchExport": "_swebench",
+    "extract_patch": "_swebench",
+    "swebench_predictions": "_swebench",
+    "AgentPlan": "_agent",
+    "AgentReport": "_agent",
+    "AgentTaskReport": "_agent",
+    "agent_report": "_agent",
+    "list_agent_studies": "_agent",
+    "load_agent_study": "_agent",
+    "plan_agent_study": "_agent",
+    "run_agent_study": "_agent",
     "ArmRow": "_rag_report",
     "FillCurve": "_rag_report",
     "KneeFit": "_rag_report",
@@ -189,6 +211,9 @@ __all__ = [
     "JUDGE_SCORERS",
     "RAG_FACTORS",
     "ABJudgeCorrected",
+    "AgentPlan",
+    "AgentReport",
+    "AgentTaskReport",
     "Annotation",
     "ArmRow",
     "AuditReport",
@@ -221,7 +246,9 @@ __all__ = [
     "StoredRun",
     "StressGrid",
     "StudyPlan",
+    "SwebenchExport",
     "ab_judge_corrected",
+    "agent_report",
     "audit",
     "board_calibrations",
     "calibrate_claim_judge",
@@ -231,6 +258,7 @@ __all__ = [
     "campaign_question",
     "compare",
     "corrected_rows",
+    "extract_patch",
     "find_reusable",
     "format_floors",
     "gate",
@@ -244,12 +272,15 @@ __all__ = [
     "judge_corrected_comparison",
     "judge_spec",
     "leaderboard",
+    "list_agent_studies",
     "list_studies",
+    "load_agent_study",
     "load_runs",
     "load_study",
     "methodology_differences",
     "metric_calibration",
     "pair",
+    "plan_agent_study",
     "plan_rag_stress",
     "plan_size",
     "plan_study",
@@ -259,6 +290,7 @@ __all__ = [
     "rag_report",
     "robustness",
     "row_calibrations",
+    "run_agent_study",
     "run_factors",
     "run_gate",
     "run_study",
@@ -266,6 +298,7 @@ __all__ = [
     "save_judge_calibration",
     "sensitivity",
     "stability",
+    "swebench_predictions",
 ]
 
 __getattr__, __dir__ = lazy_exports(
