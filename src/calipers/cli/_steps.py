@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from calipers.reports import StepView, episode_steps
 from calipers.store import SampleRecord
 
 __all__ = ["print_steps", "sample_json", "select_samples"]
@@ -58,46 +59,24 @@ def _clip(text: str) -> str:
     return text if len(text) <= _CLIP else text[:_CLIP] + f"… ({len(text)} chars)"
 
 
-def _call(tc: dict[str, Any]) -> str:
-    if tc.get("arguments") is None:
-        return f"{tc.get('name')}(<unparsed: {tc.get('raw')!r}>)"
-    args = ", ".join(f"{k}={json.dumps(v)}" for k, v in tc["arguments"].items())
-    return f"{tc.get('name')}({args})"
-
-
-def _cost(step: dict[str, Any]) -> str:
-    parts = []
-    if step.get("latency_s") is not None:
-        parts.append(f"{step['latency_s']:.2f} s")
-    if step.get("input_tokens") is not None or step.get("output_tokens") is not None:
-        parts.append(f"{step.get('input_tokens') or 0} in / {step.get('output_tokens') or 0} out")
-    if step.get("cached"):
-        parts.append("cached")
-    return f"  [dim]({', '.join(parts)})[/]" if parts else ""
-
-
-def _step_line(step: dict[str, Any]) -> str:
-    i, kind = step.get("index", "?"), step.get("kind")
-    head = f"  [dim]{i:>3}[/] "
-    if kind == "model":
-        calls = step.get("tool_calls") or []
-        text = step.get("text") or ""
-        body = "; ".join(escape(_call(tc)) for tc in calls)
-        said = f'"{escape(_clip(text))}"' if text else ""
+def _step_line(step: StepView) -> str:
+    head = f"  [dim]{step.index:>3}[/] "
+    cost = f"  [dim]({step.cost})[/]" if step.cost else ""
+    if step.who == "model":
+        body = "; ".join(escape(c) for c in step.calls)
+        said = f'"{escape(_clip(step.text))}"' if step.text else ""
         what = " ".join(x for x in (said, f"calls {body}" if body else "") if x) or "(empty reply)"
-        return head + f"[bold]model[/] {what}" + _cost(step)
-    if kind == "tool":
-        tc = step.get("tool_call") or {}
-        line = (
-            head + f"[cyan]tool[/]  {escape(_call(tc))} -> {escape(_clip(step.get('text') or ''))}"
-        )
-        if step.get("error"):
-            line += f"  [red]error: {escape(step['error'])}[/]"
-        return line + _cost(step)
-    line = head + f'[green]user[/]  "{escape(_clip(step.get("text") or ""))}"'
-    if step.get("replaced"):
-        line += f'  [dim](golden history replaced: "{escape(_clip(step["replaced"]))}")[/]'
-    return line
+        return head + f"[bold]model[/] {what}" + cost
+    if step.who.startswith("tool"):
+        call = escape(step.calls[0]) if step.calls else escape(step.who)
+        line = head + f"[cyan]tool[/]  {call} -> {escape(_clip(step.text))}"
+        if step.error:
+            line += f"  [red]error: {escape(step.error)}[/]"
+        return line + cost
+    if step.who == "user":
+        line = head + f'[green]user[/]  "{escape(_clip(step.text))}"'
+        return line + (f"  [dim]({escape(_clip(step.note))})[/]" if step.note else "")
+    return head + f"[red]{escape(step.who)}[/] {escape(step.text)}"
 
 
 def print_steps(out: Console, records: Sequence[SampleRecord]) -> None:
@@ -126,7 +105,8 @@ def print_steps(out: Console, records: Sequence[SampleRecord]) -> None:
         for m in s.prompt.get("messages") or []:  # the opening: system message, first turn
             role, content = escape(m.get("role", "?")), escape(_clip(m.get("content") or ""))
             out.print(f'      [green]{role}[/]  "{content}"')
-        for step in steps:
-            out.print(_step_line(step))
+        for step in episode_steps(s):
+            if step.who != "stopped":  # said above
+                out.print(_step_line(step))
         if ep.get("state") is not None:
             out.print(f"  [dim]final state: {escape(_clip(json.dumps(ep['state'])))}[/]")

@@ -161,9 +161,13 @@ class StepView:
 
 
 def _call_text(call: dict[str, Any]) -> str:
+    """``name(key=value, ...)``, values as JSON; arguments that did not parse as what the
+    model wrote."""
     args = call.get("arguments")
-    shown = json.dumps(args, ensure_ascii=False, sort_keys=True) if args is not None else None
-    return f"{call.get('name', '?')}({shown if shown is not None else call.get('raw', '')})"
+    if args is None:
+        return f"{call.get('name', '?')}(<unparsed: {call.get('raw')!r}>)"
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return f"{call.get('name', '?')}({shown})"
 
 
 def episode_steps(record: SampleRecord) -> tuple[StepView, ...]:
@@ -179,7 +183,8 @@ def episode_steps(record: SampleRecord) -> tuple[StepView, ...]:
         if st.get("latency_s") is not None:
             cost.append(f"{st['latency_s']:.3f} s")
         if st.get("input_tokens") is not None or st.get("output_tokens") is not None:
-            cost.append(f"{st.get('input_tokens', '—')}/{st.get('output_tokens', '—')} tokens")
+            tin, tout = st.get("input_tokens"), st.get("output_tokens")
+            cost.append(f"{'—' if tin is None else tin} in / {'—' if tout is None else tout} out")
         if st.get("cached"):
             cost.append("cached")
         if kind == "tool":
