@@ -55,7 +55,7 @@ AnswerKind = Literal["letter", "number", "yes_no"]
 Answer = tuple[AnswerKind, str | float]
 
 _MARKED = re.compile(
-    r"\b(?:final answer|answer)\s*(?:is|:)\s*[*_`\"'(\[]*\s*([A-Za-z]+|-?[\d,]*\.?\d+)",
+    r"\b(?:final answer|answer)\s*(?:is\s*:?|:)\s*[*_`\"'(\[]*\s*([A-Za-z]+|-?[\d,]*\.?\d+)",
     re.IGNORECASE,
 )
 _LETTER = re.compile(r"^\(?([A-J])\)?[.)]?$")
