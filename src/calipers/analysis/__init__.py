@@ -37,6 +37,11 @@ if TYPE_CHECKING:
         planted_samples,
     )
     from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
+    from calipers.analysis._contradiction_calibration import (
+        ContradictionCalibrationReport,
+        calibrate_contradiction_judge,
+        contradiction_judge,
+    )
     from calipers.analysis._floors import Floor, format_floors
     from calipers.analysis._gate import (
         GateConfig,
@@ -153,6 +158,9 @@ _MODULES = {
     "ClaimCalibrationReport": "_claim_calibration",
     "calibrate_claim_judge": "_claim_calibration",
     "planted_samples": "_claim_calibration",
+    "ContradictionCalibrationReport": "_contradiction_calibration",
+    "calibrate_contradiction_judge": "_contradiction_calibration",
+    "contradiction_judge": "_contradiction_calibration",
     "JudgeCorrected": "_judge_corrected",
     "JudgeCorrectedComparison": "_judge_corrected",
     "Paired": "_align",
@@ -221,6 +229,7 @@ __all__ = [
     "ClaimCalibrationReport",
     "ComparisonRow",
     "ComparisonSet",
+    "ContradictionCalibrationReport",
     "FillCurve",
     "FlagAgreement",
     "FlaggedItem",
@@ -252,11 +261,13 @@ __all__ = [
     "audit",
     "board_calibrations",
     "calibrate_claim_judge",
+    "calibrate_contradiction_judge",
     "calibrate_judge",
     "calibrate_similarity",
     "campaign_labels",
     "campaign_question",
     "compare",
+    "contradiction_judge",
     "corrected_rows",
     "extract_patch",
     "find_reusable",

@@ -233,7 +233,8 @@ def _show_task(
         t.add_column("scored/total", justify="right")
         t.add_column(f"{ts.primary} [95% interval]", justify="right")
         for name, est, n in cats:
-            t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=True))
+            unit = est.is_empty or (est.low >= 0 and est.high <= 1)  # not a 1-10 scale
+            t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=unit))
         out.print(t)
     if k and ts.primary:
         for rec in failing_items(samples, task, ts.primary, k=k):
