@@ -13,6 +13,7 @@ from calipers._util.lazy import lazy_exports
 from calipers.scorers._base import ScoreFn, Scorer, ScorerSpec, build_scorer, list_scorers, scorer
 
 if TYPE_CHECKING:
+    from calipers.scorers._agent import grade_episode, procedure_violations
     from calipers.scorers._ifeval import langdetect_available
     from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
     from calipers.scorers._numeric import extract_strict, format_number
@@ -46,10 +47,12 @@ __all__ = [
     "extract_claims",
     "extract_strict",
     "format_number",
+    "grade_episode",
     "langdetect_available",
     "list_scorers",
     "matching_alias",
     "pairwise_judge",
+    "procedure_violations",
     "passage_texts",
     "resolve_backend",
     "scorer",
@@ -78,6 +81,8 @@ __getattr__, __dir__ = lazy_exports(
         "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
         "format_number": "_numeric",
+        "grade_episode": "_agent",
+        "procedure_violations": "_agent",
         "langdetect_available": "_ifeval",
         "pairwise_judge": "_judge",
         "resolve_backend": "_similarity",
