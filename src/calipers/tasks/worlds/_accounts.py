@@ -122,7 +122,10 @@ def find_user(db: dict[str, Any], args: dict[str, Any]) -> Any:
 
 def verify_identity(db: dict[str, Any], args: dict[str, Any]) -> Any:
     u = _user(db, args)
-    return {"user_id": u["id"], "verified": str(args.get("code", "")).strip() == db["codes"][u["id"]]}
+    return {
+        "user_id": u["id"],
+        "verified": str(args.get("code", "")).strip() == db["codes"][u["id"]],
+    }
 
 
 def get_user(db: dict[str, Any], args: dict[str, Any]) -> Any:

@@ -59,7 +59,9 @@ async def calculate(db: dict[str, Any], args: dict[str, Any], timeout_s: float =
         ast.parse(code)
     except SyntaxError as e:
         raise ToolError(f"not valid Python: {e.msg}") from None
-    r = await run_python_async(calculator_program(code), timeout_s=timeout_s, cpu_s=2, memory_mb=256)
+    r = await run_python_async(
+        calculator_program(code), timeout_s=timeout_s, cpu_s=2, memory_mb=256
+    )
     out = r.stdout.strip()
     if not r.passed:
         why = r.killed_reason or (r.stderr.strip().splitlines() or ["failed"])[-1]

@@ -126,7 +126,9 @@ def _duration(value: Any) -> int:
 
 
 def _day(db: dict[str, Any], date: str) -> list[dict[str, Any]]:
-    return sorted((m for m in db["meetings"].values() if m["date"] == date), key=lambda m: m["start"])
+    return sorted(
+        (m for m in db["meetings"].values() if m["date"] == date), key=lambda m: m["start"]
+    )
 
 
 def list_meetings(db: dict[str, Any], args: dict[str, Any]) -> Any:

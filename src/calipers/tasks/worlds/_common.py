@@ -16,10 +16,14 @@ __all__ = [
     "today_for",
 ]
 
-FIRST = ("ana", "ben", "chloe", "dmitri", "elif", "farah", "gus", "hana", "ivan", "jun",
-         "kira", "lars", "mina", "nils", "olga", "pavel", "quinn", "rosa", "sami", "tomas")  # fmt: skip
-LAST = ("adler", "baker", "costa", "diaz", "eriksen", "fontaine", "garcia", "haddad", "ito",
-        "jensen", "kowalski", "lopez", "moreau", "novak", "okafor", "petrov", "reyes", "silva")  # fmt: skip
+FIRST = (
+    "ana", "ben", "chloe", "dmitri", "elif", "farah", "gus", "hana", "ivan", "jun", "kira",
+    "lars", "mina", "nils", "olga", "pavel", "quinn", "rosa", "sami", "tomas",
+)  # fmt: skip
+LAST = (
+    "adler", "baker", "costa", "diaz", "eriksen", "fontaine", "garcia", "haddad", "ito",
+    "jensen", "kowalski", "lopez", "moreau", "novak", "okafor", "petrov", "reyes", "silva",
+)  # fmt: skip
 
 CONFIRM_RULE = (
     "Before any change (a refund, an exchange, a cancellation, a booking, a plan or address "

@@ -33,7 +33,15 @@ from typing import Any
 from calipers._util.hashing import json_hash
 from calipers.types import ChatMessage, ModelResponse, Sample, ToolCall, ToolSpec, Turn
 
-__all__ = ["Handler", "User", "WorldDef", "WorldEnv", "oracle_reply", "scenario_sample", "tool_result"]
+__all__ = [
+    "Handler",
+    "User",
+    "WorldDef",
+    "WorldEnv",
+    "oracle_reply",
+    "scenario_sample",
+    "tool_result",
+]
 
 # A tool: (database, arguments) -> a JSON-able result; may be async (the sandboxed calculator).
 Handler = Callable[[dict[str, Any], dict[str, Any]], Any | Awaitable[Any]]
@@ -109,7 +117,9 @@ class WorldEnv:
         return oracle_reply(self.scenario["plan"], messages)
 
 
-def oracle_reply(plan: Sequence[Mapping[str, Any]], messages: Sequence[ChatMessage]) -> ModelResponse:
+def oracle_reply(
+    plan: Sequence[Mapping[str, Any]], messages: Sequence[ChatMessage]
+) -> ModelResponse:
     """The next reply of a perfect agent following ``plan``: its steps are consumed in order,
     a tool step by each tool result in ``messages``, a ``say`` step by each reply the agent
     gave without a tool call; the first step not yet consumed is the answer (the last

@@ -130,7 +130,8 @@ def _order(db: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _item(order: dict[str, Any], item_id: Any) -> dict[str, Any]:
-    for it in order["items"]:
+    items: list[dict[str, Any]] = order["items"]
+    for it in items:
         if it["id"] == item_id:
             return it
     raise ToolError(f"order {order['id']} has no item {item_id!r}")
@@ -141,7 +142,11 @@ def find_orders(db: dict[str, Any], args: dict[str, Any]) -> Any:
     if email not in db["customers"]:
         raise ToolError(f"no customer with email {email!r}")
     return [
-        {"order_id": o, "status": db["orders"][o]["status"], "placed_on": db["orders"][o]["placed_on"]}
+        {
+            "order_id": o,
+            "status": db["orders"][o]["status"],
+            "placed_on": db["orders"][o]["placed_on"],
+        }
         for o in db["customers"][email]["orders"]
     ]
 
@@ -182,7 +187,9 @@ def exchange_item(db: dict[str, Any], args: dict[str, Any]) -> Any:
 def cancel_order(db: dict[str, Any], args: dict[str, Any]) -> Any:
     order = _order(db, args)
     if order["status"] != "processing":
-        raise ToolError(f"order {order['id']} is {order['status']}; only processing orders can be cancelled")
+        raise ToolError(
+            f"order {order['id']} is {order['status']}; only processing orders can be cancelled"
+        )
     order["status"] = "cancelled"
     db["refunds"].append(
         {"order_id": order["id"], "item_ids": sorted(i["id"] for i in order["items"]),
@@ -201,9 +208,11 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def _new_order(r: random.Random, oid: str, email: str, today: dt.date, status: str, age: int) -> dict[str, Any]:
+def _new_order(
+    r: random.Random, oid: str, email: str, today: dt.date, status: str, age: int
+) -> dict[str, Any]:
     placed = today - dt.timedelta(days=age + r.randrange(2, 6))
-    items = []
+    items: list[dict[str, Any]] = []
     for j, (name, options) in enumerate(r.sample(PRODUCTS, r.randrange(2, 4))):
         price = round(r.randrange(900, 12_000) / 100, 2)
         items.append({"id": f"{oid}-{j + 1}", "name": name, "option": r.choice(options),
@@ -215,7 +224,7 @@ def _new_order(r: random.Random, oid: str, email: str, today: dt.date, status: s
         "placed_on": iso(placed),
         "delivered_on": iso(today - dt.timedelta(days=age)) if status == "delivered" else None,
         "items": items,
-        "total": round(sum(i["price"] for i in items), 2),
+        "total": round(sum(float(i["price"]) for i in items), 2),
     }
 
 
@@ -256,7 +265,8 @@ def make_orders(r: random.Random, sid: str) -> Sample:
             plan += [
                 {"say": f"The {first['name']} from order {target} can be refunded for "
                         f"{money(first['price'])}. Shall I proceed with the refund?"},
-                {"tool": "refund_items", "arguments": {"order_id": target, "item_ids": [first["id"]]}},
+                {"tool": "refund_items",
+                 "arguments": {"order_id": target, "item_ids": [first["id"]]}},
                 {"say": f"Done: the {first['name']} is refunded, {money(first['price'])}."},
             ]  # fmt: skip
             info.append({"kind": "money", "value": first["price"]})
@@ -273,7 +283,8 @@ def make_orders(r: random.Random, sid: str) -> Sample:
         goal = f"Get a refund for the {first['name']} and the {second['name']} from order {target}."
         terms = [target, "refund", first["name"], second["name"]]
         plan += [
-            {"tool": "calculate", "arguments": {"expression": f"{first['price']} + {second['price']}"}},
+            {"tool": "calculate",
+             "arguments": {"expression": f"{first['price']} + {second['price']}"}},
             {"say": f"I can refund the {first['name']} and the {second['name']} from order "
                     f"{target}, {money(total)} in all. Shall I proceed with the refund?"},
             {"tool": "refund_items",

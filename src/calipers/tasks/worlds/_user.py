@@ -86,9 +86,7 @@ class ScriptedUser(User):
             return YES if names_change(text, self.spec["confirm_terms"]) else NO
         t = text.lower()
         facts = self.spec["facts"]
-        asked = [
-            k for k, words in self.spec["asks"].items() if any(w.lower() in t for w in words)
-        ]
+        asked = [k for k, words in self.spec["asks"].items() if any(w.lower() in t for w in words)]
         if asked:
             return " ".join(f"My {k.replace('_', ' ')} is {facts[k]}." for k in asked)
         return f"I'm not sure what you need. {self.spec['goal']}"
@@ -102,9 +100,7 @@ _SHAPES = {  # what a value of each fact looks like, to spot a wrong one in free
 }
 
 
-def check_user_message(
-    spec: Mapping[str, Any], agent_text: str, message: str
-) -> list[str]:
+def check_user_message(spec: Mapping[str, Any], agent_text: str, message: str) -> list[str]:
     """What is wrong with one simulated-user message, against the scenario's user ``spec``:
 
     - ``wrong_fact:<key>``: a value shaped like the fact ``key`` (an order id, an email, a
@@ -171,7 +167,7 @@ class ModelUser(User):
             elif m.role == "user":
                 flipped.append(ChatMessage(role="assistant", content=m.content))
         response = await self.provider.generate(ModelRequest(messages=tuple(flipped)))
-        said = response.text.strip()
+        said = str(response.text).strip()
         if not said or STOP in said:
             return None
         self.checked.append(check_user_message(self.spec, text, said))
