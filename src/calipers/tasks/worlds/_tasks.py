@@ -83,7 +83,7 @@ def world_task(
         if user is None
         else user
         if isinstance(user, str)
-        else getattr(user, "name", type(user).__name__)
+        else f"{user.provider_name}:{user.identity().name}"  # as the runner names a model
     )
 
     def load(ctx: LoadContext) -> list[Sample]:
