@@ -5,7 +5,7 @@ their grade; a refusal task done as asked fails the end state."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -46,8 +46,12 @@ def test_changing_without_verification_fails_procedure() -> None:
         plan = without(s.metadata["plan"], lambda st: st.get("tool") == "verify_identity")
         score, _t = play("accounts", s, plan_agent(plan))
         assert score.values["end_state"] == 1.0 and score.values["procedure"] == 0.0
-        assert any(v.startswith("changed_before_verification:") for v in score.metadata["violations"])
-        assert not any(v.startswith("changed_before_confirmation") for v in score.metadata["violations"])
+        assert any(
+            v.startswith("changed_before_verification:") for v in score.metadata["violations"]
+        )
+        assert not any(
+            v.startswith("changed_before_confirmation") for v in score.metadata["violations"]
+        )
 
 
 def test_an_amount_stated_before_any_tool_returned_it_fails_read_before_claiming() -> None:
@@ -93,7 +97,8 @@ def test_doing_a_forbidden_change_after_a_yes_fails_the_end_state() -> None:
             *[st for st in s.metadata["plan"] if "tool" in st or "order number" in st["say"]],
             {"say": f"Shall I refund the {item['name']} from order {order['id']} "
                     f"(${item['price']:.2f})?"},
-            {"tool": "refund_items", "arguments": {"order_id": order["id"], "item_ids": [item["id"]]}},
+            {"tool": "refund_items",
+             "arguments": {"order_id": order["id"], "item_ids": [item["id"]]}},
             {"say": f"Refunded ${item['price']:.2f}."},
         ]  # fmt: skip
         score, t = play("orders", s, plan_agent(plan))
@@ -126,13 +131,18 @@ def test_claims_and_required_info_by_value() -> None:
         ("date", "2026-03-01"),
         ("time", (9, 5)),
     }
-    req = [{"kind": "money", "value": 44.49}, {"kind": "time", "value": "09:30"}]
+    req: list[dict[str, Any]] = [
+        {"kind": "money", "value": 44.49},
+        {"kind": "time", "value": "09:30"},
+    ]
     assert missing_info(req, ["That is 44.49 dollars", "booked at 9:30"]) == []
     assert missing_info(req, ["That is $44.50", "booked at 19:30"]) == ["money:44.49", "time:09:30"]
 
 
-def _step(i: int, kind: str, text: str = "", call: ToolCall | None = None) -> Step:
-    return Step(index=i, kind=kind, text=text, tool_call=call)  # type: ignore[arg-type]
+def _step(
+    i: int, kind: Literal["model", "tool", "user"], text: str = "", call: ToolCall | None = None
+) -> Step:
+    return Step(index=i, kind=kind, text=text, tool_call=call)
 
 
 def test_a_refused_write_attempt_still_counts_and_a_no_resets_confirmation() -> None:

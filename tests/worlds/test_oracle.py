@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from calipers.models import ModelProvider
 from calipers.runner import run
-from calipers.store import Store
+from calipers.store import SampleRecord, Store
 from calipers.tasks import get_task
 from calipers.tasks.worlds import WORLDS, world_samples
 from tests.worlds._agents import OracleProvider, do_nothing
@@ -17,9 +18,9 @@ from tests.worlds._agents import OracleProvider, do_nothing
 N = 50
 
 
-def _records(tmp_path: Path, model: object, task: str) -> list[object]:
+def _records(tmp_path: Path, model: ModelProvider, task: str) -> list[SampleRecord]:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
-        result = run(model, task, store=store, limit=N)  # type: ignore[arg-type]
+        result = run(model, task, store=store, limit=N)
         assert result.summary.tasks[task].n_errors == 0
         return list(store.get_samples(result.run_id))
 
@@ -28,10 +29,11 @@ def _records(tmp_path: Path, model: object, task: str) -> list[object]:
 def test_the_oracle_passes_every_task(tmp_path: Path, world: str) -> None:
     recs = _records(tmp_path, OracleProvider(), f"world_{world}")
     assert len(recs) == N
-    failed = [(r.sample_id, r.score_details) for r in recs if r.scores["success"] != 1.0]  # type: ignore[attr-defined]
+    scores = [r.scores or {} for r in recs]
+    failed = [r.sample_id for r, s in zip(recs, scores, strict=True) if s["success"] != 1.0]
     assert failed == []
-    assert all(r.scores["procedure"] == 1.0 for r in recs)  # type: ignore[attr-defined]
-    ep = recs[0].score_details["episode"]  # type: ignore[attr-defined]
+    assert all(s["procedure"] == 1.0 and s["end_state"] == 1.0 for s in scores)
+    ep = (recs[0].score_details or {})["episode"]
     assert ep["stopped"] == "done" and any(s["kind"] == "tool" for s in ep["steps"])
 
 
@@ -39,7 +41,7 @@ def test_the_oracle_passes_every_task(tmp_path: Path, world: str) -> None:
 def test_doing_nothing_passes_exactly_the_no_change_tasks(tmp_path: Path, world: str) -> None:
     recs = _records(tmp_path, do_nothing(), f"world_{world}")
     outcome = {s.id: s.metadata["outcome"] for s in world_samples(world, 0, N)}
-    passed = {r.sample_id for r in recs if r.scores["success"] == 1.0}  # type: ignore[attr-defined]
+    passed = {r.sample_id for r in recs if (r.scores or {})["success"] == 1.0}
     no_change = {i for i, o in outcome.items() if o == "refuse"}
     assert passed == no_change
     assert 0.1 <= len(no_change) / N <= 0.4  # some tasks, never all: doing nothing is not enough

@@ -90,12 +90,15 @@ def test_a_model_user_in_a_run_reports_its_error_rate(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         result = run(OracleProvider(), task.name, store=store, limit=20)
         recs = store.get_samples(result.run_id)
-    assert result.methodology.tasks[task.name].episode["user"] == "fake:wrong-user"
-    talked = [r for r in recs if r.score_details["episode"]["state"]["user_check"]["messages"]]
+    card = result.methodology.tasks[task.name].episode
+    assert card is not None and card["user"] == "fake:wrong-user"
+    details = {r.sample_id: r.score_details or {} for r in recs}
+    talked = [r for r in recs if details[r.sample_id]["episode"]["state"]["user_check"]["messages"]]
     asked = {s.id for s in task.load(LoadContext(n=20)) if "O-" not in s.input}
     assert asked and asked <= {r.sample_id for r in talked}  # the oracle asks for the order id
     for r in talked:
-        check = r.score_details["episode"]["state"]["user_check"]
+        check = details[r.sample_id]["episode"]["state"]["user_check"]
+        assert r.scores is not None
         wrong = r.sample_id in asked
         assert ("wrong_fact:order_id" in check["problems"]) is wrong
         assert r.scores["user_error_rate"] == check["with_errors"] / check["messages"]
