@@ -51,6 +51,6 @@ def test_the_tasks_are_registered_with_their_card() -> None:
     task = get_task("world_orders")
     assert task.kind == "episode" and task.dynamic and task.default_n == 50
     assert task.episode_card == {"world": "orders", "version": "1", "user": "scripted"}
-    assert task.metrics == ["end_state", "info", "procedure", "success", "user_error_rate"]
+    assert task.metrics == ["success", "end_state", "info", "procedure", "user_error_rate"]
     assert get_task("world_calendar").name == "world_calendar"
     assert get_task("world_accounts").episode_card["world"] == "accounts"

@@ -187,7 +187,7 @@ def grade_episode(sample: Sample, transcript: Transcript) -> Score:
     )
 
 
-@scorer("agent_outcome", metrics=("end_state", "info", "procedure", "success", "user_error_rate"))
+@scorer("agent_outcome", metrics=("success", "end_state", "info", "procedure", "user_error_rate"))
 def agent_outcome() -> ScoreFn:
     """A tool world graded three ways: end state, required info, procedure; success = all."""
 
