@@ -44,11 +44,16 @@ def test_the_scripted_user() -> None:
 def test_user_message_checks() -> None:
     ask = "What is your order number?"
     assert check_user_message(SPEC, ask, "It is O-12345.") == []
-    assert check_user_message(SPEC, ask, "It is O-54321.") == ["wrong_fact:order_id"]
+    assert check_user_message(SPEC, ask, "It is O-54321.") == [
+        "wrong_fact:order_id",
+        "unanswered:order_id",
+    ]
+    assert check_user_message(SPEC, ask, "I'm a support agent.") == ["unanswered:order_id"]
     assert check_user_message(SPEC, ask, "O-12345, ana.adler12@example.com") == ["leak:email"]
     confirm = "Shall I refund the Backpack from order O-12345?"
     assert check_user_message(SPEC, confirm, "Yes, sure.") == ["wrong_confirmation"]
     assert check_user_message(SPEC, confirm, "No.") == []
+    assert check_user_message(SPEC, "Done: refunded.", "Thanks! And my sweater?") == ["not_closing"]
 
 
 def _planted(rate: float, seed: int) -> FakeModel:
@@ -73,7 +78,7 @@ def test_a_planted_user_error_rate_is_recovered() -> None:
     est = wilson(check["with_errors"], check["messages"])
     assert check["messages"] == 400
     assert est.low <= 0.25 <= est.high
-    assert set(check["problems"]) == {"wrong_fact:order_id"}
+    assert set(check["problems"]) == {"wrong_fact:order_id", "unanswered:order_id"}
 
 
 def test_a_model_user_in_a_run_reports_its_error_rate(tmp_path: Path) -> None:
@@ -102,6 +107,5 @@ def test_a_model_user_in_a_run_reports_its_error_rate(tmp_path: Path) -> None:
         wrong = r.sample_id in asked
         assert ("wrong_fact:order_id" in check["problems"]) is wrong
         assert r.scores["user_error_rate"] == check["with_errors"] / check["messages"]
-        assert (r.scores["user_error_rate"] > 0) is wrong
     summary = result.summary.tasks[task.name].metrics["user_error_rate"]
     assert summary.n == len(talked)

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calipers.tasks.worlds._env import User
-from calipers.types import ChatMessage, ModelRequest
+from calipers.types import ChatMessage, GenerateParams, ModelRequest
 
 __all__ = [
     "CONFIRM_WORDS",
@@ -108,6 +108,10 @@ def check_user_message(spec: Mapping[str, Any], agent_text: str, message: str) -
     - ``leak:<key>``: a fact the agent did not ask for in this turn (a known fact volunteered
       in reply to a question about something else: the goal leaks details the user would not
       give unasked);
+    - ``unanswered:<key>``: the agent asked for a fact the user knows and the message does
+      not give it (a user that stalls, or forgets its role);
+    - ``not_closing``: the agent asked nothing (it reported done or refused) and the user
+      went on instead of closing;
     - ``wrong_confirmation``: "yes" to a confirmation question that does not name the wanted
       change, or "no" to one that does.
     """
@@ -122,9 +126,14 @@ def check_user_message(spec: Mapping[str, Any], agent_text: str, message: str) -
             if found.lower() != str(value).lower():
                 problems.append(f"wrong_fact:{key}")
                 break
-        asked = any(w.lower() in agent for w in spec["asks"].get(key, ()))
-        if str(value).lower() in message.lower() and not asked and "?" in agent_text:
+        asked = "?" in agent_text and any(w.lower() in agent for w in spec["asks"].get(key, ()))
+        given = str(value).lower() in message.lower()
+        if given and not asked and "?" in agent_text:
             problems.append(f"leak:{key}")
+        if asked and not given and not asks_confirmation(agent_text):
+            problems.append(f"unanswered:{key}")
+    if "?" not in agent_text:
+        problems.append("not_closing")
     if asks_confirmation(agent_text):
         said_yes = bool(re.match(r"\W*(yes|yeah|yep|sure|ok|okay|go ahead)\b", message, re.I))
         if said_yes != names_change(agent_text, spec["confirm_terms"]):
@@ -166,7 +175,10 @@ class ModelUser(User):
                 flipped.append(ChatMessage(role="user", content=m.content))
             elif m.role == "user":
                 flipped.append(ChatMessage(role="assistant", content=m.content))
-        response = await self.provider.generate(ModelRequest(messages=tuple(flipped)))
+        params = GenerateParams(max_tokens=64, temperature=0.0)  # one short message
+        response = await self.provider.generate(
+            ModelRequest(messages=tuple(flipped), params=params)
+        )
         said = str(response.text).strip()
         if not said or STOP in said:
             return None
