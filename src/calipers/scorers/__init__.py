@@ -13,6 +13,7 @@ from calipers._util.lazy import lazy_exports
 from calipers.scorers._base import ScoreFn, Scorer, ScorerSpec, build_scorer, list_scorers, scorer
 
 if TYPE_CHECKING:
+    from calipers.scorers._agent import grade_episode, procedure_violations
     from calipers.scorers._contradiction import (
         PlantedConversation,
         checkable_answer,
@@ -57,6 +58,7 @@ __all__ = [
     "extract_claims",
     "extract_strict",
     "format_number",
+    "grade_episode",
     "judge_contradiction",
     "langdetect_available",
     "list_scorers",
@@ -65,6 +67,7 @@ __all__ = [
     "passage_texts",
     "planted_conversations",
     "planted_transcript",
+    "procedure_violations",
     "resolve_backend",
     "scorer",
     "sentence_model",
@@ -98,6 +101,8 @@ __getattr__, __dir__ = lazy_exports(
         "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
         "format_number": "_numeric",
+        "grade_episode": "_agent",
+        "procedure_violations": "_agent",
         "langdetect_available": "_ifeval",
         "pairwise_judge": "_judge",
         "resolve_backend": "_similarity",
