@@ -365,58 +365,49 @@ def judge_calibrate_cmd(
     _print_judge(obj, rep, not no_save)
 
 
-def _print_claims(obj: Context, rep: Any, saved: bool) -> None:
+def _print_planted(
+    obj: Context, rep: Any, saved: bool, head: str, label: str, yes: str, no: str
+) -> None:
+    """A planted calibration (claims, contradictions): the head lines, accuracy, precision and
+    recall of the ``label`` verdict, the confusion counts, errors, caveats."""
     (tp, fn), (fp, tn) = rep.confusion
+    obj.out.print(head)
+    t = Table(header_style="bold", title=f'The "{label}" verdict', title_justify="left")
+    t.add_column("statistic")
+    t.add_column("estimate [95% interval]", justify="right")
+    t.add_row("[bold]accuracy[/]", rep.agreement.format(percent=True))
+    t.add_row(f"precision (judged {yes} that are)", rep.precision.format(percent=True))
+    t.add_row(f"recall ({yes} that were caught)", rep.recall.format(percent=True))
+    obj.out.print(t)
     obj.out.print(
+        f"Confusion (truth \\ judge): {yes} {tp} {yes}, {fn} {no}; {no} {fp} {yes}, {tn} {no}"
+    )
+    for err in rep.errors:
+        obj.out.print(f"[red]error[/] {escape(err)}")
+    for cav in rep.caveats:
+        obj.out.print(f"[dim]caveat: {escape(cav)}[/]")
+    if saved:
+        obj.out.print(f"[dim]Stored in run {rep.run_id}'s summary (judge_calibration).[/]")
+
+
+def _print_claims(obj: Context, rep: Any, saved: bool) -> None:
+    head = (
         f"[bold]Claim judge calibration[/] · run {rep.run_id} · {escape(rep.task)} · "
         f"rag_faithfulness · judge {escape(rep.judge)}\n"
         f"Planted claims: {rep.n_claims} on {rep.n_items} items, {rep.n_matched} judged, "
         f"{rep.n_judge_errors} item(s) errored"
     )
-    t = Table(header_style="bold", title='The "unsupported" label', title_justify="left")
-    t.add_column("statistic")
-    t.add_column("estimate [95% interval]", justify="right")
-    t.add_row("[bold]accuracy[/]", rep.agreement.format(percent=True))
-    t.add_row("precision (judged unsupported that are)", rep.precision.format(percent=True))
-    t.add_row("recall (unsupported that were caught)", rep.recall.format(percent=True))
-    obj.out.print(t)
-    obj.out.print(
-        f"Confusion (truth \\ judge): unsupported {tp} unsupported, {fn} supported; "
-        f"supported {fp} unsupported, {tn} supported"
-    )
-    for err in rep.errors:
-        obj.out.print(f"[red]error[/] {escape(err)}")
-    for cav in rep.caveats:
-        obj.out.print(f"[dim]caveat: {escape(cav)}[/]")
-    if saved:
-        obj.out.print(f"[dim]Stored in run {rep.run_id}'s summary (judge_calibration).[/]")
+    _print_planted(obj, rep, saved, head, "unsupported", "unsupported", "supported")
 
 
 def _print_contradictions(obj: Context, rep: Any, saved: bool) -> None:
-    (tp, fn), (fp, tn) = rep.confusion
-    obj.out.print(
+    head = (
         f"[bold]Contradiction judge calibration[/] · run {rep.run_id} · {escape(rep.task)} · "
         f"self_contradiction · judge {escape(rep.judge)}\n"
         f"Planted conversations: {rep.n_pairs} (seed {rep.seed}), {rep.n_matched} pairs "
         f"judged, {rep.n_judge_errors} errored"
     )
-    t = Table(header_style="bold", title='The "contradiction" verdict', title_justify="left")
-    t.add_column("statistic")
-    t.add_column("estimate [95% interval]", justify="right")
-    t.add_row("[bold]accuracy[/]", rep.agreement.format(percent=True))
-    t.add_row("precision (judged contradicting that are)", rep.precision.format(percent=True))
-    t.add_row("recall (contradictions that were caught)", rep.recall.format(percent=True))
-    obj.out.print(t)
-    obj.out.print(
-        f"Confusion (truth \\ judge): contradicting {tp} contradicting, {fn} clean; "
-        f"clean {fp} contradicting, {tn} clean"
-    )
-    for err in rep.errors:
-        obj.out.print(f"[red]error[/] {escape(err)}")
-    for cav in rep.caveats:
-        obj.out.print(f"[dim]caveat: {escape(cav)}[/]")
-    if saved:
-        obj.out.print(f"[dim]Stored in run {rep.run_id}'s summary (judge_calibration).[/]")
+    _print_planted(obj, rep, saved, head, "contradiction", "contradicting", "clean")
 
 
 def _planted(
