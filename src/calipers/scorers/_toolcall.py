@@ -91,11 +91,11 @@ def _type_error(value: Any, schema: Mapping[str, Any], where: str) -> str | None
         return f"{where}: {value!r} is a boolean, not {kind}"
     if not isinstance(value, _TYPES[kind]):
         return f"{where}: {value!r} is {type(value).__name__}, not {kind}"
-    if kind == "array" and isinstance(schema.get("items"), Mapping):
+    if isinstance(value, (list, tuple)) and isinstance(schema.get("items"), Mapping):
         for i, v in enumerate(value):
             if (e := _type_error(v, schema["items"], f"{where}[{i}]")) is not None:
                 return e
-    if kind == "object" and isinstance(schema.get("properties"), Mapping):
+    if isinstance(value, dict) and isinstance(schema.get("properties"), Mapping):
         props = schema["properties"]
         for k, v in value.items():
             if isinstance(props.get(k), Mapping) and (

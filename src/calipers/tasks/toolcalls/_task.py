@@ -166,7 +166,7 @@ def _task(
         kind="episode",
         load=load,
         scorers=(build_scorer("tool_call_match"),),
-        params=GenerateParams(max_tokens=256),
+        params=GenerateParams(max_tokens=512),  # room for bounded calls (docs/tool-calling.md)
         environment=SingleCallEnv,
         limits=LIMITS,
         episode_card=card,
