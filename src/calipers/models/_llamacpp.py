@@ -301,7 +301,7 @@ class LlamaCppModel(ModelProvider):
             latency = time.perf_counter() - start
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        text: str = choice["text"]
+        text = str(choice["text"])
         calls: tuple[ToolCall, ...] = ()
         if request.tools:
             text, calls = parse_reply(text, call_prefix(request))
