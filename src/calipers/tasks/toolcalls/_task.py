@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,9 @@ def bfcl_data_dir(data_dir: Path | str | None = None) -> Path:
 
 
 def _bfcl_file(folder: Path, part: str) -> Path:
-    found = sorted(folder.glob(f"BFCL_v*_{part}.json"))
+    # BFCL_v4_multiple.json, not BFCL_v4_parallel_multiple.json
+    name = re.compile(rf"BFCL_v[0-9.]+_{part}\.json")
+    found = sorted(p for p in folder.glob("BFCL_v*.json") if name.fullmatch(p.name))
     if not found:
         raise DataError(f"bfcl: no BFCL_v*_{part}.json in {folder}.", hint=_HOW)
     return found[-1]  # the newest version when several are there
