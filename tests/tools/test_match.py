@@ -105,7 +105,7 @@ def test_parallel_calls_match_in_any_order_each_used_once() -> None:
     assert check([b, a], [paris, rome]) == "ok"
     assert check([a, a], [paris, rome]) == "no_match"  # one call cannot answer both
     assert check([a, call(city="Rome", days=2)], [paris, rome]) == "no_match"
-    mixed = [paris, {"get_time": {}}]
+    mixed: list[dict[str, Any]] = [paris, {"get_time": {}}]
     assert check([call("get_time"), a], mixed) == "ok"
 
 

@@ -106,6 +106,7 @@ def test_the_run_records_the_episode_card(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         result = run(FakeModel(oracle), "tool_calls", store=store, limit=3)
     card = result.methodology.tasks["tool_calls"].episode
+    assert card is not None
     assert card["limits"]["max_steps"] == 1
     assert card["items"] == "calipers built-in (BFCL format)"
 
