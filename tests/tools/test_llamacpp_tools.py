@@ -173,6 +173,9 @@ def test_parsing_replies() -> None:
     assert [c.id for c in calls] == ["call_2_0", "call_2_1"]
     assert parse_reply('{ "answer": "It is \\"sunny\\"." }', "c") == ('It is "sunny".', ())
     assert parse_reply('{"answer": "cut off in the mid\\u00', "c") == ("cut off in the mid", ())
+    assert parse_reply('{"answer": "two\nlines"}', "c") == ("two\nlines", ())  # raw newline
+    raw_newline = '{"tool": "get_weather", "arguments": {"city": "Par\nis"}}'
+    assert parse_reply(raw_newline, "c")[1][0].arguments == {"city": "Par\nis"}
     (cut,) = parse_reply('{"tool": "get_weather", "arguments": {"city": "Par', "c")[1]
     assert cut.name == "get_weather" and cut.arguments is None
     assert cut.raw is not None and "not complete JSON" in (cut.error or "")

@@ -230,7 +230,7 @@ def _partial_string(rest: str) -> str:
     """The text of a JSON string cut off somewhere inside (escapes decoded where whole)."""
     for end in range(len(rest), max(-1, len(rest) - 8), -1):
         try:
-            return str(json.loads(f'"{rest[:end]}"'))
+            return str(json.loads(f'"{rest[:end]}"', strict=False))
         except json.JSONDecodeError:
             continue
     return rest
@@ -238,8 +238,8 @@ def _partial_string(rest: str) -> str:
 
 def parse_reply(text: str, prefix: str) -> tuple[str, tuple[ToolCall, ...]]:
     """The answer text and the calls in a reply; calls get ids ``{prefix}_{i}``."""
-    try:
-        value = json.loads(text)
+    try:  # not strict: the grammar lets raw newlines into strings
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError as e:
         if m := _ANSWER_START.match(text):
             return _partial_string(text[m.end() :]), ()
