@@ -135,3 +135,26 @@ def test_scorer_reads_the_first_model_step() -> None:
     assert score.values == {"call_acc": 0.0}
     assert score.metadata["reason"] == "wrong_value"
     assert "days=9" in (score.explanation or "")
+
+
+def test_a_list_of_dicts_is_matched_item_by_item() -> None:
+    """BFCL writes a list-of-dicts argument as a list of dicts of allowed values."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "conditions": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"field": {"type": "string"}}},
+            }
+        },
+    }
+    tools = {"query": schema}
+    ans = [{"query": {"conditions": [[{"field": ["age", "Age"]}, {"field": ["job"]}]]}}]
+
+    def reason(conditions: Any) -> str:
+        return match_calls([call("query", conditions=conditions)], ans, tools).reason
+
+    assert reason([{"field": "AGE"}, {"field": "job"}]) == "ok"
+    assert reason([{"field": "age"}, {"field": "name"}]) == "wrong_value"
+    assert reason([{"field": "age"}]) == "wrong_value"  # one item short
+    assert reason([{"field": ["age"]}, {"field": "job"}]) == "wrong_type"

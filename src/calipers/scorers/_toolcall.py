@@ -106,13 +106,19 @@ def _type_error(value: Any, schema: Mapping[str, Any], where: str) -> str | None
 
 
 def _value_ok(value: Any, allowed: Sequence[Any]) -> bool:
-    for a in allowed:
-        if isinstance(a, Mapping) and isinstance(value, Mapping):
-            if _dict_ok(value, a):
-                return True
-        elif _norm(value) == _norm(a):
-            return True
-    return False
+    return any(_one_ok(value, a) for a in allowed)
+
+
+def _one_ok(value: Any, a: Any) -> bool:
+    if isinstance(a, Mapping):  # a dict argument: its keys have allowed values of their own
+        return isinstance(value, Mapping) and _dict_ok(value, a)
+    if isinstance(a, list) and any(isinstance(x, Mapping) for x in a):  # a list of dicts
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == len(a)
+            and all(_one_ok(v, x) for v, x in zip(value, a, strict=True))
+        )
+    return bool(_norm(value) == _norm(a))
 
 
 def _dict_ok(value: Mapping[str, Any], allowed: Mapping[str, Any]) -> bool:

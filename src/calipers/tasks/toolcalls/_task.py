@@ -96,12 +96,25 @@ class SingleCallEnv:
             ToolCall(
                 id=f"oracle_{i}",
                 name=name,
-                arguments={a: v[0] for a, v in args.items() if v and v[0] != ""},
+                arguments={a: _first(v) for a, v in args.items() if v and v[0] != ""},
             )
             for i, call in enumerate(expected)
             for name, args in call.items()
         )
         return ModelResponse(text="", tool_calls=calls, finish_reason="tool_calls")
+
+
+def _first(allowed: list[Any]) -> Any:
+    """The first allowed value; a dict argument's own allowed values unwrapped likewise."""
+    return _unwrap(allowed[0])
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _first(v) for k, v in value.items() if isinstance(v, list) and v and v[0] != ""}
+    if isinstance(value, list):
+        return [_unwrap(v) if isinstance(v, dict) else v for v in value]
+    return value
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
