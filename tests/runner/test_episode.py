@@ -123,3 +123,29 @@ def test_a_rerun_replays_every_step_from_the_cache(tmp_path: Path) -> None:
     assert rb.score_details and ra.score_details
     assert rb.score_details["episode"]["state"] == ra.score_details["episode"]["state"]
     assert rb.scores == ra.scores == {"reached": 1.0}
+
+
+def test_the_tool_format_keys_only_requests_with_tools() -> None:
+    from calipers.runner import cache_key
+    from calipers.types import ChatMessage, ToolSpec
+
+    msgs = (ChatMessage(role="user", content="hi"),)
+    plain = ModelRequest(messages=msgs)
+    tools = ModelRequest(messages=msgs, tools=(ToolSpec(name="f"),))
+    assert cache_key("m", plain, "fmt-1") == cache_key("m", plain)  # as before tools existed
+    assert cache_key("m", tools, "fmt-1") != cache_key("m", tools, "fmt-2")
+    assert cache_key("m", tools, "fmt-1") != cache_key("m", tools)
+
+
+def test_the_tool_format_is_in_the_methodology(tmp_path: Path) -> None:
+    class Formatted(FakeModel):
+        def tool_format(self) -> str:
+            return "test-format-1"
+
+    sample = Sample(id="a", input="Make it 3.", target=3)
+    task = counter_task([sample], name="c6")
+    register_task(task.name, lambda: task)
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
+        result = run(Formatted(agent), task.name, store=store)
+    card = result.methodology.tasks["c6"].episode
+    assert card is not None and card["tool_format"] == "test-format-1"

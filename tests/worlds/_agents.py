@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from calipers.models import FakeModel, ModelProvider
-from calipers.runner._episode import run_episode
+from calipers.runner import run_episode
 from calipers.scorers import grade_episode
 from calipers.tasks.worlds import LIMITS, make_env, oracle_reply
 from calipers.types import (

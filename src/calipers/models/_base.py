@@ -119,6 +119,15 @@ class ModelProvider(ABC):
         runs the model (llamacpp: ``n_ctx``); None when unknown."""
         return None
 
+    def tool_format(self) -> str | None:
+        """How this provider turns a request's tools into what the model reads, as a versioned
+        name, where the provider does that itself (llamacpp describes the tools in the system
+        message and constrains the reply); None where a server does it (openai) or the
+        provider has no tool calling. Recorded in an episode task's methodology and in the
+        response cache's key of requests with tools, so replies under two tool prompts are
+        never compared or replayed as one; requests without tools are unaffected."""
+        return None
+
     def for_episode(self, environment: Environment) -> ModelProvider:
         """The provider that plays one episode against ``environment``: the provider itself
         for a model. A baseline agent that needs the world (``baseline:oracle`` reads the

@@ -63,7 +63,7 @@ HF = ProviderInfo(
 FAKE = ProviderInfo(
     "fake",
     _fake,
-    usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
+    usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B | fake:tools=FILE",
     description="Deterministic model for tests and harness benchmarks.",
 )
 BASELINE = ProviderInfo(

@@ -7,6 +7,9 @@ Spec forms (``--model fake:...``):
 - ``fake:script=FILE`` answers from a JSON object ``{"substring": "answer", ...}``: the first
   key found in the prompt wins; ``"*"`` is the fallback.
 - ``fake:cycle=A|B|C`` answers A, B, C, A, ... in call order.
+- ``fake:tools=FILE`` scripts tool calls: a JSON object ``{"substring": reply, ...}`` as for
+  ``script=``, where a reply is a text or a list of calls ``[{"name": ..., "arguments":
+  {...}}]`` (``"arguments"`` may be a string: calls whose arguments did not parse).
 
 Options after a comma: ``fail=0.1`` (a deterministic share of requests raises, by hash of the
 request), ``delay=0.01`` (seconds per call), ``name=NAME`` (the identity name),
@@ -47,6 +50,7 @@ from calipers.types import (
     ModelResponse,
     TokenStatsRequest,
     TokenStatsResult,
+    ToolCall,
 )
 
 __all__ = ["MASK", "MEMORISED_Z", "MIN_CUE", "FakeModel", "fake_from_spec", "load_texts"]
@@ -316,6 +320,46 @@ def _script_responder(path: str) -> Responder:
     return respond
 
 
+def _tool_reply(value: object, path: str) -> str | ModelResponse:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in value
+    ):
+        raise ConfigError(
+            f"Fake model tools script {path}: a reply is a text or a list of "
+            '{"name": ..., "arguments": {...}} calls.'
+        )
+    calls = []
+    for i, c in enumerate(value):
+        args = c.get("arguments", {})
+        if isinstance(args, dict):
+            calls.append(ToolCall(id=f"fake_{i}", name=c["name"], arguments=args))
+        else:
+            err = "the arguments are not a JSON object"
+            calls.append(ToolCall(id=f"fake_{i}", name=c["name"], raw=str(args), error=err))
+    return ModelResponse(text="", tool_calls=tuple(calls))
+
+
+def _tools_responder(path: str) -> Responder:
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(
+            f"Fake model tools script {path!r} cannot be read as JSON ({e})."
+        ) from None
+    if not isinstance(table, dict):
+        raise ConfigError(f"Fake model tools script {path}: expected a JSON object.")
+    replies = {k: _tool_reply(v, path) for k, v in table.items()}
+    fallback = replies.pop("*", "")
+
+    def respond(request: ModelRequest) -> str | ModelResponse:
+        text = _prompt_text(request)
+        return next((r for k, r in replies.items() if k in text), fallback)
+
+    return respond
+
+
 def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
     head, *opts = rest.split(",")
     mode, _, value = head.partition("=")
@@ -329,10 +373,13 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
     elif mode == "cycle":
         answers = itertools.cycle(value.split("|"))
         responder = lambda _r: next(answers)  # noqa: E731
+    elif mode == "tools":
+        responder = _tools_responder(value)
     else:
         raise ConfigError(
             f"Unknown fake model mode {mode!r}.",
-            hint="Use fake:echo, fake:const=TEXT, fake:script=FILE or fake:cycle=A|B.",
+            hint="Use fake:echo, fake:const=TEXT, fake:script=FILE, fake:cycle=A|B or "
+            "fake:tools=FILE.",
         )
     rates = {"fail": 0.0, "delay": 0.0}
     name = head

@@ -52,6 +52,13 @@ from calipers.models._llamacpp_tokens import log_softmax as _log_softmax
 from calipers.models._llamacpp_tokens import next_token_stats as _next_token_stats
 from calipers.models._llamacpp_tokens import prefix_token as _prefix_token
 from calipers.models._llamacpp_tokens import tokenize as _tokenize
+from calipers.models._llamacpp_tools import (
+    TOOL_FORMAT,
+    call_prefix,
+    chat_messages,
+    grammar_for,
+    parse_reply,
+)
 from calipers.models._threads import ThreadGovernor, Threads
 from calipers.types import (
     ChatMessage,
@@ -62,6 +69,7 @@ from calipers.types import (
     ModelResponse,
     TokenStatsRequest,
     TokenStatsResult,
+    ToolCall,
 )
 
 __all__ = ["LlamaCppModel", "llamacpp_from_spec"]
@@ -232,6 +240,9 @@ class LlamaCppModel(ModelProvider):
             self._set_threads = threads
         return self._llama
 
+    def tool_format(self) -> str:
+        return TOOL_FORMAT  # how tools are prompted and constrained (_llamacpp_tools)
+
     def runtime(self) -> dict[str, int | str]:
         return self.threads.describe()
 
@@ -254,11 +265,12 @@ class LlamaCppModel(ModelProvider):
         stop = list(p.stop)
         with self._lock:
             llama = self._ready()
+            grammar = grammar_for(request.tools) if request.tools else None
             start = time.perf_counter()
             if request.messages is not None:
                 # The same tokens llama-cpp-python's chat handler builds: the rendered template,
                 # special tokens parsed, no extra BOS (the template writes it when it wants one).
-                text = self.render_chat(request.messages)
+                text = self.render_chat(chat_messages(request))
                 tokens = list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
                 eos = self.header().special_tokens.get("eos")
                 if eos:
@@ -280,6 +292,7 @@ class LlamaCppModel(ModelProvider):
                     repeat_penalty=1.0,
                     stop=stop,
                     seed=p.seed,
+                    grammar=grammar,
                 )
             except ValueError as e:  # e.g. "Requested tokens (...) exceed context window"
                 llama.n_tokens = self._trusted = 0
@@ -290,12 +303,17 @@ class LlamaCppModel(ModelProvider):
             latency = time.perf_counter() - start
         choice = out["choices"][0]
         usage = out.get("usage") or {}
+        text = str(choice["text"])
+        calls: tuple[ToolCall, ...] = ()
+        if request.tools:
+            text, calls = parse_reply(text, call_prefix(request))
         return ModelResponse(
-            text=choice["text"],
+            text=text,
             input_tokens=usage.get("prompt_tokens"),
             output_tokens=usage.get("completion_tokens"),
             latency_s=latency,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason="tool_calls" if calls else choice.get("finish_reason"),
+            tool_calls=calls,
         )
 
     def _reuse_for_generation(self, llama: Any, tokens: list[int]) -> int:

@@ -5,7 +5,10 @@ read from the environment variable named by ``--api-key-env`` (default ``OPENAI_
 each call; it is never stored in the identity, logs or error messages. Servers on a loopback
 address may run without a key.
 
-Chat requests go to ``POST /chat/completions``, plain prompts to ``POST /completions``. At most
+Chat requests go to ``POST /chat/completions``, plain prompts to ``POST /completions``. A
+request with tools sends them in the OpenAI tools format and reads the reply's ``tool_calls``
+(``_openai_tools``: arguments that are not a JSON object become a call with an error, never a
+crash). At most
 ``concurrency`` requests are in flight (default 4). Each attempt may take at most
 ``timeout_s`` seconds in all (default 120; ``--timeout``), however slowly the server trickles
 its answer. 429, 5xx, timeouts and dropped connections are retried up to ``max_retries`` times
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import ipaddress
+import json
 import os
 import random
 import time
@@ -34,12 +38,14 @@ import httpx
 from calipers.errors import ModelCallError, ModelLoadError, NotSupportedError
 from calipers.models._base import ModelOptions, ModelProvider
 from calipers.models._calls import Retry, current_calls
+from calipers.models._openai_tools import parse_tool_calls, wire_messages, wire_tools
 from calipers.types import (
     LoglikelihoodRequest,
     LoglikelihoodResult,
     ModelIdentity,
     ModelRequest,
     ModelResponse,
+    ToolCall,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "is_loopback", "openai_from_spec"]
@@ -128,8 +134,13 @@ class OpenAIModel(ModelProvider):
         *,
         backoff_base_s: float = 0.5,
         jitter_seed: int = 0,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> None:
+        """``tool_choice`` is sent with requests that have tools (``"required"``, ``"none"``,
+        or ``{"type": "function", "function": {"name": ...}}`` to force one tool); None leaves
+        it to the server (``auto``). It changes answers, so the identity records it."""
         self.model = model
+        self.tool_choice = tool_choice
         self.options = options or ModelOptions()
         self.base_url = (self.options.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.concurrency = self.options.concurrency or DEFAULT_CONCURRENCY
@@ -152,6 +163,9 @@ class OpenAIModel(ModelProvider):
                 name=self.model,
                 api_model=self._fetch_api_model(),
                 base_url=self.base_url,
+                extra={}
+                if self.tool_choice is None
+                else {"tool_choice": json.dumps(self.tool_choice, sort_keys=True)},
             )
         return self._identity
 
@@ -293,11 +307,18 @@ class OpenAIModel(ModelProvider):
             payload["stop"] = list(p.stop)
         if p.seed is not None:
             payload["seed"] = p.seed
+        calls: tuple[ToolCall, ...] = ()
         if request.messages is not None:
-            payload["messages"] = [m.model_dump() for m in request.messages]
+            payload["messages"] = wire_messages(request.messages)
+            if request.tools:
+                payload["tools"] = wire_tools(request.tools)
+                if self.tool_choice is not None:
+                    payload["tool_choice"] = self.tool_choice
             body, latency = await self._post("/chat/completions", payload)
             choice = body["choices"][0]
-            text = (choice.get("message") or {}).get("content") or ""
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+            calls = parse_tool_calls(message) if isinstance(message, dict) else ()
         else:
             payload["prompt"] = request.prompt
             body, latency = await self._post("/completions", payload)
@@ -310,6 +331,7 @@ class OpenAIModel(ModelProvider):
             output_tokens=usage.get("completion_tokens"),
             latency_s=latency,
             finish_reason=choice.get("finish_reason"),
+            tool_calls=calls,
         )
 
     async def loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:

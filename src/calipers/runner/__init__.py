@@ -12,6 +12,8 @@ from calipers.runner._config import RunConfig
 
 if TYPE_CHECKING:
     from calipers.runner._api import RunResult, aresume, arun, run
+    from calipers.runner._cache import cache_key
+    from calipers.runner._episode import EpisodeFailed, run_episode
     from calipers.runner._finalize import summarize_records
     from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
     from calipers.runner._plan import Plan, make_plan
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from calipers.runner._seeds import RunSeeds
 
 __all__ = [
+    "EpisodeFailed",
     "Methodology",
     "Plan",
     "Progress",
@@ -28,15 +31,18 @@ __all__ = [
     "TaskMethodology",
     "aresume",
     "arun",
+    "cache_key",
     "comparable_hash",
     "make_plan",
     "run",
+    "run_episode",
     "summarize_records",
 ]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "EpisodeFailed": "_episode",
         "Methodology": "_methodology",
         "Plan": "_plan",
         "Progress": "_schedule",
@@ -45,9 +51,11 @@ __getattr__, __dir__ = lazy_exports(
         "TaskMethodology": "_methodology",
         "aresume": "_api",
         "arun": "_api",
+        "cache_key": "_cache",
         "comparable_hash": "_methodology",
         "make_plan": "_plan",
         "run": "_api",
+        "run_episode": "_episode",
         "summarize_records": "_finalize",
     },
 )

@@ -29,9 +29,15 @@ class CacheStore(Protocol):
     def cache_put_many(self, items: Mapping[str, dict[str, Any]]) -> None: ...
 
 
-def cache_key(model_key: str, request: Request) -> str:
+def cache_key(model_key: str, request: Request, tool_format: str | None = None) -> str:
+    """The key of a request's stored response. ``tool_format`` (the provider's, see
+    ``ModelProvider.tool_format``) counts only for requests with tools: the same tools under
+    another tool prompt are another request; every other key is as it always was."""
     kind = "generate" if isinstance(request, ModelRequest) else "loglikelihood"
-    return json_hash([model_key, kind, request.model_dump(mode="json")], length=64)
+    parts: list[object] = [model_key, kind, request.model_dump(mode="json")]
+    if tool_format is not None and isinstance(request, ModelRequest) and request.tools:
+        parts.append({"tool_format": tool_format})
+    return json_hash(parts, length=64)
 
 
 def cacheable(request: Request) -> bool:
@@ -39,16 +45,23 @@ def cacheable(request: Request) -> bool:
 
 
 class ResponseCache:
-    def __init__(self, store: CacheStore, model_key: str, batch: int = 64) -> None:
+    def __init__(
+        self,
+        store: CacheStore,
+        model_key: str,
+        batch: int = 64,
+        tool_format: str | None = None,
+    ) -> None:
         self._store = store
         self._model_key = model_key
+        self._tool_format = tool_format
         self._hits: dict[str, dict[str, Any]] = {}
         self._asked: set[str] = set()  # keys looked up in the store (found or not)
         self._pending: dict[str, dict[str, Any]] = {}
         self._batch = batch
 
     def prefetch(self, requests: Iterable[Request]) -> None:
-        keys = [cache_key(self._model_key, r) for r in requests if cacheable(r)]
+        keys = [cache_key(self._model_key, r, self._tool_format) for r in requests if cacheable(r)]
         for i in range(0, len(keys), 500):
             self._hits.update(self._store.cache_get_many(keys[i : i + 500]))
         self._asked.update(keys)
@@ -56,7 +69,7 @@ class ResponseCache:
     def get(self, request: Request) -> SampleOutput | None:
         if not cacheable(request):
             return None
-        key = cache_key(self._model_key, request)
+        key = cache_key(self._model_key, request, self._tool_format)
         hit = self._hits.get(key) or self._pending.get(key)  # prefetched per task
         if hit is None and key not in self._asked:
             # a request no plan could list (an episode's later steps): looked up on its own
@@ -74,7 +87,8 @@ class ResponseCache:
             return
         value = output.response or output.loglikelihood
         assert value is not None
-        self._pending[cache_key(self._model_key, request)] = value.model_dump(mode="json")
+        key = cache_key(self._model_key, request, self._tool_format)
+        self._pending[key] = value.model_dump(mode="json")
         if len(self._pending) >= self._batch:
             self.flush()
 

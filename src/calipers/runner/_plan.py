@@ -250,7 +250,7 @@ def _plan_task(
         rag_arm=None
         if config.rag is None or config.rag.is_clean
         else config.rag.model_dump(exclude_defaults=True),
-        episode=_episode_card(task, planned),
+        episode=_episode_card(task, planned, provider),
         data_source=data_source(samples),
     )
     return PlannedTask(task, tuple(planned), card)
@@ -277,7 +277,9 @@ def _episode_request(
     return req, lambda: factory(sample)
 
 
-def _episode_card(task: Task, planned: list[PlannedSample]) -> dict[str, Any] | None:
+def _episode_card(
+    task: Task, planned: list[PlannedSample], provider: ModelProvider
+) -> dict[str, Any] | None:
     if task.kind != "episode":
         return None
     tools = sorted(
@@ -293,6 +295,7 @@ def _episode_card(task: Task, planned: list[PlannedSample]) -> dict[str, Any] | 
         "limits": task.limits.model_dump(mode="json"),
         "tools": [t.name for t in tools],
         "tools_hash": json_hash([t.model_dump(mode="json") for t in tools]),
+        **({"tool_format": provider.tool_format()} if tools and provider.tool_format() else {}),
         **task.episode_card,
     }
 

@@ -134,7 +134,11 @@ async def _execute(
     done_set: set[tuple[str, str, int]],
     progress: Progress | None,
 ) -> None:
-    cache = ResponseCache(store, plan.methodology.model.key()) if plan.config.use_cache else None
+    cache = (
+        ResponseCache(store, plan.methodology.model.key(), tool_format=plan.provider.tool_format())
+        if plan.config.use_cache
+        else None
+    )
     writer = _Writer(store)
     for pt in plan.tasks:
         todo = _todo(pt, done_set)
