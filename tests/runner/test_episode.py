@@ -149,3 +149,20 @@ def test_the_tool_format_is_in_the_methodology(tmp_path: Path) -> None:
         result = run(Formatted(agent), task.name, store=store)
     card = result.methodology.tasks["c6"].episode
     assert card is not None and card["tool_format"] == "test-format-1"
+
+
+def test_max_steps_overrides_the_task_limit_and_is_recorded(tmp_path: Path) -> None:
+    def forever(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(text="", tool_calls=(call("read"),))
+
+    sample = Sample(id="a", input="Make it 3.", target=3)
+    task = counter_task([sample], name="c7")
+    register_task(task.name, lambda: task)
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
+        result = run(FakeModel(forever), task.name, store=store, max_steps=2)
+        (rec,) = store.get_samples(result.run_id)
+    assert rec.score_details is not None
+    steps = rec.score_details["episode"]["steps"]
+    assert sum(s["kind"] == "model" for s in steps) == 2
+    card = result.methodology.tasks["c7"].episode
+    assert card is not None and card["limits"]["max_steps"] == 2

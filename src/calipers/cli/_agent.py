@@ -60,7 +60,16 @@ def _metric_option(f: Any) -> Any:
     show_default=True,
     help="Trials per item (the runner's epochs); more than 1 needs --temperature above 0.",
 )
-@run_options("temperature", "limit", "seed", "max_tokens", "system_prompt", "data_dir", *SERVER)
+@run_options(
+    "temperature",
+    "limit",
+    "seed",
+    "max_tokens",
+    "max_steps",
+    "system_prompt",
+    "data_dir",
+    *SERVER,
+)
 @_metric_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_option

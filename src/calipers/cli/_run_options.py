@@ -91,6 +91,7 @@ RUN_OPTIONS: dict[str, RunOption] = {
     "max_retries": _o("--max-retries", field="model_options.max_retries", metavar="N"),
     "epochs": _o("--epochs", field="epochs"),
     "max_tokens": _o("--max-tokens", field="max_tokens", unset="the task's"),
+    "max_steps": _o("--max-steps", field="max_steps", unset="the task's"),
     "temperature": _o("--temperature", field="temperature", unset="the task's"),
     "n_ctx": _o("--n-ctx", field="model_options.n_ctx", type=click.IntRange(min=256)),
     "threads": _o(
@@ -106,7 +107,7 @@ RUN_OPTIONS: dict[str, RunOption] = {
 # Groups a command can take whole (``@run_options(*SERVER)``).
 PROMPT = ("few_shot", "few_shot_seed", "chat_template", "system_prompt")
 SERVER = ("base_url", "api_key_env", "concurrency", "timeout", "max_retries")
-DECODING = ("epochs", "max_tokens", "temperature")
+DECODING = ("epochs", "max_tokens", "temperature", "max_steps")
 LLAMACPP = ("n_ctx", "threads")
 
 

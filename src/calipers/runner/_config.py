@@ -50,6 +50,11 @@ class RunConfig(BaseModel):
         description="Generations per item, each with its own sampling seed (pass@k, "
         "stability); needs a temperature above 0",
     )
+    max_steps: int | None = Field(
+        None,
+        ge=1,
+        description="Most model calls in one episode of a conversation or agent task",
+    )
     variant: Variant | None = None  # a presentation change (sensitivity studies)
     study: str | None = None  # groups the runs of one sensitivity study (or RAG stress test)
     rag: RagArm | None = None  # a degradation of a RAG task's context (calipers rag stress)

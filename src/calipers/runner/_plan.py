@@ -192,6 +192,9 @@ def _plan_task(
     params = _decoding(task, config)
     _check_epochs(task, config, params)
     identity = provider.identity()
+    limits = task.limits
+    if config.max_steps is not None:  # --max-steps: the user's limit over the task's
+        limits = limits.model_copy(update={"max_steps": config.max_steps})
     planned = []
     for i, s in enumerate(samples):
         env: Callable[[], Environment] | None = None
@@ -219,7 +222,7 @@ def _plan_task(
                 prompt=task.prompt.plain(s, shots, config.system_prompt), params=params
             )
         ps = PlannedSample(
-            task.name, i, s, req, text, seed=seeds.items, environment=env, limits=task.limits
+            task.name, i, s, req, text, seed=seeds.items, environment=env, limits=limits
         )
         planned.extend(_epochs(ps, config.epochs))
     template = task.prompt.card()
@@ -250,7 +253,7 @@ def _plan_task(
         rag_arm=None
         if config.rag is None or config.rag.is_clean
         else config.rag.model_dump(exclude_defaults=True),
-        episode=_episode_card(task, planned, provider),
+        episode=_episode_card(task, planned, provider, limits),
         data_source=data_source(samples),
     )
     return PlannedTask(task, tuple(planned), card)
@@ -278,7 +281,7 @@ def _episode_request(
 
 
 def _episode_card(
-    task: Task, planned: list[PlannedSample], provider: ModelProvider
+    task: Task, planned: list[PlannedSample], provider: ModelProvider, limits: EpisodeLimits
 ) -> dict[str, Any] | None:
     if task.kind != "episode":
         return None
@@ -292,7 +295,7 @@ def _episode_card(
         key=lambda t: t.name,
     )
     return {
-        "limits": task.limits.model_dump(mode="json"),
+        "limits": limits.model_dump(mode="json"),
         "tools": [t.name for t in tools],
         "tools_hash": json_hash([t.model_dump(mode="json") for t in tools]),
         **({"tool_format": provider.tool_format()} if tools and provider.tool_format() else {}),
