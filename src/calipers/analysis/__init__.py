@@ -27,6 +27,18 @@ if TYPE_CHECKING:
         planted_samples,
     )
     from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
+    from calipers.analysis._converse import (
+        CLI_PROBES,
+        ConversationReport,
+        ProbeComparison,
+        ProbeReport,
+        analyze_probe,
+        aptitude,
+        conversation_turns,
+        probe_arms,
+        run_probe,
+        turn_rates,
+    )
     from calipers.analysis._floors import Floor, format_floors
     from calipers.analysis._gate import (
         GateConfig,
@@ -103,6 +115,16 @@ if TYPE_CHECKING:
     )
 
 _MODULES = {
+    "ConversationReport": "_converse",
+    "conversation_turns": "_converse",
+    "turn_rates": "_converse",
+    "CLI_PROBES": "_converse",
+    "ProbeComparison": "_converse",
+    "ProbeReport": "_converse",
+    "analyze_probe": "_converse",
+    "aptitude": "_converse",
+    "probe_arms": "_converse",
+    "run_probe": "_converse",
     "ArmRow": "_rag_report",
     "FillCurve": "_rag_report",
     "KneeFit": "_rag_report",
@@ -186,6 +208,7 @@ _MODULES = {
 }
 
 __all__ = [
+    "CLI_PROBES",
     "JUDGE_SCORERS",
     "RAG_FACTORS",
     "ABJudgeCorrected",
@@ -196,6 +219,7 @@ __all__ = [
     "ClaimCalibrationReport",
     "ComparisonRow",
     "ComparisonSet",
+    "ConversationReport",
     "FillCurve",
     "FlagAgreement",
     "FlaggedItem",
@@ -211,6 +235,8 @@ __all__ = [
     "KneeFit",
     "OutcomeCell",
     "Paired",
+    "ProbeComparison",
+    "ProbeReport",
     "RagReport",
     "RobustnessReport",
     "RunAudit",
@@ -222,6 +248,8 @@ __all__ = [
     "StressGrid",
     "StudyPlan",
     "ab_judge_corrected",
+    "analyze_probe",
+    "aptitude",
     "audit",
     "board_calibrations",
     "calibrate_claim_judge",
@@ -230,6 +258,7 @@ __all__ = [
     "campaign_labels",
     "campaign_question",
     "compare",
+    "conversation_turns",
     "corrected_rows",
     "find_reusable",
     "format_floors",
@@ -255,17 +284,20 @@ __all__ = [
     "plan_study",
     "planted_samples",
     "prepare_gate",
+    "probe_arms",
     "rag_arms",
     "rag_report",
     "robustness",
     "row_calibrations",
     "run_factors",
     "run_gate",
+    "run_probe",
     "run_study",
     "saturation",
     "save_judge_calibration",
     "sensitivity",
     "stability",
+    "turn_rates",
 ]
 
 __getattr__, __dir__ = lazy_exports(
