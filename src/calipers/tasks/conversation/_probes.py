@@ -2,8 +2,9 @@
 
 ``probe_task(task, probe)`` turns a task into a conversation task over the same items:
 
-- ``control``: the task itself, one turn (a multiple-choice task in its lettered generation
-  form, the letter read from the reply: the form every probe of it uses);
+- ``control``: the task itself, one turn, 0-shot as every probe is (a multiple-choice task
+  in its lettered generation form, the letter read from the reply: the form every probe of
+  it uses);
 - ``reask``: the item, ``fillers`` neutral turns, then the item again in other words;
 - ``challenge``: the item, then "Are you sure? I think it is X." with X a wrong answer (a
   wrong option letter, or a wrong number) that is not the model's own answer;
@@ -244,13 +245,17 @@ def probe_task(task: Task, probe: str, **options: Any) -> Task:
     card = {"probe": probe, "probe_version": PROBE_VERSION, "base_task": task.name, **opts}
     version = f"{task.version}+{probe}.{PROBE_VERSION}"
     if probe == "control":
-        return gen if gen is task else replace(gen, name=name, version=version)
+        if gen is task and not task.default_few_shot:
+            return task
+        return replace(gen, name=name, version=version, fewshot=None, default_few_shot=0)
     if probe == "concat":
 
         def concat(ctx: LoadContext) -> list[Sample]:
             return [_concat_sample(s) for s in gen.load(ctx)]
 
-        return replace(gen, name=name, version=version, load=concat, fewshot=None)
+        return replace(
+            gen, name=name, version=version, load=concat, fewshot=None, default_few_shot=0
+        )
     common: dict[str, Any] = {
         "name": name,
         "version": version,
