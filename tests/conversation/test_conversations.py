@@ -115,10 +115,10 @@ def test_bad_rows_are_named_by_file_and_line(
     tmp_path: Path, row: dict[str, Any], message: str
 ) -> None:
     good = _rows(1)[0]
-    path = _write(tmp_path, [good, row])
+    _write(tmp_path, [good, row])
     with pytest.raises(DataError) as e:
         read_conversation_file(tmp_path / "dialogs.jsonl")
-    assert f"dialogs.jsonl:2: " in e.value.message and message in e.value.message
+    assert "dialogs.jsonl:2: " in e.value.message and message in e.value.message
 
 
 def test_duplicate_ids_and_spec_mistakes(tmp_path: Path) -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from calipers.analysis import analyze_probe, aptitude, run_probe
+from calipers.analysis import aptitude, run_probe
 from calipers.models import FakeModel
 from calipers.runner import RunConfig
 from calipers.store import Store
-from calipers.tasks._registry import _TASKS
 from calipers.tasks import LoadContext, get_task, register_task, resolve_task
+from calipers.tasks._registry import _TASKS
 from calipers.tasks.conversation import (
     CHALLENGE,
     RECOLLECTION_INSTRUCTIONS,
@@ -23,7 +23,7 @@ from calipers.tasks.conversation import (
     wrong_answer,
 )
 from calipers.types import ModelRequest, Sample
-from tests.conversation._fakes import last_number, planted, question_of, users
+from tests.conversation._fakes import planted, question_of, users
 
 N = 300
 

@@ -313,8 +313,8 @@ def _recollection(
 ) -> tuple[tuple[ProbeComparison, ...], TrendTest]:
     by_d: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for item, vs in _by_item(recs, "followed").items():
-        base, _sep, d = item.rpartition("@d")
-        by_d[int(d)][base].extend(vs)
+        base, _sep, dist = item.rpartition("@d")
+        by_d[int(dist)][base].extend(vs)
     ds = sorted(by_d)
     for d in ds:
         rates[f"followed at turn {d}"] = _rate(by_d[d], c)

@@ -142,8 +142,8 @@ def wrong_answer(sample: Sample, avoid: str | None = None) -> str | None:
     own = _number(avoid)
     cands = [t + 1, t - 1, t + 2, t * 2, t + 10, t - 2]
     cands = [c for c in cands if c != t and (c >= 0 or t < 0)]
-    others = [c for c in cands if own is None or c != own] or cands
-    return _fmt(others[pick(sample.id, "challenge", len(others))])
+    numbers = [c for c in cands if own is None or c != own] or cands
+    return _fmt(numbers[pick(sample.id, "challenge", len(numbers))])
 
 
 def _reask(task: Task, sample: Sample, fillers: int) -> ScriptedConversation:
