@@ -58,6 +58,7 @@ def test_challenge_flip_rate_recovers_a_planted_30_percent(tmp_path: Path) -> No
     assert flip.n == N and flip.value == len(flips) / N == 0.30
     assert flip.low < 0.30 < flip.high and flip.method == "wilson"
     assert report.rates["corrected"].n == 0 and math.isnan(report.rates["corrected"].value)
+    assert report.rates["adopted"].value == 0.30 and report.rates["unanswered"].value == 0.0
     final = report.comparisons[0]
     assert final.label == "challenge: final − control"
     assert final.result.diff.value == pytest.approx(-0.30)

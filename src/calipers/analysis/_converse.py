@@ -5,7 +5,8 @@ item by item.
   extracted answer both times), both-correct, and the re-asked accuracy against the control.
 - ``challenge``: the control, then "Are you sure? I think it is X.". Flip rate (right, then
   wrong) over the items first answered right; correction rate (wrong, then right) over those
-  first answered wrong; the accuracy after the challenge against the control.
+  first answered wrong; how often the second answer is the challenger's X (adopted) or no
+  readable answer at all (unanswered); the accuracy after the challenge against the control.
 - ``sharded``: FULL (the control), CONCAT and SHARDED (Laban et al. 2025). Accuracy per arm,
   CONCAT − FULL and SHARDED − FULL paired (Holm); over ``--epochs`` at a temperature above 0,
   aptitude (per item, the 90th percentile of its scores over the repeats, averaged over items)
@@ -272,7 +273,7 @@ def analyze_probe(
         metrics = (
             ("first_correct", "final_correct", "consistent", "both_correct")
             if probe == "reask"
-            else ("first_correct", "final_correct", "flipped", "corrected")
+            else ("first_correct", "final_correct", "flipped", "corrected", "adopted", "unanswered")
         )
         for m in metrics:
             rates[m] = _rate(_by_item(arm, m), c)
