@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -42,7 +43,7 @@ def test_probe_json_pairs_the_control_with_the_probe() -> None:
 
 
 def test_conversation_file_runs_both_arms(tmp_path: Path) -> None:
-    row = {"id": "a", "turns": ["Say 7.", "Say 7 again."], "golden": ["7", "7"]}
+    row: dict[str, Any] = {"id": "a", "turns": ["Say 7.", "Say 7 again."], "golden": ["7", "7"]}
     row["checks"] = [{"turn": 2, "number": 7}]
     (tmp_path / "d.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
     (tmp_path / "d.yaml").write_text("name: d\ndata: d.jsonl\nconversation: {}\n")
