@@ -58,7 +58,14 @@ def test_builtins_are_what_the_old_closed_lists_held() -> None:
     assert own_entry_points("calipers.perturbations") == sorted(_perturb.PERTURBATIONS)
     assert own_entry_points("calipers.probes") == sorted(_probes.PROBES)
     assert own_entry_points("calipers.suite_parsers") == sorted(_import.FORMATS)
-    assert own_entry_points("calipers.models") == ["fake", "hf", "llamacpp", "openai", "smollm2"]
+    assert own_entry_points("calipers.models") == [
+        "baseline",
+        "fake",
+        "hf",
+        "llamacpp",
+        "openai",
+        "smollm2",
+    ]
 
 
 _PROBE = """

@@ -11,6 +11,16 @@ from calipers._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from calipers.analysis._ab_corrected import ABJudgeCorrected, ab_judge_corrected
+    from calipers.analysis._agent import (
+        AgentPlan,
+        AgentReport,
+        AgentTaskReport,
+        agent_report,
+        list_agent_studies,
+        load_agent_study,
+        plan_agent_study,
+        run_agent_study,
+    )
     from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
     from calipers.analysis._audit import (
         Annotation,
@@ -27,6 +37,11 @@ if TYPE_CHECKING:
         planted_samples,
     )
     from calipers.analysis._compare import ComparisonRow, ComparisonSet, compare, load_runs
+    from calipers.analysis._contradiction_calibration import (
+        ContradictionCalibrationReport,
+        calibrate_contradiction_judge,
+        contradiction_judge,
+    )
     from calipers.analysis._converse import (
         CLI_PROBES,
         ConversationReport,
@@ -113,6 +128,7 @@ if TYPE_CHECKING:
         plan_study,
         run_study,
     )
+    from calipers.analysis._swebench import SwebenchExport, extract_patch, swebench_predictions
 
 _MODULES = {
     "ConversationReport": "_converse",
@@ -125,6 +141,17 @@ _MODULES = {
     "aptitude": "_converse",
     "probe_arms": "_converse",
     "run_probe": "_converse",
+    "SwebenchExport": "_swebench",
+    "extract_patch": "_swebench",
+    "swebench_predictions": "_swebench",
+    "AgentPlan": "_agent",
+    "AgentReport": "_agent",
+    "AgentTaskReport": "_agent",
+    "agent_report": "_agent",
+    "list_agent_studies": "_agent",
+    "load_agent_study": "_agent",
+    "plan_agent_study": "_agent",
+    "run_agent_study": "_agent",
     "ArmRow": "_rag_report",
     "FillCurve": "_rag_report",
     "KneeFit": "_rag_report",
@@ -153,6 +180,9 @@ _MODULES = {
     "ClaimCalibrationReport": "_claim_calibration",
     "calibrate_claim_judge": "_claim_calibration",
     "planted_samples": "_claim_calibration",
+    "ContradictionCalibrationReport": "_contradiction_calibration",
+    "calibrate_contradiction_judge": "_contradiction_calibration",
+    "contradiction_judge": "_contradiction_calibration",
     "JudgeCorrected": "_judge_corrected",
     "JudgeCorrectedComparison": "_judge_corrected",
     "Paired": "_align",
@@ -212,6 +242,9 @@ __all__ = [
     "JUDGE_SCORERS",
     "RAG_FACTORS",
     "ABJudgeCorrected",
+    "AgentPlan",
+    "AgentReport",
+    "AgentTaskReport",
     "Annotation",
     "ArmRow",
     "AuditReport",
@@ -219,6 +252,7 @@ __all__ = [
     "ClaimCalibrationReport",
     "ComparisonRow",
     "ComparisonSet",
+    "ContradictionCalibrationReport",
     "ConversationReport",
     "FillCurve",
     "FlagAgreement",
@@ -247,19 +281,24 @@ __all__ = [
     "StoredRun",
     "StressGrid",
     "StudyPlan",
+    "SwebenchExport",
     "ab_judge_corrected",
+    "agent_report",
     "analyze_probe",
     "aptitude",
     "audit",
     "board_calibrations",
     "calibrate_claim_judge",
+    "calibrate_contradiction_judge",
     "calibrate_judge",
     "calibrate_similarity",
     "campaign_labels",
     "campaign_question",
     "compare",
+    "contradiction_judge",
     "conversation_turns",
     "corrected_rows",
+    "extract_patch",
     "find_reusable",
     "format_floors",
     "gate",
@@ -273,12 +312,15 @@ __all__ = [
     "judge_corrected_comparison",
     "judge_spec",
     "leaderboard",
+    "list_agent_studies",
     "list_studies",
+    "load_agent_study",
     "load_runs",
     "load_study",
     "methodology_differences",
     "metric_calibration",
     "pair",
+    "plan_agent_study",
     "plan_rag_stress",
     "plan_size",
     "plan_study",
@@ -289,6 +331,7 @@ __all__ = [
     "rag_report",
     "robustness",
     "row_calibrations",
+    "run_agent_study",
     "run_factors",
     "run_gate",
     "run_probe",
@@ -297,6 +340,7 @@ __all__ = [
     "save_judge_calibration",
     "sensitivity",
     "stability",
+    "swebench_predictions",
     "turn_rates",
 ]
 

@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from calipers.analysis._claim_calibration import ClaimCalibrationReport
+from calipers.analysis._contradiction_calibration import ContradictionCalibrationReport
 from calipers.analysis._judge_line import JUDGE_METRICS, JUDGE_SCORERS, judge_agreement_line
 from calipers.datasets import read_records
 from calipers.errors import ConfigError, DataError
@@ -205,8 +206,8 @@ def _judged(recs: Sequence[SampleRecord], name: str, mode: JudgeMode) -> dict[Ke
     outcome = {"win": 1.0, "loss": 0.0, "tie": 0.5}
     for r in recs:
         meta = ((r.score_details or {}).get(name) or {}).get("metadata")
-        if r.error is not None or not meta:
-            continue
+        if r.error is not None or not meta or (mode != "pairwise" and "raw_score" not in meta):
+            continue  # errored, or nothing judged (a conversation with no pair to check)
         value = float(
             outcome[meta["outcome"]]
             if mode == "pairwise"
@@ -306,7 +307,8 @@ def judge_spec(
 ) -> tuple[str, dict[str, Any], JudgeMode, tuple[int, int]]:
     """(task, scorer spec, mode, scale) of the run's judge (``scorer`` chooses when a task
     has several judge scorers). ``rag_faithfulness`` is read as pass/fail: pass when every
-    claim of the answer is supported."""
+    claim of the answer is supported; ``self_contradiction`` as 1 when the conversation
+    contradicts itself; ``mt_bench_judge`` on its 1-10 scale (the dialogue's worst turn)."""
     if scorer is not None and scorer not in JUDGE_SCORERS:
         raise ConfigError(f"{scorer!r} is not a judge scorer ({', '.join(JUDGE_SCORERS)}).")
     task, spec = find_scorer(run, task, JUDGE_SCORERS if scorer is None else (scorer,))
@@ -315,10 +317,13 @@ def judge_spec(
         "pairwise"
         if spec["name"] == "llm_judge_pairwise"
         else "pass_fail"
-        if spec["name"] == "rag_faithfulness"
+        if spec["name"] in ("rag_faithfulness", "self_contradiction")
+        else "scale"
+        if spec["name"] == "mt_bench_judge"
         else args.get("mode", "scale")
     )
-    scale = (0, 1) if mode != "scale" else tuple(args.get("scale", (1, 5)))
+    default = (1, 10) if spec["name"] == "mt_bench_judge" else (1, 5)
+    scale = (0, 1) if mode != "scale" else tuple(args.get("scale", default))
     return task, spec, mode, (int(scale[0]), int(scale[1]))
 
 
@@ -412,10 +417,11 @@ def calibrate_judge(
 
 
 def save_judge_calibration(
-    store: Store, report: JudgeCalibrationReport | ClaimCalibrationReport
+    store: Store,
+    report: JudgeCalibrationReport | ClaimCalibrationReport | ContradictionCalibrationReport,
 ) -> None:
-    """Write ``report`` (against human labels, or a claim judge's against planted claims)
-    into its run's summary under ``judge_calibration[task]``."""
+    """Write ``report`` (against human labels, or a judge's against planted claims or
+    planted contradictions) into its run's summary under ``judge_calibration[task]``."""
     run = store.get_run(report.run_id)
     if run.summary is None or run.status != "finished":
         raise ConfigError(

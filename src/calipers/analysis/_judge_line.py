@@ -20,6 +20,7 @@ from calipers.types import Estimate
 __all__ = [
     "JUDGE_METRICS",
     "JUDGE_SCORERS",
+    "PLANTED_SCORERS",
     "board_calibrations",
     "is_judge_metric",
     "judge_agreement_line",
@@ -29,18 +30,34 @@ __all__ = [
     "row_calibrations",
 ]
 
-JUDGE_SCORERS = ("llm_judge", "llm_judge_pairwise", "rag_faithfulness")
+JUDGE_SCORERS = (
+    "llm_judge",
+    "llm_judge_pairwise",
+    "rag_faithfulness",
+    "mt_bench_judge",
+    "self_contradiction",
+)
 # the metrics each judge scorer writes, headline first (a summary may prefix them "scorer.")
 JUDGE_METRICS = {
     "llm_judge": ("judge",),
     "llm_judge_pairwise": ("win", "consistent"),
     "rag_faithfulness": ("faithfulness", "unsupported_claims"),
+    "mt_bench_judge": ("mtb_score", "mtb_turn_mean", "mtb_overall"),
+    "self_contradiction": ("contradiction", "contradiction_rate"),
+}
+# judges calibrated on planted items of known truth (``judge-calibrate --planted``), by the
+# statistic their stored calibration names
+PLANTED_SCORERS = ("rag_faithfulness", "self_contradiction")
+_PLANTED_STATISTICS = {
+    "claim_accuracy": "planted claims",
+    "contradiction_accuracy": "planted pairs",
 }
 
 _NAMES = {
     "cohens_kappa": "Cohen's kappa",
     "krippendorff_alpha_ordinal": "Krippendorff's alpha (ordinal)",
     "claim_accuracy": "claim-label accuracy",
+    "contradiction_accuracy": "contradiction-label accuracy",
 }
 
 
@@ -49,12 +66,13 @@ def _stored(run: RunRecord) -> dict[str, dict[str, Any]]:
 
 
 def _judges(run: RunRecord, task: str) -> list[tuple[str, str]]:
-    """(scorer name, judge model) of each judge scorer of ``task``."""
+    """(scorer name, judge model) of each judge scorer of ``task`` (a scorer that can work
+    without a judge, ``self_contradiction``, counts only when it names one)."""
     scorers = run.methodology.get("tasks", {}).get(task, {}).get("scorers", [])
     return [
         (s["name"], str((s.get("args") or {}).get("judge")))
         for s in scorers
-        if s.get("name") in JUDGE_SCORERS
+        if s.get("name") in JUDGE_SCORERS and (s.get("args") or {}).get("judge") is not None
     ]
 
 
@@ -151,7 +169,7 @@ def judge_agreement_line(run: RunRecord, task: str, saved: Iterable[RunRecord] =
         return None
     cal = status["calibration"]
     if cal is None:
-        planted = " or --planted" if status["scorer"] == "rag_faithfulness" else ""
+        planted = " or --planted" if status["scorer"] in PLANTED_SCORERS else ""
         return (
             f"uncalibrated: judge-human agreement not measured "
             f"(calipers judge-calibrate {run.id} --labels FILE or --campaign NAME{planted})"
@@ -159,10 +177,10 @@ def judge_agreement_line(run: RunRecord, task: str, saved: Iterable[RunRecord] =
     # the report is stored in the run summary as JSON (types cannot hold the analysis type)
     est = Estimate.from_dict(cal["agreement"])
     where = "" if cal["run_id"] == run.id else f", calibrated on run {cal['run_id']}"
-    planted = cal["statistic"] == "claim_accuracy"  # a claim judge against planted claims
+    truth = _PLANTED_STATISTICS.get(cal["statistic"])  # a judge against planted truth
     return (
-        f"judge-{'truth' if planted else 'human'} agreement: "
+        f"judge-{'truth' if truth else 'human'} agreement: "
         f"{_NAMES.get(cal['statistic'], cal['statistic'])} {est.format()} "
-        f"(n={est.n} {'planted claims' if planted else 'labelled items'}, "
+        f"(n={est.n} {truth or 'labelled items'}, "
         f"judge {status['judge']}{where})"
     )

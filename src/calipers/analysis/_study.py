@@ -210,6 +210,7 @@ def load_study(store: Store, study: str) -> list[StoredRun]:
 
 
 RAG_PREFIX = "rag-"  # the study ids of RAG stress tests (calipers rag stress)
+AGENT_PREFIX = "agent-"  # the study ids of agent studies (calipers agent run)
 
 
 def list_studies(store: Store, *, rag: bool = False) -> list[dict[str, Any]]:
@@ -218,7 +219,7 @@ def list_studies(store: Store, *, rag: bool = False) -> list[dict[str, Any]]:
     studies: dict[str, dict[str, Any]] = {}
     for r in store.list_runs(limit=100_000):
         study = (r.config or {}).get("study")
-        if not study or study.startswith(RAG_PREFIX) != rag:
+        if not study or study.startswith(RAG_PREFIX) != rag or study.startswith(AGENT_PREFIX):
             continue
         row = studies.setdefault(
             study,

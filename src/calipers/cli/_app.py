@@ -68,6 +68,7 @@ def error_console() -> Console:
 # numpy, scipy, SQLAlchemy, the web stack; ``calipers --help`` needs none.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ab": ("_ab", "Promote, keep watching or roll back the gateway's candidate."),
+    "agent": ("_agent", "Agents over repeated trials: pass^k, flip rate, baselines."),
     "audit": ("_audit", "Items whose gold label is probably wrong."),
     "compare": ("_compare", "Is run B better than run A on the same items, and by how much?"),
     "converse": (
@@ -100,7 +101,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 # How ``calipers --help`` groups the commands (a command in none is listed under "Other").
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "Evaluate": ("run", "plan"),
+    "Evaluate": ("run", "plan", "agent"),
     "Results (stored runs)": ("runs", "show", "report", "ui"),
     "Compare and decide": ("compare", "leaderboard", "gate", "select"),
     "Check the score": (

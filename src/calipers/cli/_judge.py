@@ -231,15 +231,32 @@ def _print_threshold(obj: Context, cal: Any, path: str | None) -> None:
 @click.option("-t", "--task", default=None, help="The task (default: the one judged).")
 @click.option(
     "--scorer",
-    type=click.Choice(["llm_judge", "llm_judge_pairwise", "rag_faithfulness"]),
+    type=click.Choice(
+        [
+            "llm_judge",
+            "llm_judge_pairwise",
+            "rag_faithfulness",
+            "mt_bench_judge",
+            "self_contradiction",
+        ]
+    ),
     default=None,
     help="The judge scorer, when a task has both.",
 )
 @click.option(
     "--planted",
     is_flag=True,
-    help="Calibrate the run's rag_faithfulness judge on its items' planted claims (dyn_rag): "
-    "precision and recall of 'unsupported', accuracy.",
+    help="Calibrate on planted truth: a rag_faithfulness judge on its items' planted claims "
+    "(dyn_rag), a self_contradiction judge on planted conversations (--pairs); precision, "
+    "recall, accuracy.",
+)
+@click.option(
+    "--pairs",
+    type=click.IntRange(min=2),
+    default=200,
+    show_default=True,
+    help="--planted, self_contradiction: planted conversations (half contradict, seeded by "
+    "--seed).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--no-save", is_flag=True, help="Do not store the result in the run's summary.")
@@ -270,6 +287,7 @@ def judge_calibrate_cmd(
     task: str | None,
     scorer: str | None,
     planted: bool,
+    pairs: int,
     seed: int,
     no_save: bool,
     threshold_out: str | None,
@@ -286,11 +304,12 @@ def judge_calibrate_cmd(
       calipers judge-calibrate RUN --labels match.jsonl --threshold-out threshold.json
       calipers judge-calibrate RUN --campaign support-review --question correct
       calipers judge-calibrate RUN --planted
+      calipers judge-calibrate RUN --planted --pairs 400   (a self_contradiction judge)
     """
     if planted:
         if labels or campaign or question or positive or threshold_out:
-            raise click.UsageError("--planted measures against planted claims: no labels.")
-        _planted(obj, run_id, task, no_save, as_json)
+            raise click.UsageError("--planted measures against planted truth: no labels.")
+        _planted(obj, run_id, task, no_save, as_json, pairs, seed)
         return
     if (labels is None) == (campaign is None):
         raise click.UsageError("Give the human labels: --labels FILE or --campaign NAME.")
@@ -346,24 +365,22 @@ def judge_calibrate_cmd(
     _print_judge(obj, rep, not no_save)
 
 
-def _print_claims(obj: Context, rep: Any, saved: bool) -> None:
+def _print_planted(
+    obj: Context, rep: Any, saved: bool, head: str, label: str, yes: str, no: str
+) -> None:
+    """A planted calibration (claims, contradictions): the head lines, accuracy, precision and
+    recall of the ``label`` verdict, the confusion counts, errors, caveats."""
     (tp, fn), (fp, tn) = rep.confusion
-    obj.out.print(
-        f"[bold]Claim judge calibration[/] · run {rep.run_id} · {escape(rep.task)} · "
-        f"rag_faithfulness · judge {escape(rep.judge)}\n"
-        f"Planted claims: {rep.n_claims} on {rep.n_items} items, {rep.n_matched} judged, "
-        f"{rep.n_judge_errors} item(s) errored"
-    )
-    t = Table(header_style="bold", title='The "unsupported" label', title_justify="left")
+    obj.out.print(head)
+    t = Table(header_style="bold", title=f'The "{label}" verdict', title_justify="left")
     t.add_column("statistic")
     t.add_column("estimate [95% interval]", justify="right")
     t.add_row("[bold]accuracy[/]", rep.agreement.format(percent=True))
-    t.add_row("precision (judged unsupported that are)", rep.precision.format(percent=True))
-    t.add_row("recall (unsupported that were caught)", rep.recall.format(percent=True))
+    t.add_row(f"precision (judged {yes} that are)", rep.precision.format(percent=True))
+    t.add_row(f"recall ({yes} that were caught)", rep.recall.format(percent=True))
     obj.out.print(t)
     obj.out.print(
-        f"Confusion (truth \\ judge): unsupported {tp} unsupported, {fn} supported; "
-        f"supported {fp} unsupported, {tn} supported"
+        f"Confusion (truth \\ judge): {yes} {tp} {yes}, {fn} {no}; {no} {fp} {yes}, {tn} {no}"
     )
     for err in rep.errors:
         obj.out.print(f"[red]error[/] {escape(err)}")
@@ -373,14 +390,69 @@ def _print_claims(obj: Context, rep: Any, saved: bool) -> None:
         obj.out.print(f"[dim]Stored in run {rep.run_id}'s summary (judge_calibration).[/]")
 
 
-def _planted(obj: Context, run_id: str, task: str | None, no_save: bool, as_json: bool) -> None:
+def _print_claims(obj: Context, rep: Any, saved: bool) -> None:
+    head = (
+        f"[bold]Claim judge calibration[/] · run {rep.run_id} · {escape(rep.task)} · "
+        f"rag_faithfulness · judge {escape(rep.judge)}\n"
+        f"Planted claims: {rep.n_claims} on {rep.n_items} items, {rep.n_matched} judged, "
+        f"{rep.n_judge_errors} item(s) errored"
+    )
+    _print_planted(obj, rep, saved, head, "unsupported", "unsupported", "supported")
+
+
+def _print_contradictions(obj: Context, rep: Any, saved: bool) -> None:
+    head = (
+        f"[bold]Contradiction judge calibration[/] · run {rep.run_id} · {escape(rep.task)} · "
+        f"self_contradiction · judge {escape(rep.judge)}\n"
+        f"Planted conversations: {rep.n_pairs} (seed {rep.seed}), {rep.n_matched} pairs "
+        f"judged, {rep.n_judge_errors} errored"
+    )
+    _print_planted(obj, rep, saved, head, "contradiction", "contradicting", "clean")
+
+
+def _planted(
+    obj: Context,
+    run_id: str,
+    task: str | None,
+    no_save: bool,
+    as_json: bool,
+    pairs: int,
+    seed: int,
+) -> None:
     import asyncio
 
-    from calipers.analysis import calibrate_claim_judge, planted_samples, save_judge_calibration
+    from calipers.analysis import (
+        calibrate_claim_judge,
+        calibrate_contradiction_judge,
+        contradiction_judge,
+        planted_samples,
+        save_judge_calibration,
+    )
     from calipers.store import Store
 
     with Store.open(obj.store_url) as store:
         run = store.get_run(run_id)
+        found = contradiction_judge(run, task)
+        if found is not None:
+            name, judge = found
+            crep = asyncio.run(
+                calibrate_contradiction_judge(judge, n=pairs, seed=seed, task=name, run_id=run.id)
+            )
+            if crep.n_matched == 0:
+                first = f" First: {crep.errors[0]}" if crep.errors else ""
+                raise ModelCallError(
+                    f"The judge {crep.judge} gave no readable verdict on any of the "
+                    f"{crep.n_pairs} planted pairs, so nothing was measured or saved.{first}",
+                    hint="Check the judge model and its output format; it must answer with "
+                    'a JSON object {"contradiction": true | false}.',
+                )
+            if not no_save:
+                save_judge_calibration(store, crep)
+            if as_json:
+                obj.print_json(crep.model_dump(mode="json"))
+            else:
+                _print_contradictions(obj, crep, not no_save)
+            return
         name, client, items = planted_samples(run, task)
         rep = asyncio.run(calibrate_claim_judge(items, client, task=name, run_id=run.id))
         if rep.n_matched == 0:  # nothing measured: no calibration may lift the mark

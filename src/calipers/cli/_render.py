@@ -41,8 +41,18 @@ def _top_error(ts: TaskSummary) -> str:
 def judge_scored(scorers: Iterable[Iterable[Mapping[str, Any]]]) -> bool:
     """Whether a model judge is among the tasks' scorers (one list of scorer specs per task),
     read without importing calipers.analysis."""
-    judges = ("llm_judge", "llm_judge_pairwise", "rag_faithfulness")  # analysis.JUDGE_SCORERS
-    return any(s.get("name") in judges for t in scorers for s in t)
+    judges = (  # analysis.JUDGE_SCORERS
+        "llm_judge",
+        "llm_judge_pairwise",
+        "rag_faithfulness",
+        "mt_bench_judge",
+        "self_contradiction",
+    )
+    return any(
+        s.get("name") in judges and (s.get("args") or {}).get("judge") is not None
+        for t in scorers
+        for s in t
+    )
 
 
 def judge_marks(run: Any, saved: Callable[[], Sequence[Any]]) -> dict[str, str]:

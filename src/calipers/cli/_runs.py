@@ -81,6 +81,15 @@ def runs_cmd(obj: Context, limit: int, task: str | None, model: str | None, as_j
     show_default=True,
     help="Failing items to show per task.",
 )
+@click.option(
+    "--sample",
+    "sample_id",
+    metavar="ID",
+    help="Show this item step by step (an agent's or a conversation's episode: replies, "
+    "tool calls and arguments, tool results, user turns, errors, latency, tokens).",
+)
+@click.option("--epoch", type=click.IntRange(min=0), help="With --sample: only this trial.")
+@click.option("--steps", is_flag=True, help="Show every episode of the run step by step.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
 @judge_corrected_options
 @store_option
@@ -89,6 +98,9 @@ def show_cmd(
     obj: Context,
     run_id: str,
     failures: int,
+    sample_id: str | None,
+    epoch: int | None,
+    steps: bool,
     as_json: bool,
     judge_corrected: tuple[str, ...],
     question: str | None,
@@ -98,7 +110,9 @@ def show_cmd(
 
     RUN is a run id, a unique prefix of one, or "latest". A judge-scored run whose judge has
     no calibration on record is marked "uncalibrated". --judge-corrected CAMPAIGN|LABELS adds
-    the judge-based score corrected by human labels (PPI++).
+    the judge-based score corrected by human labels (PPI++). --sample ID (or --steps for
+    every episode) shows an agent's or a conversation's steps; with --json they are under
+    "samples".
     """
     from calipers.analysis import judge_calibrations
     from calipers.reports import error_items, failing_items, methodology_rows, worst_categories
@@ -113,11 +127,22 @@ def show_cmd(
             if judge_corrected
             else None
         )
+    chosen = _chosen(run, samples, sample_id, epoch, steps)
     if as_json:
         shown = {**_run_json(run), "judge_calibration": judge_calibrations(run, saved)}
         if corrected is not None:
             shown["judge_corrected"] = corrected.model_dump(mode="json")
+        if chosen is not None:
+            from calipers.cli._steps import sample_json
+
+            shown["samples"] = [sample_json(s) for s in chosen]
         obj.print_json(shown)
+        return
+    if chosen is not None and sample_id is not None:  # one item: its steps only
+        from calipers.cli._steps import print_steps
+
+        obj.out.print(f"[bold]Run {run.id}[/]  {escape(run.model)}")
+        print_steps(obj.out, chosen)
         return
     out = obj.out
     out.print(f"[bold]Run {run.id}[/]  {run.status}  {escape(run.model)}  {run.created_at}")
@@ -143,6 +168,34 @@ def show_cmd(
 
     if corrected is not None:
         print_judge_corrected(obj, corrected)
+    if chosen:
+        from calipers.cli._steps import print_steps
+
+        print_steps(out, chosen)
+
+
+def _chosen(
+    run: RunRecord, samples: Any, sample_id: str | None, epoch: int | None, steps: bool
+) -> list[Any] | None:
+    """The records --sample/--epoch/--steps ask for (None: none asked for)."""
+    if sample_id is None and not steps:
+        if epoch is not None:
+            raise click.UsageError("--epoch goes with --sample ID.")
+        return None
+    from calipers.cli._steps import select_samples
+
+    chosen = select_samples(samples, sample_id, epoch, steps)
+    if sample_id is not None and not chosen:
+        from calipers.errors import ConfigError
+
+        ids = sorted({s.sample_id for s in samples})
+        raise ConfigError(
+            f"Run {run.id} has no item {sample_id!r}"
+            + (f" at epoch {epoch}" if epoch is not None else "")
+            + ".",
+            hint="Its items: " + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""),
+        )
+    return chosen
 
 
 def _corrected(
@@ -180,7 +233,8 @@ def _show_task(
         t.add_column("scored/total", justify="right")
         t.add_column(f"{ts.primary} [95% interval]", justify="right")
         for name, est, n in cats:
-            t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=True))
+            unit = est.is_empty or (est.low >= 0 and est.high <= 1)  # not a 1-10 scale
+            t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=unit))
         out.print(t)
     if k and ts.primary:
         for rec in failing_items(samples, task, ts.primary, k=k):

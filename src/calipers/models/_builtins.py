@@ -7,7 +7,7 @@ from __future__ import annotations
 from calipers.models._base import ModelOptions, ModelProvider
 from calipers.models._registry import AliasInfo, ProviderInfo
 
-__all__ = ["FAKE", "HF", "LLAMACPP", "OPENAI", "SMOLLM2"]
+__all__ = ["BASELINE", "FAKE", "HF", "LLAMACPP", "OPENAI", "SMOLLM2"]
 
 
 def _llamacpp(rest: str, options: ModelOptions) -> ModelProvider:
@@ -32,6 +32,12 @@ def _fake(rest: str, options: ModelOptions) -> ModelProvider:
     from calipers.models._fake import fake_from_spec
 
     return fake_from_spec(rest, options)
+
+
+def _baseline(rest: str, options: ModelOptions) -> ModelProvider:
+    from calipers.models._baseline import baseline_from_spec
+
+    return baseline_from_spec(rest, options)
 
 
 LLAMACPP = ProviderInfo(
@@ -59,6 +65,13 @@ FAKE = ProviderInfo(
     _fake,
     usage="fake:echo | fake:const=TEXT | fake:script=FILE | fake:cycle=A|B",
     description="Deterministic model for tests and harness benchmarks.",
+)
+BASELINE = ProviderInfo(
+    "baseline",
+    _baseline,
+    usage="baseline:do-nothing | baseline:random-tool | baseline:oracle",
+    description="Baseline agents for agent tasks: never acts, acts at random, or plays "
+    "the task's own oracle (docs/agents.md).",
 )
 SMOLLM2 = AliasInfo(
     "smollm2",

@@ -27,8 +27,11 @@ from calipers.reports._html import clip, render_html, when
 from calipers.reports._markdown import render_markdown
 from calipers.reports._svg import PlotRow, interval_svg
 from calipers.reports._view import (
+    StepView,
     TaskView,
     calls_text,
+    episode_steps,
+    episode_text,
     error_items,
     failing_items,
     methodology_rows,
@@ -58,12 +61,15 @@ __all__ = [
     "OUTCOME_NAMES",
     "Axis",
     "PlotRow",
+    "StepView",
     "TaskView",
     "calls_text",
     "clip",
     "diff_axis",
     "diff_panels",
     "diff_text",
+    "episode_steps",
+    "episode_text",
     "error_items",
     "failing_items",
     "fill_curve_svg",

@@ -17,7 +17,7 @@ import jinja2
 
 from calipers._util.home import calipers_home, make_folder
 from calipers.errors import CalipersError
-from calipers.reports._view import methodology_rows, prompt_text, task_views
+from calipers.reports._view import episode_steps, methodology_rows, prompt_text, task_views
 from calipers.store import RunRecord, SampleRecord
 
 __all__ = [
@@ -44,7 +44,7 @@ def environment() -> jinja2.Environment:
     """The reports' Jinja environment: autoescaped, strict, templates from the package, their
     compiled code kept in the calipers home (compiling the report template took ~60 ms of
     every run; Jinja keys the cache by the template's source, so an edit recompiles)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FunctionLoader(_load),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -53,6 +53,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         bytecode_cache=_bytecode_cache(),
     )
+    env.globals["episode_steps"] = episode_steps  # every report shows an episode's steps
+    return env
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:

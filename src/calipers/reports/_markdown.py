@@ -10,7 +10,14 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from calipers.reports._html import confidence_label, score, when
-from calipers.reports._view import MetricView, TaskView, methodology_rows, prompt_text, task_views
+from calipers.reports._view import (
+    MetricView,
+    TaskView,
+    episode_text,
+    methodology_rows,
+    prompt_text,
+    task_views,
+)
 from calipers.store import RunRecord, SampleRecord
 
 __all__ = ["MD_TEXT", "Extra", "cell", "code", "render_markdown", "table"]
@@ -65,11 +72,26 @@ def _item(s: SampleRecord, metric: str | None) -> list[str]:
     head = f"**#{s.position}** {code(s.sample_id)}"
     if s.category:
         head += f" · {code(s.category)}"
+    steps = episode_text(s, limit=400)
+    episode = _quoted("steps", steps) if steps else []
     if s.error is not None:
-        return [head, "", *_quoted("error", s.error), *_quoted("prompt", prompt_text(s), True), ""]
+        return [
+            head,
+            "",
+            *_quoted("error", s.error),
+            *_quoted("prompt", prompt_text(s), True),
+            *episode,
+            "",
+        ]
     if metric:
         head += f" · {metric} = {score(s, metric)}"
-    lines = [head, "", *_quoted("prompt", prompt_text(s), True), *_quoted("response", s.response)]
+    lines = [
+        head,
+        "",
+        *_quoted("prompt", prompt_text(s), True),
+        *_quoted("response", s.response),
+        *episode,
+    ]
     answer = code(s.answer) if s.answer is not None else "(none)"
     target = code(s.target) if s.target is not None else "(none)"
     return [*lines, f"> **parsed answer:** {answer} · **target:** {target}", ""]

@@ -43,6 +43,7 @@ class ResponseCache:
         self._store = store
         self._model_key = model_key
         self._hits: dict[str, dict[str, Any]] = {}
+        self._asked: set[str] = set()  # keys looked up in the store (found or not)
         self._pending: dict[str, dict[str, Any]] = {}
         self._batch = batch
 
@@ -50,12 +51,17 @@ class ResponseCache:
         keys = [cache_key(self._model_key, r) for r in requests if cacheable(r)]
         for i in range(0, len(keys), 500):
             self._hits.update(self._store.cache_get_many(keys[i : i + 500]))
+        self._asked.update(keys)
 
     def get(self, request: Request) -> SampleOutput | None:
         if not cacheable(request):
             return None
         key = cache_key(self._model_key, request)
         hit = self._hits.get(key) or self._pending.get(key)  # prefetched per task
+        if hit is None and key not in self._asked:
+            # a request no plan could list (an episode's later steps): looked up on its own
+            self._asked.add(key)
+            hit = self._store.cache_get_many([key]).get(key)
         if hit is None:
             return None
         if isinstance(request, ModelRequest):

@@ -217,6 +217,8 @@ async def _run_episode_sample(
     assert planned.environment is not None and isinstance(planned.request, ModelRequest)
     environment = planned.environment()
     player = provider.for_episode(environment)
+    if player is not provider:  # answers from the world, not the request: no cache key holds
+        cache = None
 
     async def call(request: ModelRequest) -> ModelResponse:
         out = await _call(player, request, cache)

@@ -13,6 +13,15 @@ from calipers._util.lazy import lazy_exports
 from calipers.scorers._base import ScoreFn, Scorer, ScorerSpec, build_scorer, list_scorers, scorer
 
 if TYPE_CHECKING:
+    from calipers.scorers._agent import grade_episode, procedure_violations
+    from calipers.scorers._contradiction import (
+        PlantedConversation,
+        checkable_answer,
+        conversation_turns,
+        judge_contradiction,
+        planted_conversations,
+        planted_transcript,
+    )
     from calipers.scorers._ifeval import langdetect_available
     from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
     from calipers.scorers._numeric import extract_strict, format_number
@@ -33,6 +42,7 @@ __all__ = [
     "DEFAULT_REFUSAL_PATTERNS",
     "ENCODE_LOCK",
     "JudgeClient",
+    "PlantedConversation",
     "ScoreFn",
     "Scorer",
     "ScorerSpec",
@@ -40,17 +50,24 @@ __all__ = [
     "alias_in",
     "build_scorer",
     "calibrate_threshold",
+    "checkable_answer",
     "content_tokens",
+    "conversation_turns",
     "detect_abstention",
     "detect_refusal",
     "extract_claims",
     "extract_strict",
     "format_number",
+    "grade_episode",
+    "judge_contradiction",
     "langdetect_available",
     "list_scorers",
     "matching_alias",
     "pairwise_judge",
     "passage_texts",
+    "planted_conversations",
+    "planted_transcript",
+    "procedure_violations",
     "resolve_backend",
     "scorer",
     "sentence_model",
@@ -65,6 +82,12 @@ __getattr__, __dir__ = lazy_exports(
         "DEFAULT_REFUSAL_PATTERNS": "_refusal",
         "ENCODE_LOCK": "_similarity",
         "JudgeClient": "_judge",
+        "PlantedConversation": "_contradiction",
+        "checkable_answer": "_contradiction",
+        "conversation_turns": "_contradiction",
+        "judge_contradiction": "_contradiction",
+        "planted_conversations": "_contradiction",
+        "planted_transcript": "_contradiction",
         "ThresholdCalibration": "_similarity",
         "alias_in": "_rag_text",
         "matching_alias": "_rag_text",
@@ -78,6 +101,8 @@ __getattr__, __dir__ = lazy_exports(
         "detect_refusal": "_refusal",
         "extract_strict": "_numeric",
         "format_number": "_numeric",
+        "grade_episode": "_agent",
+        "procedure_violations": "_agent",
         "langdetect_available": "_ifeval",
         "pairwise_judge": "_judge",
         "resolve_backend": "_similarity",

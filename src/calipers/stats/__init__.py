@@ -65,6 +65,16 @@ if TYPE_CHECKING:
         rater_flag,
         self_consistency,
     )
+    from calipers.stats._reliability import (
+        between_task_variance,
+        flip_rate,
+        flip_rate_estimate,
+        min_detectable_difference,
+        pass_at_k_curve,
+        pass_hat_k,
+        pass_hat_k_curve,
+        pass_hat_k_estimate,
+    )
     from calipers.stats._sequential import (
         Decision,
         Guardrail,
@@ -158,6 +168,14 @@ _MODULES = {
     "unpaired_difference": "_unpaired",
     "unpaired_sample_size": "_power",
     "wilson": "_proportion",
+    "between_task_variance": "_reliability",
+    "flip_rate": "_reliability",
+    "flip_rate_estimate": "_reliability",
+    "min_detectable_difference": "_reliability",
+    "pass_at_k_curve": "_reliability",
+    "pass_hat_k": "_reliability",
+    "pass_hat_k_curve": "_reliability",
+    "pass_hat_k_estimate": "_reliability",
 }
 
 __all__ = [
@@ -183,6 +201,7 @@ __all__ = [
     "adjust",
     "adjust_drift",
     "beta_posterior",
+    "between_task_variance",
     "bootstrap_mean",
     "bradley_terry",
     "chi2_drift",
@@ -193,6 +212,8 @@ __all__ = [
     "dawid_skene",
     "decide_rollout",
     "first_flag",
+    "flip_rate",
+    "flip_rate_estimate",
     "gold_accuracy",
     "guardrail_verdict",
     "is_binary",
@@ -204,6 +225,7 @@ __all__ = [
     "left_share",
     "length_bias",
     "mde_paired",
+    "min_detectable_difference",
     "mmd2_unbiased",
     "mmd_drift",
     "msprt_paired",
@@ -216,7 +238,11 @@ __all__ = [
     "paired_bootstrap",
     "paired_compare",
     "pass_at_k",
+    "pass_at_k_curve",
     "pass_at_k_estimate",
+    "pass_hat_k",
+    "pass_hat_k_curve",
+    "pass_hat_k_estimate",
     "point_biserial",
     "position_bias",
     "ppi_difference",

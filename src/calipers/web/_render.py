@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from calipers._util.environment import calipers_version
-from calipers.reports import clip, prompt_text, when
+from calipers.reports import clip, episode_steps, prompt_text, when
 
 __all__ = ["css", "environment", "json_response", "page", "plain"]
 
@@ -45,7 +45,13 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(when=when, clip=clip, prompt_text=prompt_text, version=calipers_version())
+    env.globals.update(
+        when=when,
+        clip=clip,
+        prompt_text=prompt_text,
+        episode_steps=episode_steps,
+        version=calipers_version(),
+    )
     return env
 
 
