@@ -42,6 +42,18 @@ if TYPE_CHECKING:
         calibrate_contradiction_judge,
         contradiction_judge,
     )
+    from calipers.analysis._converse import (
+        CLI_PROBES,
+        ConversationReport,
+        ProbeComparison,
+        ProbeReport,
+        analyze_probe,
+        aptitude,
+        conversation_turns,
+        probe_arms,
+        run_probe,
+        turn_rates,
+    )
     from calipers.analysis._floors import Floor, format_floors
     from calipers.analysis._gate import (
         GateConfig,
@@ -119,6 +131,16 @@ if TYPE_CHECKING:
     from calipers.analysis._swebench import SwebenchExport, extract_patch, swebench_predictions
 
 _MODULES = {
+    "ConversationReport": "_converse",
+    "conversation_turns": "_converse",
+    "turn_rates": "_converse",
+    "CLI_PROBES": "_converse",
+    "ProbeComparison": "_converse",
+    "ProbeReport": "_converse",
+    "analyze_probe": "_converse",
+    "aptitude": "_converse",
+    "probe_arms": "_converse",
+    "run_probe": "_converse",
     "SwebenchExport": "_swebench",
     "extract_patch": "_swebench",
     "swebench_predictions": "_swebench",
@@ -216,6 +238,7 @@ _MODULES = {
 }
 
 __all__ = [
+    "CLI_PROBES",
     "JUDGE_SCORERS",
     "RAG_FACTORS",
     "ABJudgeCorrected",
@@ -230,6 +253,7 @@ __all__ = [
     "ComparisonRow",
     "ComparisonSet",
     "ContradictionCalibrationReport",
+    "ConversationReport",
     "FillCurve",
     "FlagAgreement",
     "FlaggedItem",
@@ -245,6 +269,8 @@ __all__ = [
     "KneeFit",
     "OutcomeCell",
     "Paired",
+    "ProbeComparison",
+    "ProbeReport",
     "RagReport",
     "RobustnessReport",
     "RunAudit",
@@ -258,6 +284,8 @@ __all__ = [
     "SwebenchExport",
     "ab_judge_corrected",
     "agent_report",
+    "analyze_probe",
+    "aptitude",
     "audit",
     "board_calibrations",
     "calibrate_claim_judge",
@@ -268,6 +296,7 @@ __all__ = [
     "campaign_question",
     "compare",
     "contradiction_judge",
+    "conversation_turns",
     "corrected_rows",
     "extract_patch",
     "find_reusable",
@@ -297,6 +326,7 @@ __all__ = [
     "plan_study",
     "planted_samples",
     "prepare_gate",
+    "probe_arms",
     "rag_arms",
     "rag_report",
     "robustness",
@@ -304,12 +334,14 @@ __all__ = [
     "run_agent_study",
     "run_factors",
     "run_gate",
+    "run_probe",
     "run_study",
     "saturation",
     "save_judge_calibration",
     "sensitivity",
     "stability",
     "swebench_predictions",
+    "turn_rates",
 ]
 
 __getattr__, __dir__ = lazy_exports(

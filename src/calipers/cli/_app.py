@@ -71,6 +71,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("_agent", "Agents over repeated trials: pass^k, flip rate, baselines."),
     "audit": ("_audit", "Items whose gold label is probably wrong."),
     "compare": ("_compare", "Is run B better than run A on the same items, and by how much?"),
+    "converse": (
+        "_converse",
+        "Does a score hold up over turns? Probes and multi-turn tasks.",
+    ),
     "contamination": ("_contamination", "Memorised items? Each check says what it can prove."),
     "gate": ("_gate", "Fail CI when the candidate is worse than the baseline."),
     "gateway": ("_gateway", "An OpenAI-compatible gateway: baseline, shadow and canary."),
@@ -108,6 +112,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "items",
         "judge-calibrate",
         "rag",
+        "converse",
     ),
     "Production": ("gateway", "ab", "monitor", "suite"),
     "People": ("review",),

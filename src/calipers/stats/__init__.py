@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     )
     from calipers.stats._sequential import decide as decide_rollout
     from calipers.stats._summarize import is_binary, summarize
+    from calipers.stats._trend import TrendTest, cochran_armitage
     from calipers.stats._unpaired import newcombe_unpaired, unpaired_difference
 
 _MODULES = {
@@ -107,6 +108,7 @@ _MODULES = {
     "RaterFlag": "_rater_qc",
     "SequentialPath": "_sequential",
     "SequentialTest": "_sequential",
+    "TrendTest": "_trend",
     "BradleyTerry": "_bradley_terry",
     "PairRecord": "_bradley_terry",
     "RatedModel": "_bradley_terry",
@@ -118,6 +120,7 @@ _MODULES = {
     "chi2_drift": "_drift",
     "classifier_drift": "_drift",
     "clustered_mean": "_clustered",
+    "cochran_armitage": "_trend",
     "cohens_kappa": "_agreement",
     "dawid_skene": "_dawid_skene",
     "decide_rollout": "_sequential",
@@ -194,6 +197,7 @@ __all__ = [
     "RaterFlag",
     "SequentialPath",
     "SequentialTest",
+    "TrendTest",
     "adjust",
     "adjust_drift",
     "beta_posterior",
@@ -203,6 +207,7 @@ __all__ = [
     "chi2_drift",
     "classifier_drift",
     "clustered_mean",
+    "cochran_armitage",
     "cohens_kappa",
     "dawid_skene",
     "decide_rollout",

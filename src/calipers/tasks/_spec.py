@@ -18,6 +18,14 @@ answer aliases or "unanswerable"; :class:`calipers.tasks.rag.RagFields`); its pr
     data: support.jsonl
     rag: {question: query, answers: gold_answers, passages: contexts}
 
+A conversation task maps its fields under ``conversation:`` (user turns, golden replies,
+checks at chosen turns; :class:`calipers.tasks.conversation.ConversationFields`); its scorer
+is ``conversation_checks``, its items are played turn by turn (docs/conversations.md) ::
+
+    name: support_dialogs
+    data: dialogs.jsonl
+    conversation: {turns: user_turns, history: own}
+
 Every error names the file, the line (YAML) or the field, and what is expected.
 """
 
@@ -43,6 +51,11 @@ from calipers.errors import CalipersError, DataError, TaskSpecError
 from calipers.scorers import ScorerSpec, build_scorer
 from calipers.tasks._prompt import PromptTemplate, template_fields
 from calipers.tasks._task import LoadContext, Task
+from calipers.tasks.conversation import (
+    ConversationFields,
+    conversation_task,
+    read_conversation_file,
+)
 from calipers.tasks.rag import RAG_INSTRUCTION, RAG_TEMPLATE, RagFields, read_rag_file
 from calipers.types import GenerateParams, Sample
 
@@ -89,6 +102,18 @@ class TaskSpec(BaseModel):
     source: str = "user"
     license: str = "unknown"
     rag: RagFields | None = None
+    conversation: ConversationFields | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation_defaults(cls, data: Any) -> Any:
+        """A ``conversation:`` spec: ``conversation_checks`` unless given; no field map."""
+        if not isinstance(data, dict) or data.get("conversation") is None:
+            return data
+        for other in ("fields", "rag", "prompt", "few_shot"):
+            if other in data:
+                raise ValueError(f"a conversation task takes no `{other}:`; remove it")
+        return {"scorers": ["conversation_checks"], **data}
 
     @model_validator(mode="before")
     @classmethod
@@ -244,6 +269,31 @@ def _read(spec: TaskSpec, data: Path) -> list[Sample]:
     return samples
 
 
+def _build_conversation(spec: TaskSpec, path: Path, data: Path) -> Task:
+    fields = spec.conversation
+    assert fields is not None
+    if spec.kind != "generate":
+        raise TaskSpecError(f"{path}: a conversation task is answered turn by turn; drop `kind`.")
+    if [s if isinstance(s, str) else s.name for s in spec.scorers] != ["conversation_checks"]:
+        raise TaskSpecError(
+            f"{path}: a conversation task is scored by its checks (conversation_checks).",
+            hint="Remove `scorers:`; write what each turn must do as the rows' checks.",
+        )
+    samples = read_conversation_file(data, fields)  # fail fast, with file:line
+    return conversation_task(
+        spec.name,
+        lambda ctx: samples,
+        history=fields.history,
+        version=spec.version,
+        description=spec.description or f"Conversations from {path.name}",
+        params=spec.generation,
+        max_turns=max(len(s.fields["turns"]) for s in samples),
+        source=spec.source,
+        license=spec.license,
+        tags=("file",),
+    )
+
+
 def _build(spec: TaskSpec, path: Path) -> Task:
     base = path.parent
     data = (base / spec.data).resolve()
@@ -255,6 +305,8 @@ def _build(spec: TaskSpec, path: Path) -> Task:
         )
     if spec.rag and spec.kind != "generate":
         raise TaskSpecError(f"{path}: a RAG task (`rag:`) is answered by generation; drop `kind`.")
+    if spec.conversation:
+        return _build_conversation(spec, path, data)
     scorers = tuple(build_scorer(s) for s in spec.scorers)
     needs = "loglikelihood" if spec.kind == "multiple_choice" else "generation"
     for s in scorers:
