@@ -140,6 +140,16 @@ def test_min_detectable_difference_by_hand() -> None:
     ) == pytest.approx(z * math.sqrt(2 * (0.02 + 0.15 / 4) / 50), rel=1e-5)
     with pytest.raises(ValueError, match="between_task_var"):
         min_detectable_difference(10, 2, success_rate=0.9, between_task_var=0.2)
+    # an agent that never succeeds: the variance is taken at the alternative 0 + MDD, so
+    # MDD = z sqrt(2 MDD (1 - MDD) / 50), i.e. MDD = c / (1 + c) with c = 2 z^2 / 50
+    c = 2 * z * z / 50
+    for rate in (0.0, 1.0):
+        mdd = min_detectable_difference(50, 3, success_rate=rate)
+        assert mdd == pytest.approx(c / (1 + c), rel=1e-5)
+    # over 8 items that alternative would pass 1/2, where the variance is largest: 1/4
+    assert min_detectable_difference(8, 3, success_rate=0.0) == pytest.approx(
+        z * math.sqrt(2 * 0.25 / 8), rel=1e-5
+    )
 
 
 def test_the_variance_behind_the_mdd_matches_simulated_agents() -> None:

@@ -234,7 +234,9 @@ def min_detectable_difference(
 
         MDD = (z_{1-alpha/2} + z_power) * sqrt(2 ((1 - rho) sigma_b^2 + w / K) / n_tasks)
 
-    (normal theory, as :func:`mde_paired`). More trials shrink only the trial noise: with
+    (normal theory, as :func:`mde_paired`), with the variances taken at the rate between
+    ``success_rate`` and ``success_rate ± MDD`` nearest 1/2, so a rate of 0% or 100% does not
+    make every difference look detectable. More trials shrink only the trial noise: with
     all-or-nothing tasks (``sigma_b^2 = p (1 - p)``) they do not help at all. Without
     ``between_task_var`` that worst case is assumed; ``correlation = 0`` gives pairing no
     credit (two agents that find the same tasks hard can do better)."""
@@ -248,6 +250,26 @@ def min_detectable_difference(
     sb = total if between_task_var is None or math.isnan(between_task_var) else between_task_var
     if not 0.0 <= sb <= total + 1e-12:
         raise ValueError(f"between_task_var must lie in [0, p(1-p)] = [0, {total:.4f}], got {sb!r}")
-    sb = min(sb, total)
-    var_diff = 2 * ((1 - correlation) * sb + (total - sb) / trials)
-    return check_alpha_power(alpha, power) * math.sqrt(var_diff / n_tasks)
+    # The share of the variance that lies between tasks; all of it (the worst case) where
+    # the observed rate has no variance to split (0 or 1).
+    share = min(sb, total) / total if total > 0 else 1.0
+    z = check_alpha_power(alpha, power)
+
+    def mdd_at(p: float) -> float:
+        t = p * (1 - p)
+        var_diff = 2 * ((1 - correlation) * share * t + (1 - share) * t / trials)
+        return z * math.sqrt(var_diff / n_tasks)
+
+    # The variance is taken at the rate between the observed one and the alternative that is
+    # nearest 1/2 (the largest on that stretch): at an observed 0% or 100% the rate's own
+    # variance is 0 and would claim any difference detectable. A fixed point in delta.
+    delta = mdd_at(success_rate) or 0.5
+    for _ in range(200):
+        toward = (
+            min(success_rate + delta, 0.5) if success_rate < 0.5 else max(success_rate - delta, 0.5)
+        )
+        nxt = min(1.0, mdd_at(toward))
+        if abs(nxt - delta) < 1e-12:
+            break
+        delta = nxt
+    return delta
