@@ -164,3 +164,17 @@ def test_the_variance_behind_the_mdd_matches_simulated_agents() -> None:
     assert var == pytest.approx(2 * (0.1 + 0.15 / n), rel=0.02)
     assert between_task_variance(ca.tolist(), n) == pytest.approx(0.1, abs=0.004)
     assert math.isnan(between_task_variance([1, 0], 1))  # one trial cannot tell
+
+
+def test_mean_over_items_stays_in_range_and_has_width_at_the_ends() -> None:
+    from calipers.stats import mean_over_items, wilson
+
+    rng = np.random.default_rng(0)
+    none = mean_over_items([0.0] * 30, rng)
+    ref = wilson(0, 30)  # 30 items, none ever right: the textbook Wilson bound over items
+    assert (none.low, none.high) == pytest.approx((ref.low, ref.high))
+    assert none.high > 0.1
+    rare = mean_over_items([0.5] + [0.0] * 29, rng)  # 1 of 60 replies right, on one item
+    assert 0.0 <= rare.low <= rare.value <= rare.high <= 1.0 and rare.high > 0.05
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        mean_over_items([1.5, 0.0], rng)

@@ -42,6 +42,7 @@ from calipers.stats import (
     bootstrap_mean,
     clustered_mean,
     cochran_armitage,
+    mean_over_items,
     paired_compare,
     wilson,
 )
@@ -204,12 +205,20 @@ def _by_item(records: Sequence[SampleRecord], metric: str) -> dict[str, list[flo
 
 
 def _rate(values: dict[str, list[float]], confidence: float) -> Estimate:
-    """Wilson for one 0/1 value per item; a cluster-robust mean over items otherwise."""
+    """Wilson for one 0/1 value per item. With epochs, the items' means over their epochs
+    with an interval over items (``stats.mean_over_items``: never below 0%, above 100% or of
+    zero width at an end, as a t interval over a rare 0/1 outcome is); other scores: a
+    cluster-robust mean over items."""
     flat = [(k, v) for k, vs in values.items() for v in vs]
     if not flat:
         return Estimate.empty("wilson", confidence)
     if all(len(vs) == 1 for vs in values.values()) and all(v in (0.0, 1.0) for _k, v in flat):
         return wilson(int(sum(v for _k, v in flat)), len(flat), confidence)
+    if all(0.0 <= v <= 1.0 for _k, v in flat):
+        means = [float(np.mean(vs)) for vs in values.values() if vs]
+        est = mean_over_items(means, np.random.default_rng(0), confidence)
+        n = len(flat)  # scored replies, as the other rates count
+        return Estimate(est.value, est.low, est.high, n, est.method, est.confidence)
     return clustered_mean([v for _k, v in flat], [k for k, _v in flat], confidence)
 
 
@@ -231,6 +240,8 @@ def aptitude(
     rows = [np.asarray(v, dtype=float) for v in values.values() if len(v) >= 2]
     a90 = [float(np.percentile(v, 90)) for v in rows]
     spread = [float(np.percentile(v, 90) - np.percentile(v, 10)) for v in rows]
+    if all(0.0 <= v <= 1.0 for v in a90 + spread):  # scores in [0, 1]: never a zero width
+        return mean_over_items(a90, rng, confidence), mean_over_items(spread, rng, confidence)
     return bootstrap_mean(a90, rng, confidence), bootstrap_mean(spread, rng, confidence)
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "between_task_variance",
     "flip_rate",
     "flip_rate_estimate",
+    "mean_over_items",
     "min_detectable_difference",
     "pass_at_k_curve",
     "pass_hat_k",
@@ -85,6 +86,20 @@ def _over_tasks(
         "bootstrap-bca+wilson-bound",
         c,
     )
+
+
+def mean_over_items(
+    values: npt.ArrayLike, rng: np.random.Generator, confidence: float = 0.95
+) -> Estimate:
+    """The mean of per-item values in [0, 1] (an item's mean over its trials or epochs) with
+    an interval over items: Wilson when every value is 0 or 1, else the BCa bootstrap, widened
+    by the Wilson bound when fewer than ``FEW`` items lie off an end of [0, 1]. Never below 0,
+    above 1 or of zero width at 0% or 100%, where a t interval over trials would be."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    kept = x[~np.isnan(x)]
+    if ((kept < 0) | (kept > 1)).any():
+        raise ValueError("mean_over_items needs values in [0, 1]")
+    return _over_tasks(x, rng, confidence)
 
 
 def _check(n: int, c: int) -> None:
