@@ -25,13 +25,11 @@ from calipers._util.private import write_private_text
 from calipers.reports._axis import Axis, diff_axis, nice_step, score_axis, unit_scale
 from calipers.reports._html import clip, render_html, when
 from calipers.reports._markdown import render_markdown
+from calipers.reports._steps import StepView, episode_steps, episode_text
 from calipers.reports._svg import PlotRow, interval_svg
 from calipers.reports._view import (
-    StepView,
     TaskView,
     calls_text,
-    episode_steps,
-    episode_text,
     error_items,
     failing_items,
     methodology_rows,

@@ -17,7 +17,8 @@ import jinja2
 
 from calipers._util.home import calipers_home, make_folder
 from calipers.errors import CalipersError
-from calipers.reports._view import episode_steps, methodology_rows, prompt_text, task_views
+from calipers.reports._steps import episode_steps
+from calipers.reports._view import methodology_rows, prompt_text, task_views
 from calipers.store import RunRecord, SampleRecord
 
 __all__ = [

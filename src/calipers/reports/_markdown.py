@@ -10,10 +10,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from calipers.reports._html import confidence_label, score, when
+from calipers.reports._steps import episode_text
 from calipers.reports._view import (
     MetricView,
     TaskView,
-    episode_text,
     methodology_rows,
     prompt_text,
     task_views,
