@@ -89,11 +89,14 @@ if TYPE_CHECKING:
         msprt_two_sample_path,
     )
     from calipers.stats._sequential import decide as decide_rollout
+    from calipers.stats._string_kernel import hamming_codes, hamming_kernel
     from calipers.stats._summarize import is_binary, summarize
     from calipers.stats._trend import TrendTest, cochran_armitage
     from calipers.stats._unpaired import newcombe_unpaired, unpaired_difference
 
 _MODULES = {
+    "hamming_codes": "_string_kernel",
+    "hamming_kernel": "_string_kernel",
     "CorrelationTest": "_agreement",
     "DawidSkene": "_dawid_skene",
     "Decision": "_sequential",
@@ -218,6 +221,8 @@ __all__ = [
     "flip_rate_estimate",
     "gold_accuracy",
     "guardrail_verdict",
+    "hamming_codes",
+    "hamming_kernel",
     "is_binary",
     "item_difficulty",
     "item_rest_correlations",

@@ -10,7 +10,9 @@ from calipers.types._episode import (
     Transcript,
     Turn,
 )
+from calipers.types._errors import ErrorLabel, ErrorMethod
 from calipers.types._estimate import Estimate
+from calipers.types._fingerprint import Fingerprint, FingerprintProbe, FingerprintSettings
 from calipers.types._model import (
     ChatMessage,
     GenerateParams,
@@ -37,7 +39,12 @@ __all__ = [
     "Environment",
     "EpisodeLimits",
     "EpisodeStop",
+    "ErrorLabel",
+    "ErrorMethod",
     "Estimate",
+    "Fingerprint",
+    "FingerprintProbe",
+    "FingerprintSettings",
     "GenerateParams",
     "LoglikelihoodRequest",
     "LoglikelihoodResult",
