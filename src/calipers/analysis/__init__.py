@@ -129,8 +129,24 @@ if TYPE_CHECKING:
         run_study,
     )
     from calipers.analysis._swebench import SwebenchExport, extract_patch, swebench_predictions
+    from calipers.analysis._trend import (
+        MethodologyChange,
+        ModelChange,
+        Regression,
+        TrendPoint,
+        TrendReport,
+        TrendStretch,
+        trend,
+    )
 
 _MODULES = {
+    "MethodologyChange": "_trend",
+    "ModelChange": "_trend",
+    "Regression": "_trend",
+    "TrendPoint": "_trend",
+    "TrendReport": "_trend",
+    "TrendStretch": "_trend",
+    "trend": "_trend",
     "ConversationReport": "_converse",
     "conversation_turns": "_converse",
     "turn_rates": "_converse",
@@ -267,11 +283,14 @@ __all__ = [
     "JudgeCorrected",
     "JudgeCorrectedComparison",
     "KneeFit",
+    "MethodologyChange",
+    "ModelChange",
     "OutcomeCell",
     "Paired",
     "ProbeComparison",
     "ProbeReport",
     "RagReport",
+    "Regression",
     "RobustnessReport",
     "RunAudit",
     "RunFactors",
@@ -282,6 +301,9 @@ __all__ = [
     "StressGrid",
     "StudyPlan",
     "SwebenchExport",
+    "TrendPoint",
+    "TrendReport",
+    "TrendStretch",
     "ab_judge_corrected",
     "agent_report",
     "analyze_probe",
@@ -341,6 +363,7 @@ __all__ = [
     "sensitivity",
     "stability",
     "swebench_predictions",
+    "trend",
     "turn_rates",
 ]
 

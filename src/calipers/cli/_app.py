@@ -96,13 +96,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("_runs", "One stored run: scores, methodology, categories, worst items."),
     "suite": ("_suite", "Suites built from your production logs (suite list / show)."),
     "tasks": ("_catalog", "Built-in tasks and suites; a task file works too (-t)."),
+    "trend": ("_trend", "A model's score over time: changepoints, regression alert."),
     "ui": ("_ui", "Serve the web dashboard of runs, comparisons and monitoring."),
 }
 
 # How ``calipers --help`` groups the commands (a command in none is listed under "Other").
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Evaluate": ("run", "plan", "agent"),
-    "Results (stored runs)": ("runs", "show", "report", "ui"),
+    "Results (stored runs)": ("runs", "show", "report", "trend", "ui"),
     "Compare and decide": ("compare", "leaderboard", "gate", "select"),
     "Check the score": (
         "sensitivity",

@@ -23,6 +23,7 @@ from calipers.cli._app import (
 from calipers.cli._duration import DURATION
 from calipers.cli._progress import BarProgress
 from calipers.cli._render import judge_marks, judge_scored, summary_table
+from calipers.cli._run_config import config_option, save_config, save_config_option
 from calipers.cli._run_options import (
     DECODING,
     LLAMACPP,
@@ -97,6 +98,7 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 
 
 @cli.command("run")
+@config_option
 @run_options("model", "task", "formulation", "limit", "seed", *PROMPT, "data_dir", *SERVER)
 @click.option(
     "--deadline",
@@ -114,9 +116,10 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 )
 @click.option("--no-report", is_flag=True, help="Do not write report files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run id and estimates as JSON.")
+@save_config_option
 @store_option
-@click.pass_obj
-def run_cmd(obj: Context, /, **opts: Any) -> None:
+@click.pass_context
+def run_cmd(ctx: click.Context, /, **opts: Any) -> None:
     """Evaluate a model on tasks and store the run.
 
     With no options: the embedded SmolLM2-135M-Instruct on the built-in dynamic suite
@@ -129,9 +132,23 @@ def run_cmd(obj: Context, /, **opts: Any) -> None:
       calipers run -m llamacpp:./model.gguf -t my_task.yaml --no-chat-template
       calipers run -m openai:my-model --base-url http://127.0.0.1:8080/v1
       calipers run --resume 20261130-0512
+      calipers run -m openai:my-model -t gsm8k -n 200 --no-cache --save-config nightly.yaml
+      calipers run --config nightly.yaml        the same run again (cron, CI)
     """
     from calipers.runner import aresume, arun
     from calipers.store import Store
+
+    obj: Context = ctx.obj
+    if opts["resume"] and (opts["config"] or opts["save_config"]):
+        raise ConfigError(
+            "--resume finishes a stored run with its own options: --config and "
+            "--save-config do not apply.",
+            hint="Drop --config/--save-config, or start a new run without --resume.",
+        )
+    if opts["save_config"]:
+        _config(opts)  # refuse options RunConfig refuses before writing them down
+        saved = save_config(opts["save_config"], ctx, opts)
+        obj.err.print(f"Options saved to {escape(str(saved))}: calipers run --config {saved}")
 
     with Store.open(obj.store_url) as store:
         progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])

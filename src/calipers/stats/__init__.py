@@ -22,6 +22,15 @@ if TYPE_CHECKING:
     )
     from calipers.stats._bootstrap import bootstrap_mean
     from calipers.stats._bradley_terry import BradleyTerry, PairRecord, RatedModel, bradley_terry
+    from calipers.stats._changepoint import (
+        Changepoint,
+        ChangeScan,
+        Segment,
+        Segmentation,
+        change_scan,
+        changepoints,
+        scan_statistics,
+    )
     from calipers.stats._clustered import clustered_mean
     from calipers.stats._dawid_skene import DawidSkene, dawid_skene
     from calipers.stats._drift import (
@@ -95,6 +104,13 @@ if TYPE_CHECKING:
     from calipers.stats._unpaired import newcombe_unpaired, unpaired_difference
 
 _MODULES = {
+    "ChangeScan": "_changepoint",
+    "Changepoint": "_changepoint",
+    "Segment": "_changepoint",
+    "Segmentation": "_changepoint",
+    "change_scan": "_changepoint",
+    "changepoints": "_changepoint",
+    "scan_statistics": "_changepoint",
     "hamming_codes": "_string_kernel",
     "hamming_kernel": "_string_kernel",
     "CorrelationTest": "_agreement",
@@ -185,6 +201,8 @@ _MODULES = {
 
 __all__ = [
     "BradleyTerry",
+    "ChangeScan",
+    "Changepoint",
     "CorrelationTest",
     "DawidSkene",
     "Decision",
@@ -200,6 +218,8 @@ __all__ = [
     "RankedModel",
     "RatedModel",
     "RaterFlag",
+    "Segment",
+    "Segmentation",
     "SequentialPath",
     "SequentialTest",
     "TrendTest",
@@ -209,6 +229,8 @@ __all__ = [
     "between_task_variance",
     "bootstrap_mean",
     "bradley_terry",
+    "change_scan",
+    "changepoints",
     "chi2_drift",
     "classifier_drift",
     "clustered_mean",
@@ -262,6 +284,7 @@ __all__ = [
     "rank_models",
     "rater_flag",
     "sample_size_paired",
+    "scan_statistics",
     "self_consistency",
     "sign_flip_pvalue",
     "subset_difference",
