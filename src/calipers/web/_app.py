@@ -28,6 +28,7 @@ from calipers.web._pages import router as page_router
 from calipers.web._pages import store_of
 from calipers.web._render import json_response, page
 from calipers.web._sections import Section, SectionBuilder, resolve_sections
+from calipers.web._trend_page import router as trend_router
 
 __all__ = ["CSP", "MIN_TOKEN", "create_app"]
 
@@ -157,6 +158,7 @@ def create_app(
     app.include_router(health)
     app.include_router(api_router)
     app.include_router(page_router)
+    app.include_router(trend_router)
     for section in resolved:
         _add_section(app, section)
     return app
