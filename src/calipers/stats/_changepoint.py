@@ -20,8 +20,9 @@ on ``mu``, so the series ``y* ~ N(0, s_i^2)`` drawn with the series' own standar
 ``(1 + #{max|Z*| >= max|Z|}) / (n_sim + 1)`` is then valid at every ``n_sim``:
 ``P(p <= a) <= a`` under "no change" (the rank argument of a Monte Carlo test).
 
-**The change** is ``D`` at the split with a basic-bootstrap interval from the fitted two-level
-model, re-locating the split in every simulated series, so the interval pays for not knowing
+**The change** is ``D`` at the split, between its neighbouring changes (or the ends), with a
+basic-bootstrap interval from the fitted two-level model, re-locating the split in every
+simulated series, so the interval pays for not knowing
 where the change is and corrects the winner's curse of a split chosen by the data (the naive
 Wald interval at the chosen split would be too narrow). Where the change is: the split and the
 central ``confidence`` range of the re-located splits.
@@ -47,7 +48,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -147,7 +148,7 @@ def _z(y: Array, w: Array) -> Array:
     return np.asarray((right - left) / np.sqrt(1 / cw + 1 / (total_w - cw)), dtype=np.float64)
 
 
-def scan_statistics(values: Sequence[float], ses: Sequence[float]) -> Array:
+def scan_statistics(values: Sequence[float] | Array, ses: Sequence[float] | Array) -> Array:
     """``Z_k`` for ``k = 1 .. T-1`` (the split before index ``k``): the standardized
     difference of the inverse-variance means after and before it."""
     y, s = _check(values, ses)
@@ -209,6 +210,22 @@ def _shift(
     return est, (int(where[0]), int(where[1]))
 
 
+def _local(
+    ch: Changepoint,
+    y: Array,
+    s: Array,
+    a: int,
+    b: int,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+) -> Changepoint:
+    """The change's shift and place refitted between its neighbours ``[a, b)``: the test
+    found it in a longer stretch, whose other changes would blur the difference."""
+    shift, (lo, hi) = _shift(y[a:b], s[a:b], ch.index - a, rng, n_boot, confidence)
+    return replace(ch, shift=shift, where=(a + lo, a + hi))
+
+
 def _mean(y: Array, s: Array, confidence: float) -> Estimate:
     w = 1 / s**2
     m = float(np.sum(w * y) / w.sum())
@@ -217,8 +234,8 @@ def _mean(y: Array, s: Array, confidence: float) -> Estimate:
 
 
 def changepoints(
-    values: Sequence[float],
-    ses: Sequence[float],
+    values: Sequence[float] | Array,
+    ses: Sequence[float] | Array,
     rng: np.random.Generator,
     *,
     alpha: float = 0.05,
@@ -245,15 +262,14 @@ def changepoints(
         tests.append(ChangeScan(start, end, at, scan.statistic, scan.p_value, level))
         if not scan.significant:
             continue
-        shift, (lo, hi) = _shift(y[start:end], s[start:end], scan.index, rng, n_boot, c)
+        nan = Estimate(math.nan, math.nan, math.nan, 0, SHIFT_METHOD, c)  # set below
         found.append(
-            Changepoint(
-                at, (start + lo, start + hi), shift, scan.statistic, scan.p_value, level, start, end
-            )
+            Changepoint(at, (at, at), nan, scan.statistic, scan.p_value, level, start, end)
         )
         todo += [(start, at, level / 2), (at, end, level / 2)]
     found.sort(key=lambda ch: ch.index)
     cuts = [0, *(ch.index for ch in found), len(y)]
+    found = [_local(ch, y, s, cuts[i], cuts[i + 2], rng, n_boot, c) for i, ch in enumerate(found)]
     segments = tuple(
         Segment(a, b, _mean(y[a:b], s[a:b], c)) for a, b in itertools.pairwise(cuts) if b > a
     )
