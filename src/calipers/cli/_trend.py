@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["trend_cmd"]
 
-CHART_W = 36  # characters of the terminal chart
+CHART_W = 30  # characters of the terminal chart
 
 
 def _unit(report: TrendReport) -> bool:
@@ -88,12 +88,16 @@ def _table(report: TrendReport) -> Table:
         title_justify="left",
     )
     t.add_column("#", justify="right")
-    t.add_column("run")
-    t.add_column("date (UTC)")
-    t.add_column(report.metric)
+    t.add_column("run", no_wrap=True)
+    t.add_column("date (UTC)", no_wrap=True)
+    t.add_column(report.metric, no_wrap=True)
     t.add_column("n", justify="right")
-    t.add_column(f"{ends[0]} {'·' * (CHART_W - len(ends[0]) - len(ends[1]) - 2)} {ends[1]}")
-    t.add_column("marks")
+    t.add_column(
+        f"{ends[0]} {'·' * (CHART_W - len(ends[0]) - len(ends[1]) - 2)} {ends[1]}",
+        min_width=CHART_W,
+        no_wrap=True,
+    )
+    t.add_column("marks", min_width=24)
     marks = _marks(report, unit)
     for i, p in enumerate(report.points):
         if i in {m.index for m in report.methodology_changes}:
@@ -147,7 +151,8 @@ def _details(obj: Context, report: TrendReport) -> None:
             )
     obj.out.print(
         f"[dim]Changepoints: maximum likelihood-ratio scan over split points, null simulated "
-        f"with each run's own standard error, binary segmentation; chance of any false change "
+        f"from the runs' standard errors (binomial under no change for proportions), binary "
+        f"segmentation; chance of any false change "
         f"≤ {report.alpha:g} within each methodology. Left out: {len(report.left_out)} run(s)."
         "[/]"
     )
