@@ -12,7 +12,7 @@ from calipers.runner._config import RunConfig
 
 if TYPE_CHECKING:
     from calipers.runner._api import RunResult, aresume, arun, run
-    from calipers.runner._cache import cache_key
+    from calipers.runner._cache import ResponseCache, cache_key
     from calipers.runner._episode import EpisodeFailed, run_episode
     from calipers.runner._finalize import summarize_records
     from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
@@ -25,6 +25,7 @@ __all__ = [
     "Methodology",
     "Plan",
     "Progress",
+    "ResponseCache",
     "RunConfig",
     "RunResult",
     "RunSeeds",
@@ -46,6 +47,7 @@ __getattr__, __dir__ = lazy_exports(
         "Methodology": "_methodology",
         "Plan": "_plan",
         "Progress": "_schedule",
+        "ResponseCache": "_cache",
         "RunResult": "_api",
         "RunSeeds": "_seeds",
         "TaskMethodology": "_methodology",

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
         planted_transcript,
     )
     from calipers.scorers._ifeval import langdetect_available
-    from calipers.scorers._judge import DEFAULT_PAIRWISE_RUBRIC, JudgeClient, pairwise_judge
+    from calipers.scorers._judge import (
+        DEFAULT_PAIRWISE_RUBRIC,
+        JudgeClient,
+        pairwise_judge,
+        render_block,
+    )
     from calipers.scorers._numeric import extract_strict, format_number
     from calipers.scorers._rag import detect_abstention
     from calipers.scorers._rag_judge import extract_claims, passage_texts, verify_claims
@@ -68,6 +73,7 @@ __all__ = [
     "planted_conversations",
     "planted_transcript",
     "procedure_violations",
+    "render_block",
     "resolve_backend",
     "scorer",
     "sentence_model",
@@ -82,6 +88,7 @@ __getattr__, __dir__ = lazy_exports(
         "DEFAULT_REFUSAL_PATTERNS": "_refusal",
         "ENCODE_LOCK": "_similarity",
         "JudgeClient": "_judge",
+        "render_block": "_judge",
         "PlantedConversation": "_contradiction",
         "checkable_answer": "_contradiction",
         "conversation_turns": "_contradiction",

@@ -28,7 +28,7 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from calipers.errors import ConfigError, DataError, ModelCallError, UnknownNameError
 from calipers.scorers._base import ScoreFn, scorer
@@ -117,8 +117,19 @@ class Verdict:
 Parser = Callable[[dict[str, Any]], tuple[Any, Any]]  # obj -> (value, raw); ValueError: why not
 
 
+class RequestCache(Protocol):
+    """Stored replies to identical requests (the runner's ``ResponseCache`` is one)."""
+
+    def get(self, request: ModelRequest) -> SampleOutput | None: ...
+    def put(self, request: ModelRequest, output: SampleOutput) -> None: ...
+
+
 class JudgeClient:
-    """A judge model, created from its spec on the first call and reused afterwards."""
+    """A judge model, created from its spec on the first call and reused afterwards.
+
+    ``cache`` (settable once the provider's identity is known): replies are looked up there
+    before the judge is asked and stored after. Useful only for prompts that are the same on
+    every call (the graders' prompts carry a fresh nonce, so they never hit)."""
 
     def __init__(
         self,
@@ -127,6 +138,7 @@ class JudgeClient:
         base_url: str | None = None,
         api_key_env: str | None = None,
         max_tokens: int = 512,
+        cache: RequestCache | None = None,
     ) -> None:
         from calipers.models import list_aliases, list_providers
 
@@ -147,6 +159,7 @@ class JudgeClient:
         }
         self._max_tokens = max_tokens
         self._provider: Any = None
+        self.cache = cache
 
     @property
     def provider(self) -> Any:
@@ -162,7 +175,13 @@ class JudgeClient:
 
     async def _ask(self, messages: list[ChatMessage]) -> str:
         params = GenerateParams(max_tokens=self._max_tokens, temperature=0.0, seed=0)
-        reply = await self.provider.generate(ModelRequest(messages=tuple(messages), params=params))
+        request = ModelRequest(messages=tuple(messages), params=params)
+        hit = self.cache.get(request) if self.cache is not None else None
+        if hit is not None and hit.response is not None:
+            return str(hit.response.text)
+        reply = await self.provider.generate(request)
+        if self.cache is not None:
+            self.cache.put(request, SampleOutput(response=reply))
         return str(reply.text)
 
     async def judge(
