@@ -35,6 +35,15 @@ if TYPE_CHECKING:
         psi,
         psi_drift,
     )
+    from calipers.stats._equality import (
+        EqualityResult,
+        EqualityTest,
+        ProbeShift,
+        equality_power,
+        equality_tests,
+        resample_check,
+        unrelated_pools,
+    )
     from calipers.stats._items import (
         item_difficulty,
         item_rest_correlations,
@@ -97,6 +106,13 @@ if TYPE_CHECKING:
 _MODULES = {
     "hamming_codes": "_string_kernel",
     "hamming_kernel": "_string_kernel",
+    "EqualityResult": "_equality",
+    "EqualityTest": "_equality",
+    "ProbeShift": "_equality",
+    "equality_power": "_equality",
+    "equality_tests": "_equality",
+    "resample_check": "_equality",
+    "unrelated_pools": "_equality",
     "CorrelationTest": "_agreement",
     "DawidSkene": "_dawid_skene",
     "Decision": "_sequential",
@@ -189,6 +205,8 @@ __all__ = [
     "DawidSkene",
     "Decision",
     "DriftTest",
+    "EqualityResult",
+    "EqualityTest",
     "Guardrail",
     "GuardrailStatus",
     "Knee",
@@ -197,6 +215,7 @@ __all__ = [
     "PairRecord",
     "PairedResult",
     "PositionBias",
+    "ProbeShift",
     "RankedModel",
     "RatedModel",
     "RaterFlag",
@@ -216,6 +235,8 @@ __all__ = [
     "cohens_kappa",
     "dawid_skene",
     "decide_rollout",
+    "equality_power",
+    "equality_tests",
     "first_flag",
     "flip_rate",
     "flip_rate_estimate",
@@ -261,6 +282,7 @@ __all__ = [
     "quantile_interval",
     "rank_models",
     "rater_flag",
+    "resample_check",
     "sample_size_paired",
     "self_consistency",
     "sign_flip_pvalue",
@@ -269,6 +291,7 @@ __all__ = [
     "uniform_items",
     "unpaired_difference",
     "unpaired_sample_size",
+    "unrelated_pools",
     "wilson",
 ]
 
