@@ -179,6 +179,11 @@ def _target(name: str | None, out: str | None, model: str) -> Path:
         return Path(out).expanduser()
     if not name:
         name = "".join(c if c.isalnum() or c in "._-" else "-" for c in model).strip("-.")
+    elif "/" in name or name.endswith(".json"):
+        raise ConfigError(
+            f"--name {name!r} is not a plain name.",
+            hint="Use letters, digits, '.', '_' and '-'; to write a file, use -o PATH.",
+        )
     return fingerprint_path(name)
 
 
@@ -214,9 +219,17 @@ def _target(name: str | None, out: str | None, model: str) -> Path:
 @click.option(
     "--permutations",
     type=click.IntRange(min=99),
-    default=1000,
+    default=2000,
     show_default=True,
-    help="Permutations of the null distribution.",
+    help="Permutations of the null distribution (which probes moved needs about "
+    "probes / alpha of them).",
+)
+@click.option(
+    "--power-reps",
+    type=click.IntRange(min=10),
+    default=100,
+    show_default=True,
+    help="Resampled checks behind each power figure.",
 )
 @click.option("--probe-set", help="Refuse a reference recorded on another probe set.")
 @click.option("--seed", type=int, help="Base seed of the samples (default: a fresh one).")
@@ -256,6 +269,7 @@ def check_cmd(obj: Context, /, model: str, **opts: Any) -> None:
                 alpha=opts["alpha"],
                 effect=opts["effect"],
                 permutations=opts["permutations"],
+                power_repetitions=opts["power_reps"],
                 seed=opts["seed"],
                 progress=progress,
             )
@@ -297,7 +311,7 @@ def _print_check(obj: Context, r: FingerprintCheck) -> None:
         out.print(table)
         if len(r.moved) > 10:
             out.print(f"  ... and {len(r.moved) - 10} more (--json lists all).")
-    power = Table(title="Power: share of traffic from a model with unrelated answers")
+    power = Table(title="Power to notice traffic from a model with unrelated answers")
     for col in ("share", "samples per probe", "power [95% CI]"):
         power.add_column(col)
     for p in r.power:
