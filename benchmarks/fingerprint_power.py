@@ -135,11 +135,11 @@ def table(budgets: list[int], repetitions: int, permutations: int, seed: int) ->
     for label, other, eps in rows:
         cells = []
         for n in budgets:
-            need = 2 * n if other is None else n + n
-            if min(len(v) for v in base.values()) < need and other is None:
-                cells.append("–")
-                continue
             oth = pools[other] if other else None
+            short = min(len(v) for v in base.values()) < 2 * n  # n a side, never shared
+            if short or (oth is not None and min(len(v) for v in oth.values()) < n):
+                cells.append("–")  # the pools are too small for this budget
+                continue
 
             def draw(r: np.random.Generator, n: int = n, oth: Any = oth, eps: float = eps) -> Any:
                 return resample_check(base, n, r, other=oth, epsilon=eps)
