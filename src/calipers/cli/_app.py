@@ -76,6 +76,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Does a score hold up over turns? Probes and multi-turn tasks.",
     ),
     "contamination": ("_contamination", "Memorised items? Each check says what it can prove."),
+    "fingerprint": ("_fingerprint", "Is it still the same model? Record and check its outputs."),
     "gate": ("_gate", "Fail CI when the candidate is worse than the baseline."),
     "gateway": ("_gateway", "An OpenAI-compatible gateway: baseline, shadow and canary."),
     "items": ("_audit", "Item difficulty and discrimination: does the task separate?"),
@@ -115,7 +116,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "rag",
         "converse",
     ),
-    "Production": ("gateway", "ab", "monitor", "suite"),
+    "Production": ("gateway", "ab", "monitor", "suite", "fingerprint"),
     "People": ("review",),
     "Catalogues": ("tasks", "models", "model"),
 }

@@ -7,6 +7,10 @@ Spec forms (``--model fake:...``):
 - ``fake:script=FILE`` answers from a JSON object ``{"substring": "answer", ...}``: the first
   key found in the prompt wins; ``"*"`` is the fallback.
 - ``fake:cycle=A|B|C`` answers A, B, C, A, ... in call order.
+- ``fake:sample=A|B|C`` samples one of A, B, C by a hash of the request's seed and prompt
+  (repeat an option to weight it): requests with different seeds sample, the same request
+  always gets the same answer. ``{h}`` in an option becomes a short hash of the prompt, so
+  every prompt gets its own answers (fingerprint tests).
 - ``fake:tools=FILE`` scripts tool calls: a JSON object ``{"substring": reply, ...}`` as for
   ``script=``, where a reply is a text or a list of calls ``[{"name": ..., "arguments":
   {...}}]`` (``"arguments"`` may be a string: calls whose arguments did not parse).
@@ -360,6 +364,16 @@ def _tools_responder(path: str) -> Responder:
     return respond
 
 
+def _sample_responder(options: Sequence[str]) -> Responder:
+    def respond(request: ModelRequest) -> str:
+        prompt = _prompt_text(request)
+        u = _unit(f"sample\x00{request.params.seed}\x00{prompt}")
+        option = options[min(len(options) - 1, int(u * len(options)))]
+        return option.replace("{h}", hashlib.sha256(prompt.encode()).hexdigest()[:8])
+
+    return respond
+
+
 def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
     head, *opts = rest.split(",")
     mode, _, value = head.partition("=")
@@ -375,11 +389,13 @@ def fake_from_spec(rest: str, options: ModelOptions) -> FakeModel:
         responder = lambda _r: next(answers)  # noqa: E731
     elif mode == "tools":
         responder = _tools_responder(value)
+    elif mode == "sample":
+        responder = _sample_responder(value.split("|"))
     else:
         raise ConfigError(
             f"Unknown fake model mode {mode!r}.",
-            hint="Use fake:echo, fake:const=TEXT, fake:script=FILE, fake:cycle=A|B or "
-            "fake:tools=FILE.",
+            hint="Use fake:echo, fake:const=TEXT, fake:script=FILE, fake:cycle=A|B, "
+            "fake:sample=A|B or fake:tools=FILE.",
         )
     rates = {"fail": 0.0, "delay": 0.0}
     name = head
