@@ -35,6 +35,15 @@ if TYPE_CHECKING:
         psi,
         psi_drift,
     )
+    from calipers.stats._fingerprint_sequential import (
+        CanaryLook,
+        CanaryReference,
+        CanaryState,
+        CanaryVerdict,
+        canary_look,
+        canary_reference,
+        canary_verdict,
+    )
     from calipers.stats._items import (
         item_difficulty,
         item_rest_correlations,
@@ -95,6 +104,13 @@ if TYPE_CHECKING:
     from calipers.stats._unpaired import newcombe_unpaired, unpaired_difference
 
 _MODULES = {
+    "CanaryLook": "_fingerprint_sequential",
+    "CanaryReference": "_fingerprint_sequential",
+    "CanaryState": "_fingerprint_sequential",
+    "CanaryVerdict": "_fingerprint_sequential",
+    "canary_look": "_fingerprint_sequential",
+    "canary_reference": "_fingerprint_sequential",
+    "canary_verdict": "_fingerprint_sequential",
     "hamming_codes": "_string_kernel",
     "hamming_kernel": "_string_kernel",
     "CorrelationTest": "_agreement",
@@ -185,6 +201,10 @@ _MODULES = {
 
 __all__ = [
     "BradleyTerry",
+    "CanaryLook",
+    "CanaryReference",
+    "CanaryState",
+    "CanaryVerdict",
     "CorrelationTest",
     "DawidSkene",
     "Decision",
@@ -209,6 +229,9 @@ __all__ = [
     "between_task_variance",
     "bootstrap_mean",
     "bradley_terry",
+    "canary_look",
+    "canary_reference",
+    "canary_verdict",
     "chi2_drift",
     "classifier_drift",
     "clustered_mean",
