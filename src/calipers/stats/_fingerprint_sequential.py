@@ -93,6 +93,27 @@ class CanaryReference:
     n_b: npt.NDArray[np.int64]
     length: int
 
+    def summary(self) -> dict[str, Any]:
+        """What the verdict needs (no anchors): stored with every look, so the verdict can be
+        computed from the looks alone (:meth:`from_summary`)."""
+        return {
+            "probe_ids": list(self.probe_ids),
+            "mean": self.mean.tolist(),
+            "var": self.var.tolist(),
+            "n_b": self.n_b.tolist(),
+            "length": self.length,
+        }
+
+    @classmethod
+    def from_summary(cls, d: Mapping[str, Any]) -> CanaryReference:
+        """A reference that can judge looks (:func:`canary_verdict`) but not score them."""
+        probes = tuple(str(p) for p in d["probe_ids"])
+        length = int(d["length"])
+        return cls(probes, np.zeros((len(probes), 0, length), dtype=np.int32),
+                   np.zeros((len(probes), 0), dtype=bool), np.asarray(d["mean"], dtype=np.float64),
+                   np.asarray(d["var"], dtype=np.float64), np.asarray(d["n_b"], dtype=np.int64),
+                   length)  # fmt: skip
+
     def index(self, probe: str) -> int:
         try:
             return self.probe_ids.index(probe)

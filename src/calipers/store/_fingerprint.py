@@ -58,8 +58,8 @@ class FingerprintStore:
             raise ValueError("a failed look has an error and no statistic")
         row = record.model_dump(exclude={"id"})
         with write_transaction(self._engine) as conn:
-            result = conn.execute(fingerprint_looks.insert().values(**row))
-            return int(result.inserted_primary_key[0])
+            stmt = fingerprint_looks.insert().values(**row).returning(fingerprint_looks.c.id)
+            return int(conn.execute(stmt).scalar_one())
 
     def get_fingerprint_looks(
         self, *, canary: str | None = None, reference_hash: str | None = None
