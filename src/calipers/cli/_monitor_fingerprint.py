@@ -4,6 +4,7 @@ gateway) and print the sequential verdict. The work is in :mod:`calipers.monitor
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -217,7 +218,13 @@ def _render(
     v = status.verdict
     if v.looks:
         e, r = v.estimate, v.reference
-        cs = "not yet" if e.low != e.low else f"[{e.low:.4f}, {e.high:.4f}]"
+        cs = (
+            "empty (no single mean fits every look: it moved)"
+            if e.method.endswith("-empty")
+            else "not yet"
+            if math.isnan(e.low)
+            else f"[{e.low:.4f}, {e.high:.4f}]"
+        )
         obj.out.print(
             f"  looks' mean {e.value:.4f}, confidence sequence {cs}; reference "
             f"{r.value:.4f} [{r.low:.4f}, {r.high:.4f}] ({e.confidence:.1%} each)"

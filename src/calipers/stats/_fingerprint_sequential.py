@@ -36,13 +36,19 @@ The design here (split the reference):
   empty: no single mean fits every look). Each interval misses ``theta`` with probability at
   most ``alpha/2``, so a false alarm, ever, has probability at most ``alpha`` (Bonferroni).
 
-The sequence's variance is the running variance of the looks, floored at the variance the
-calibration half predicts for a look under the null (which makes the first looks safe:
-a plug-in variance from three looks is often far too small), and at a resolution of half a
-character per probe (a model that always says the same thing has variance 0). The mixture
-scale ``tau`` is fixed by the reference alone (narrowest at ``n_target`` looks), never by the
-looks. Tau changes power, not validity. Simulated false alarms and detection are in
-``docs/fingerprint-canary.md`` and ``tests/canary_fp``.
+The sequence's variance is the one the calibration half predicts for a look under the null
+(per probe, the variance of ``T_p`` over ``B_p``), raised to its upper 95% confidence bound
+(chi-square, Welch-Satterthwaite degrees of freedom) for the error of that estimate, and
+floored at a resolution of half a character per probe (a model that always says the same
+thing has variance 0). Not the looks' own running variance: under the null it is the same
+quantity with fewer degrees of freedom at the first looks (where it is often far too small),
+and after a change it is inflated by the change itself (looks from two models look like one
+noisy model), which hides the change it should reveal. The mixture scale ``tau`` is fixed by
+the reference alone (narrowest at ``n_target`` looks), never by the looks. Tau changes power,
+not validity. Evidence from before a change dilutes it: the test is on the mean of all looks,
+so a change after many quiet looks takes longer to show (start a new canary after a known
+change). Simulated false alarms and detection are in ``docs/fingerprint-canary.md`` and
+``tests/canary_fp``.
 
 Pure: numbers in, numbers out; completions are scored with the string kernel.
 """
@@ -154,6 +160,16 @@ class CanaryReference:
         """:meth:`look_variance` of a look of every probe, one completion each."""
         idx = np.arange(len(self.probe_ids))
         return self.look_variance(idx, np.ones_like(idx))
+
+    def inflation(self) -> float:
+        """The factor from the calibration half's pooled variance to its upper 95% bound:
+        ``df / chi2_{0.05}(df)`` with Welch-Satterthwaite ``df`` (1 when it is infinite)."""
+        w = self.var / self.n_b
+        denom = float(np.sum(w**2 / (self.n_b - 1)))
+        if denom <= 0:
+            return 1.0
+        df = float(w.sum()) ** 2 / denom
+        return float(df / sps.chi2.ppf(0.05, df))
 
     def interval(self, alpha: float) -> Estimate:
         """The calibration half's interval for ``theta`` at ``1 - alpha`` (the canary uses
@@ -278,17 +294,13 @@ class CanaryVerdict:
 
 
 def _sequence(
-    x: Floats, floor: Floats, tau2: float, alpha: float, min_looks: int
+    x: Floats, null_variance: Floats, tau2: float, alpha: float, min_looks: int
 ) -> tuple[Floats, Floats, Floats]:
-    """Running mean and the running intersection of the mixture's intervals."""
+    """Running mean and the running intersection of the mixture's intervals, with the
+    variance of each look as the reference predicts it (``null_variance``)."""
     n = np.arange(1, x.size + 1, dtype=np.float64)
     mean = np.cumsum(x) / n
-    s1 = np.cumsum(x - x[0])
-    s2 = np.cumsum((x - x[0]) ** 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s2n = np.maximum(s2 - s1**2 / n, 0.0) / (n - 1)
-    per_look = np.fmax(np.where(n >= 2, s2n, 0.0), np.cumsum(floor) / n)
-    v = np.where(n >= min_looks, per_look / n, np.nan)
+    v = np.where(n >= min_looks, np.cumsum(null_variance) / n**2, np.nan)
     with np.errstate(invalid="ignore"):
         _, half = _mixture(mean, v, np.full_like(v, tau2), alpha)
     low = np.maximum.accumulate(np.where(np.isnan(half), -np.inf, mean - half))
@@ -314,15 +326,15 @@ def canary_verdict(
         raise ValueError("min_looks must be at least 2 and n_target at least 1")
     half_alpha = alpha / 2
     reference = ref.interval(half_alpha)
-    tau2 = _x_star(half_alpha) * ref.full_look_variance() / n_target
+    tau2 = _x_star(half_alpha) * ref.full_look_variance() * ref.inflation() / n_target
     confidence = 1 - half_alpha
     if not looks:
         empty = Estimate.empty(METHOD, confidence)
         return CanaryVerdict("not_enough_looks", 0, empty, reference, None, None, alpha,
                              min_looks, math.sqrt(tau2), ())  # fmt: skip
     x = np.array([lk.value for lk in looks], dtype=np.float64)
-    floor = np.array([lk.null_variance for lk in looks], dtype=np.float64)
-    mean, low, high = _sequence(x, floor, tau2, half_alpha, min_looks)
+    var = np.array([lk.null_variance for lk in looks], dtype=np.float64) * ref.inflation()
+    mean, low, high = _sequence(x, var, tau2, half_alpha, min_looks)
     apart = (low > high) | (low > reference.high) | (high < reference.low)
     hits = np.flatnonzero(apart)
     changed_at = int(hits[0]) + 1 if hits.size else None

@@ -260,6 +260,8 @@ def _novelty(report: MonitorReport) -> dict[str, Any] | None:
 
 
 def _interval(e: Estimate) -> str:
+    if e.method.endswith("-empty"):
+        return f"{e.value:.4f} (no single mean fits every look: it moved)"
     if e.is_empty or math.isnan(e.low):
         return f"{e.value:.4f} (no interval yet)" if not math.isnan(e.value) else "n/a"
     return f"{e.value:.4f} [{e.low:.4f}, {e.high:.4f}]"
