@@ -203,10 +203,10 @@ def _render(
 
     for t in taken:
         if t["status"] == "ok":
-            obj.out.print(f"look {t['id']}: ok, statistic {t['statistic']['value']:.4f}")
+            obj.out.print(f"stored look {t['id']}: ok, statistic {t['statistic']['value']:.4f}")
         else:
             obj.out.print(
-                f"look {t['id']}: [yellow]FAILED[/] ({escape(str(t['error']))}), not counted"
+                f"stored look {t['id']}: [yellow]FAILED[/] ({escape(str(t['error']))}), not counted"
             )
     if status is None:
         obj.out.print("No looks yet for this canary and reference.")
