@@ -22,6 +22,24 @@ DOCS = Path(__file__).parents[2] / "docs" / "store.md"
 
 # The schema a blank SQLite database has after Store.open: change it only with a new migration.
 EXPECTED: dict[str, dict[str, Any]] = {
+    "fingerprint_looks": {
+        "columns": [
+            "id INTEGER NOT NULL",
+            "canary TEXT NOT NULL",
+            "reference_hash TEXT NOT NULL",
+            "ts DATETIME NOT NULL",
+            "status TEXT NOT NULL",
+            "model TEXT NOT NULL",
+            "completions TEXT NOT NULL",
+            "statistic TEXT NULL",
+            "design TEXT NOT NULL",
+            "error TEXT NULL",
+        ],
+        "primary_key": "pk_fingerprint_looks (id)",
+        "foreign_keys": [],
+        "indexes": ["ix_fingerprint_looks_canary_ts (canary, ts)"],
+        "unique": [],
+    },
     "online_scores": {
         "columns": [
             "id INTEGER NOT NULL",
@@ -353,7 +371,7 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 6
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 7
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
@@ -364,6 +382,7 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
         (4, "m004_sample_seed"),
         (5, "m005_review"),
         (6, "m006_review_sessions"),
+        (7, "m007_fingerprint_looks"),
     ]
 
 
@@ -483,7 +502,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 6
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 7
 
 
 def add_note(conn: Connection) -> None:

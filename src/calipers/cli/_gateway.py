@@ -144,6 +144,10 @@ def gateway_cmd(obj: Context, /, config_file: Path | None, **flags: Any) -> None
     from calipers.store import Store
 
     config = load_config(**settings)
+    if config.fingerprint_canary is not None:
+        from calipers.cli._monitor_fingerprint import load_reference
+
+        load_reference(config.fingerprint_canary.reference)  # a clear error before serving
     check_port(flags["host"], flags["port"])
     with Store.open(obj.store_url) as store:
         obj.err.print(_banner(config, flags["host"], flags["port"], store.url), markup=False)
@@ -210,6 +214,12 @@ def _banner(config: Any, host: str, port: int, store_url: str) -> str:
         )
     else:
         what = f"off: every request to {config.baseline_url}"
+    fp = config.fingerprint_canary
+    if fp is not None:
+        what += (
+            f"\n  fingerprint canary {fp.name!r}: {fp.reference} against the {fp.upstream} "
+            f"every {fp.every:g} s (calipers monitor shows it)"
+        )
     return (
         f"calipers gateway listening on {where}\n  mode {what}\n  logging to {store_url}"
         f"\n  stats at http://{host}:{port}/calipers/stats; Ctrl-C to stop"

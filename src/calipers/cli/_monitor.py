@@ -171,8 +171,8 @@ def _run(obj: Context, o: dict[str, Any]) -> Any:
 @click.option(
     "--fail-on-drift",
     is_flag=True,
-    help="Exit 1 when any window raised a drift alarm, 0 when none did (for cron and CI); "
-    "an error then exits 3 and a bug 4, never 1.",
+    help="Exit 1 when any window raised a drift alarm or a fingerprint canary says the model "
+    "changed, 0 otherwise (for cron and CI); an error then exits 3 and a bug 4, never 1.",
 )
 @click.pass_context
 def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> None:
@@ -183,7 +183,8 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
     tested feature by feature (prompt length, language, topic shares, embeddings, response
     length, refusals, errors, scores), Holm-corrected, so a window without drift alarms at
     most --alpha of the time. Not covered: recent prompts unlike the reference traffic and
-    the --suite items (outliers) and groups of them (new clusters).
+    the --suite items (outliers) and groups of them (new clusters). Fingerprint canaries
+    (the gateway's fingerprint_canary, `monitor fingerprint`): same so far, or changed.
 
     \b
     Examples:
@@ -193,6 +194,7 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
       calipers monitor --since 2h --latest --fail-on-drift          # cron: exit 1 on drift
       calipers monitor export --since 24h --suite support --to-suite support
       calipers monitor simulate --reps 200 --n 100
+      calipers monitor fingerprint --reference ref.json -m openai:m --base-url URL
     """
     if ctx.invoked_subcommand is not None:
         ctx.meta[_META] = opts
@@ -207,7 +209,7 @@ def monitor_group(ctx: click.Context, /, fail_on_drift: bool, **opts: Any) -> No
         from calipers.monitor import render_report
 
         render_report(report, obj.out)
-    if fail_on_drift and report.alarms:
+    if fail_on_drift and (report.alarms or any(f.alarm for f in report.fingerprint)):
         sys.exit(EXIT_FAIL)
 
 
@@ -355,3 +357,6 @@ def simulate_cmd(
         obj.print_json({"drift": drift, "rag": base.rag is not None, **result.to_dict()})
     else:
         render_simulation(result, obj.out, "no drift" if drift == "none" else f"drift: {drift}")
+
+
+from calipers.cli import _monitor_fingerprint  # noqa: E402, F401  (registers `monitor fingerprint`)

@@ -9,13 +9,14 @@ pair to the store. Needs the ``gateway`` extra (FastAPI, uvicorn). See ``docs/ga
 
 from calipers.gateway._app import create_app
 from calipers.gateway._breaker import BreakerState, CircuitBreaker
-from calipers.gateway._config import GatewayConfig, Mode, load_config
+from calipers.gateway._config import FingerprintCanaryConfig, GatewayConfig, Mode, load_config
 from calipers.gateway._routing import MirrorSampler, hash_key, in_canary, user_key
 from calipers.gateway._serve import serve
 
 __all__ = [
     "BreakerState",
     "CircuitBreaker",
+    "FingerprintCanaryConfig",
     "GatewayConfig",
     "MirrorSampler",
     "Mode",

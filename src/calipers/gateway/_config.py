@@ -3,14 +3,16 @@ fast (timeouts, queue sizes, the batch window, the circuit breaker)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from calipers._util.duration import parse_seconds
 from calipers.errors import ConfigError
 
-__all__ = ["GatewayConfig", "Mode", "load_config"]
+__all__ = ["FingerprintCanaryConfig", "GatewayConfig", "Mode", "load_config"]
 
 Mode = Literal["shadow", "canary", "off"]
 
@@ -26,6 +28,43 @@ def _check_url(value: str, name: str) -> str:
     if parts.query or parts.fragment:
         raise ValueError(f"{name} must not have a query or fragment: {value!r}")
     return value.rstrip("/")
+
+
+class FingerprintCanaryConfig(BaseModel):
+    """A fingerprint canary run by the gateway (``docs/fingerprint-canary.md``): every
+    ``every`` it sends the probes of the recorded fingerprint ``reference`` to the
+    ``upstream`` with the reference's settings, stores the look, and the sequential test
+    says (in ``calipers monitor`` and the dashboard) whether the model is still the same."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reference: Path
+    """The fingerprint (JSON) written by ``calipers fingerprint record``."""
+    upstream: Literal["baseline", "candidate"] = "baseline"
+    every: float = Field(3600.0, gt=0)
+    """Seconds between looks; ``1h``, ``30m`` and the like are read too. The first look is
+    taken when the gateway starts."""
+    model: str | None = None
+    """The ``model`` field of the probe requests. Default: the reference's model, without
+    its provider (``openai:gpt-4o-mini`` sends ``gpt-4o-mini``)."""
+    probes_per_look: int | None = Field(None, ge=1)
+    """Probes per look, drawn at random; default all of the reference's."""
+    name: str = "fingerprint"
+    """The canary's name: its looks are stored under it."""
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    """The chance of ever raising a false alarm, however many looks."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Deadline of each probe request; a look with a probe past it is a failed look."""
+
+    @field_validator("every", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            seconds = parse_seconds(v)
+            if seconds is None:
+                raise ValueError(f"{v!r} is not a duration such as 1h, 30m or 3600")
+            return seconds
+        return v
 
 
 class GatewayConfig(BaseModel):
@@ -80,6 +119,8 @@ class GatewayConfig(BaseModel):
     shutdown_grace_s: float = Field(10.0, ge=0)
     """On shutdown, how long accepted shadow calls may still run before they are cancelled (and
     logged as cancelled)."""
+    fingerprint_canary: FingerprintCanaryConfig | None = None
+    """Look at an upstream now and then: is it still the model a fingerprint recorded?"""
     redact: bool = True
     """Redact personal data (e-mail, phone, card numbers) before logging. API keys and tokens
     are removed whatever this says."""
@@ -103,6 +144,13 @@ class GatewayConfig(BaseModel):
     def _needs_candidate(self) -> GatewayConfig:
         if self.mode != "off" and self.candidate_url is None:
             raise ValueError(f"mode {self.mode!r} needs a candidate URL (or use mode 'off')")
+        fp = self.fingerprint_canary
+        if (
+            fp is not None
+            and fp.upstream == "candidate"
+            and (self.candidate_url is None or self.mode == "off")
+        ):
+            raise ValueError("the fingerprint canary's upstream 'candidate' needs a candidate URL")
         return self
 
 

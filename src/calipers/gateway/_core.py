@@ -25,6 +25,7 @@ from calipers.gateway._canary import Canary
 from calipers.gateway._config import GatewayConfig
 from calipers.gateway._deadline import FirstByteDeadline
 from calipers.gateway._feedback import ServedArms
+from calipers.gateway._fingerprint import FingerprintCanary
 from calipers.gateway._forward import (
     open_upstream,
     read_whole,
@@ -96,6 +97,7 @@ class Gateway:
         self.unkeyed = 0
         self.rag = {"requests": 0, "refused": 0}
         self.arms = ServedArms()
+        self.fingerprint: FingerprintCanary | None = None
 
     async def start(self) -> None:
         cfg = self.config
@@ -129,9 +131,17 @@ class Gateway:
         self.canary: Canary | None = None
         if self.candidate is not None and cfg.mode == "canary":
             self.canary = Canary(self.candidate, self.breaker, self.deadline, self.log.submit)
+        fp = cfg.fingerprint_canary
+        if fp is not None:
+            upstream = self.candidate if fp.upstream == "candidate" else self.baseline
+            assert upstream is not None  # the config checked that there is a candidate
+            self.fingerprint = FingerprintCanary(fp, upstream, self.store)
+            self.fingerprint.start()
 
     async def stop(self) -> None:
         """Finish or cancel the shadow calls, write every accepted log row, close clients."""
+        if self.fingerprint is not None:
+            await self.fingerprint.close()
         if self.shadow is not None:
             await self.shadow.close(self.config.shutdown_grace_s)
         await self.log.close()
@@ -276,6 +286,9 @@ class Gateway:
             "shadow": self.shadow.snapshot() if self.shadow is not None else None,
             "breaker": self.breaker.snapshot(),
             "log": self.log.snapshot(),
+            "fingerprint_canary": (
+                self.fingerprint.snapshot() if self.fingerprint is not None else None
+            ),
         }
 
 

@@ -12,6 +12,15 @@ from calipers._util.lazy import lazy_exports
 from calipers.monitor._ab import ABConfig, ABResult, MetricResult, analyze_ab, run_ab
 from calipers.monitor._drift import DriftOptions, WindowDrift
 from calipers.monitor._export import ExportResult, export_to_review, export_to_suite
+from calipers.monitor._fingerprint import (
+    CanaryDesign,
+    FingerprintCanaryStatus,
+    Sampler,
+    fingerprint_canaries,
+    fingerprint_canary_status,
+    fingerprint_hash,
+    take_fingerprint_look,
+)
 from calipers.monitor._novelty import Novelty, find_novelty
 from calipers.monitor._online import OnlineScorer, ScoringReport, parse_scorer, score_exchanges
 from calipers.monitor._rag import RAG_METRICS, RagAnswer, rag_answer, rag_metrics
@@ -43,9 +52,11 @@ __all__ = [
     "RAG_METRICS",
     "ABConfig",
     "ABResult",
+    "CanaryDesign",
     "DriftOptions",
     "Exchange",
     "ExportResult",
+    "FingerprintCanaryStatus",
     "MetricResult",
     "MonitorConfig",
     "MonitorReport",
@@ -53,6 +64,7 @@ __all__ = [
     "OnlineScorer",
     "RagAnswer",
     "RagProfile",
+    "Sampler",
     "ScoringReport",
     "TrafficProfile",
     "WindowDrift",
@@ -61,6 +73,9 @@ __all__ = [
     "export_to_review",
     "export_to_suite",
     "find_novelty",
+    "fingerprint_canaries",
+    "fingerprint_canary_status",
+    "fingerprint_hash",
     "floor_time",
     "is_relative",
     "load_exchanges",
@@ -82,6 +97,7 @@ __all__ = [
     "score_exchanges",
     "simulate_alarms",
     "synthetic_traffic",
+    "take_fingerprint_look",
 ]
 
 __getattr__, __dir__ = lazy_exports(

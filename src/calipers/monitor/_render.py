@@ -185,6 +185,7 @@ def render_report(report: MonitorReport, console: Console) -> None:
     )
     if n_alarm:
         console.print(_drift_table(report))
+    _fingerprints(console, report)
     if report.novelty is not None:
         _novelty(console, report.novelty)
         if report.novelty.outliers:
@@ -192,6 +193,23 @@ def render_report(report: MonitorReport, console: Console) -> None:
                 "\nNext: calipers monitor export --to-suite NAME  (or --to-review "
                 "queue.jsonl), with the same options"
             )
+
+
+def _fingerprints(console: Console, report: MonitorReport) -> None:
+    """One line per fingerprint canary; a changed model is an alert line, as drift is."""
+    for f in report.fingerprint:
+        style = "bold red" if f.alarm else "bold"
+        console.print(
+            f"\n[{style}]Fingerprint canary {escape(f.canary)}[/]: {escape(f.headline())}"
+        )
+        v = f.verdict
+        if v.looks:
+            console.print(
+                f"  looks: {_fmt(v.estimate, digits=3)}  reference: {_fmt(v.reference, digits=3)}"
+                f"  [dim]({v.estimate.confidence:.1%} each; docs/fingerprint-canary.md)[/]"
+            )
+        if f.last_error:
+            console.print(f"  [dim]last failed look: {escape(f.last_error)}[/]")
 
 
 def render_export(result: ExportResult, console: Console) -> None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calipers._util.clock import utc_now
 from calipers.monitor._drift import DriftOptions, WindowDrift, drift_tests
 from calipers.monitor._features import extract_features
+from calipers.monitor._fingerprint import FingerprintCanaryStatus, fingerprint_canaries
 from calipers.monitor._language import language_detector
 from calipers.monitor._novelty import Novelty, find_novelty
 from calipers.monitor._rag import carries_rag, rag_metrics, rag_note
@@ -93,6 +94,9 @@ class MonitorReport:
     notes: list[str] = field(default_factory=list)
     reference_why: str = ""
     reference_problem: str | None = None  # no reference holds traffic: why, and what to do
+    fingerprint: list[FingerprintCanaryStatus] = field(default_factory=list)
+    """The fingerprint canaries' standing (``docs/fingerprint-canary.md``): all looks so far,
+    whatever the period."""
 
     @property
     def alarms(self) -> list[tuple[WindowDrift, int]]:
@@ -119,6 +123,8 @@ class MonitorReport:
             "drift": [w.to_dict() for w in self.drift],
             "n_drifted_windows": len(self.alarms),
             "novelty": self.novelty.to_dict() if self.novelty is not None else None,
+            "fingerprint_canaries": [f.to_dict() for f in self.fingerprint],
+            "n_changed_fingerprints": sum(f.alarm for f in self.fingerprint),
         }
 
 
@@ -299,6 +305,7 @@ def monitor(
         notes,
         ref.why,
         ref.problem,
+        fingerprint_canaries(store),
     )
 
 

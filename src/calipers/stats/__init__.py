@@ -53,6 +53,15 @@ if TYPE_CHECKING:
         resample_check,
         unrelated_pools,
     )
+    from calipers.stats._fingerprint_sequential import (
+        CanaryLook,
+        CanaryReference,
+        CanaryState,
+        CanaryVerdict,
+        canary_look,
+        canary_reference,
+        canary_verdict,
+    )
     from calipers.stats._items import (
         item_difficulty,
         item_rest_correlations,
@@ -120,6 +129,13 @@ _MODULES = {
     "change_scan": "_changepoint",
     "changepoints": "_changepoint",
     "scan_statistics": "_changepoint",
+    "CanaryLook": "_fingerprint_sequential",
+    "CanaryReference": "_fingerprint_sequential",
+    "CanaryState": "_fingerprint_sequential",
+    "CanaryVerdict": "_fingerprint_sequential",
+    "canary_look": "_fingerprint_sequential",
+    "canary_reference": "_fingerprint_sequential",
+    "canary_verdict": "_fingerprint_sequential",
     "hamming_codes": "_string_kernel",
     "hamming_kernel": "_string_kernel",
     "EqualityResult": "_equality",
@@ -217,6 +233,10 @@ _MODULES = {
 
 __all__ = [
     "BradleyTerry",
+    "CanaryLook",
+    "CanaryReference",
+    "CanaryState",
+    "CanaryVerdict",
     "ChangeScan",
     "Changepoint",
     "CorrelationTest",
@@ -248,6 +268,9 @@ __all__ = [
     "between_task_variance",
     "bootstrap_mean",
     "bradley_terry",
+    "canary_look",
+    "canary_reference",
+    "canary_verdict",
     "change_scan",
     "changepoints",
     "chi2_drift",

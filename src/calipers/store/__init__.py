@@ -1,5 +1,5 @@
 """Persistence for runs, samples, the response cache, gateway traffic and its online scores,
-and human review campaigns with their assignment engine (layer 3).
+the fingerprint canary's looks, and human review campaigns with their assignment engine (layer 3).
 
 SQLite by default (``$CALIPERS_HOME/calipers.db`` or ``./.calipers/calipers.db``), PostgreSQL
 by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md``.
@@ -10,6 +10,7 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
 """
 
 from calipers.store._engine import default_sqlite_path
+from calipers.store._fingerprint import FingerprintLookRecord, LookStatus
 from calipers.store._rag import (
     MAX_RAG_CHARS,
     MAX_RAG_PASSAGES,
@@ -67,12 +68,14 @@ __all__ = [
     "TRAFFIC_ROLES",
     "AdjudicationRecord",
     "AssignmentState",
+    "FingerprintLookRecord",
     "ImportedJudgment",
     "JudgmentRecord",
     "LeaseClosedError",
     "LeaseExpiredError",
     "LeaseNotYoursError",
     "LeaseRecord",
+    "LookStatus",
     "OnlineScoreRecord",
     "RagContext",
     "RagFieldError",

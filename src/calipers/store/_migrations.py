@@ -300,6 +300,29 @@ def m006_review_sessions(conn: Connection) -> None:
     md.create_all(conn, tables=[md.tables["review_adjudications"], md.tables["review_sessions"]])
 
 
+def m007_fingerprint_looks(conn: Connection) -> None:
+    """The fingerprint canary's looks: one row per look at a model (its completions, its
+    statistic, or why it failed)."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    big_int_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    sa.Table(
+        "fingerprint_looks",
+        md,
+        sa.Column("id", big_int_id, primary_key=True, autoincrement=True),
+        sa.Column("canary", sa.Text, nullable=False),
+        sa.Column("reference_hash", sa.Text, nullable=False),
+        sa.Column("ts", UTCDateTime, nullable=False),
+        sa.Column("status", sa.Text, nullable=False),
+        sa.Column("model", sa.Text, nullable=False),
+        sa.Column("completions", JSONText, nullable=False),
+        sa.Column("statistic", JSONText, nullable=True),
+        sa.Column("design", JSONText, nullable=False),
+        sa.Column("error", sa.Text, nullable=True),
+        sa.Index(None, "canary", "ts"),
+    )
+    md.create_all(conn, checkfirst=False)
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_traffic,
@@ -307,6 +330,7 @@ MIGRATIONS: list[Migration] = [
     m004_sample_seed,
     m005_review,
     m006_review_sessions,
+    m007_fingerprint_looks,
 ]
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "ACTIVE_STATES",
     "NAMING_CONVENTION",
     "SAMPLE_KEY_COLUMNS",
+    "fingerprint_looks",
     "metadata",
     "online_scores",
     "raters",
@@ -277,3 +278,22 @@ review_sessions = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("expires_at", UTCDateTime, nullable=False),
 )
+
+fingerprint_looks = sa.Table(
+    "fingerprint_looks",
+    metadata,
+    sa.Column("id", _BigIntId, primary_key=True, autoincrement=True),
+    sa.Column("canary", sa.Text, nullable=False),
+    sa.Column("reference_hash", sa.Text, nullable=False),
+    sa.Column("ts", UTCDateTime, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),  # ok | failed
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("completions", JSONText, nullable=False),
+    sa.Column("statistic", JSONText, nullable=True),
+    sa.Column("design", JSONText, nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Index(None, "canary", "ts"),
+)
+"""One look of a fingerprint canary (``docs/fingerprint-canary.md``): what the model answered
+(probe id -> completions; partial for a failed look), the look's statistic (ok looks only),
+the test's design (alpha, the reference's calibration half), and why a look failed."""

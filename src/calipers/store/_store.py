@@ -28,6 +28,7 @@ from calipers.store._engine import (
     resolve_url,
     write_transaction,
 )
+from calipers.store._fingerprint import FingerprintStore
 from calipers.store._migrations import migrate
 from calipers.store._records import (
     RUN_STATUSES,
@@ -60,7 +61,7 @@ _LIST_HINT = "`calipers runs` lists stored runs."
 _CHUNK = 500
 
 
-class Store(ReviewStore, ReviewPeopleStore):
+class Store(ReviewStore, ReviewPeopleStore, FingerprintStore):
     """Persistent results. Open with :meth:`Store.open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, engine: Engine) -> None:

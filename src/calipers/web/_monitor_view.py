@@ -18,7 +18,14 @@ from calipers.types import Estimate
 from calipers.web._charts import Marker, Series, TimePoint, time_series_svg
 from calipers.web._params import command, iso
 
-__all__ = ["BUILTIN_METRICS", "ChartView", "export_args", "middle", "monitor_view"]
+__all__ = [
+    "BUILTIN_METRICS",
+    "ChartView",
+    "export_args",
+    "fingerprint_rows",
+    "middle",
+    "monitor_view",
+]
 
 BUILTIN_METRICS: dict[str, str] = {
     "volume": "volume: calls per window",
@@ -252,6 +259,35 @@ def _novelty(report: MonitorReport) -> dict[str, Any] | None:
     }
 
 
+def _interval(e: Estimate) -> str:
+    if e.method.endswith("-empty"):
+        return f"{e.value:.4f} (no single mean fits every look: it moved)"
+    if e.is_empty or math.isnan(e.low):
+        return f"{e.value:.4f} (no interval yet)" if not math.isnan(e.value) else "n/a"
+    return f"{e.value:.4f} [{e.low:.4f}, {e.high:.4f}]"
+
+
+def fingerprint_rows(report: MonitorReport) -> list[dict[str, Any]]:
+    """One row per fingerprint canary: its state in words and both intervals."""
+    return [
+        {
+            "canary": f.canary,
+            "model": f.model,
+            "state": f.verdict.state,
+            "alarm": f.alarm,
+            "headline": f.headline(),
+            "looks": f.verdict.looks,
+            "failed": f.n_failed,
+            "estimate": _interval(f.verdict.estimate),
+            "reference": _interval(f.verdict.reference),
+            "confidence": f"{f.verdict.estimate.confidence:.1%}",
+            "last": f"{f.last:%Y-%m-%d %H:%M}" if f.last else "",
+            "last_error": f.last_error or "",
+        }
+        for f in report.fingerprint
+    ]
+
+
 def monitor_view(report: MonitorReport, config: MonitorConfig, store_url: str) -> dict[str, Any]:
     """The template variables of the Monitor page."""
     base = ["calipers", "--store", store_url, "monitor"]
@@ -272,6 +308,7 @@ def monitor_view(report: MonitorReport, config: MonitorConfig, store_url: str) -
             "problem": report.reference_problem,
         },
         "n_requests": sum(w.n_requests for w in report.windows),
+        "fingerprints": fingerprint_rows(report),
         "window": _duration(report.window),
         "commands": {
             "report": command([*base, *args]),
