@@ -76,6 +76,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Does a score hold up over turns? Probes and multi-turn tasks.",
     ),
     "contamination": ("_contamination", "Memorised items? Each check says what it can prove."),
+    "errors": ("_errors", "Why the failing samples failed: error types, worst first."),
     "gate": ("_gate", "Fail CI when the candidate is worse than the baseline."),
     "gateway": ("_gateway", "An OpenAI-compatible gateway: baseline, shadow and canary."),
     "items": ("_audit", "Item difficulty and discrimination: does the task separate?"),
@@ -102,7 +103,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # How ``calipers --help`` groups the commands (a command in none is listed under "Other").
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Evaluate": ("run", "plan", "agent"),
-    "Results (stored runs)": ("runs", "show", "report", "ui"),
+    "Results (stored runs)": ("runs", "show", "errors", "report", "ui"),
     "Compare and decide": ("compare", "leaderboard", "gate", "select"),
     "Check the score": (
         "sensitivity",

@@ -105,7 +105,7 @@ def _number(text: str, *, face: bool = False) -> tuple[Fraction, int]:
     return (v / 100 if pct else v), decimals + (2 if pct else 0)
 
 
-# -- tokens and runs ------------------------------------------------------------------------------
+# -- tokens and runs ----------------------------------------------------------------
 
 
 def _line_runs(line: str) -> list[tuple[list[_Tok], str, str]]:
@@ -245,7 +245,7 @@ def _evaluate(toks: list[_Tok]) -> Fraction:
     return out
 
 
-# -- equations --------------------------------------------------------------------------------
+# -- equations ----------------------------------------------------------------
 
 
 def _sides(run: list[_Tok], before: str, after: str) -> list[_Side | None]:
