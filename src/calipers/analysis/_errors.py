@@ -120,8 +120,9 @@ def scored_samples(run: StoredRun, task: str) -> tuple[str | None, list[SampleRe
 
 def task_rule(run: StoredRun, task: str) -> ErrorRule | None:
     """The rule of the first of the task's scorers (as the run recorded them) that has one."""
-    card = run.methodology.tasks.get(task)
-    names = [str(s.get("name")) for s in (card.scorers if card else [])]
+    card = ((run.record.methodology or {}).get("tasks") or {}).get(task) or {}
+    scorers = card.get("scorers") if isinstance(card, dict) else None
+    names = [str(s.get("name")) for s in scorers or [] if isinstance(s, dict)]
     return error_rule(names) if names else None
 
 
