@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from calipers.scorers import ScoredReply, build_scorer, error_rule
+from calipers.scorers import ErrorRule, ScoredReply, build_scorer, error_rule
 from calipers.types import ErrorLabel, ModelResponse, Sample, SampleOutput, Score
 
 NUMERIC = error_rule("numeric_match")
@@ -19,16 +20,16 @@ CODE = error_rule("code_tests")
 IFEVAL = error_rule("ifeval")
 
 
-def _one(rule: object, reply: ScoredReply) -> ErrorLabel:
+def _one(rule: ErrorRule | None, reply: ScoredReply) -> ErrorLabel:
     assert rule is not None
-    [label] = rule.classify([reply])  # type: ignore[attr-defined]
+    [label] = rule.classify([reply])
     assert label is not None
     return label
 
 
-def _num(text: str, target: str = "51", **kw: object) -> ErrorLabel:
+def _num(text: str, target: str = "51", **kw: Any) -> ErrorLabel:
     r = ScoredReply(sample_id="s", passed=False, primary="acc", response=text, target=target)
-    return _one(NUMERIC, ScoredReply(**{**r.__dict__, **kw}))  # type: ignore[arg-type]
+    return _one(NUMERIC, ScoredReply(**{**r.__dict__, **kw}))
 
 
 @pytest.mark.parametrize(
@@ -54,7 +55,7 @@ def _num(text: str, target: str = "51", **kw: object) -> ErrorLabel:
         ("So the total is $51", {}, "extraction_failure", "51"),
     ],
 )
-def test_numeric_types(text: str, kw: dict, expected_type: str, in_detail: str) -> None:
+def test_numeric_types(text: str, kw: dict[str, Any], expected_type: str, in_detail: str) -> None:
     label = _num(text, **kw)
     assert label.type == expected_type, label.detail
     assert in_detail in label.detail and label.method == "rule"
@@ -66,7 +67,7 @@ def test_a_passing_reply_gets_no_label() -> None:
     assert NUMERIC.classify([ok]) == [None]
 
 
-def _score(spec: str | dict, sample: Sample, text: str) -> Score:
+def _score(spec: str | dict[str, Any], sample: Sample, text: str) -> Score:
     out = SampleOutput(response=ModelResponse(text=text))
     return asyncio.run(build_scorer(spec)(sample, out))
 
