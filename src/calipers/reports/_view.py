@@ -416,7 +416,7 @@ def task_views(
                 t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), samples, k
             ),
             judge=judge_agreement_line(run, t, saved),
-            error_types=kinds.get(t, ()),
+            error_types=kinds.get(t, ()) if t in summary else (),  # no scores, no shares
         )
         for t in names
     ]
