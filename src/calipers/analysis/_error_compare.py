@@ -194,7 +194,7 @@ def _flip(e: Estimate, sign: float = 1.0) -> Estimate:
     """``1 - e`` (sign 1) or ``-e`` (sign -1)."""
     if sign > 0:
         return Estimate(1 - e.value, 1 - e.high, 1 - e.low, e.n, e.method, e.confidence)
-    return Estimate(-e.value, -e.high, -e.low, e.n, e.method, e.confidence)
+    return Estimate(0.0 - e.value, 0.0 - e.high, 0.0 - e.low, e.n, e.method, e.confidence)
 
 
 def error_gate_row(row: GateRow, error_type: str) -> GateRow:

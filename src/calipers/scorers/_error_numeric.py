@@ -111,7 +111,10 @@ def numeric_label(r: ScoredReply) -> ErrorLabel:
         return ErrorLabel(type="truncated", detail=f"{cut} before a final answer{tail}")
     if last is None:
         refused = detect_refusal(text, _REFUSALS, 300)
-        detail = f"refused ({refused})" if refused else "no number in the reply"
+        detail = "no number in the reply"
+        if refused:
+            said = re.search(refused, text, re.I)
+            detail = f"refused: {said.group(0)!r}" if said else "refused"
         return ErrorLabel(type="no_answer", detail=detail)
     final = format_number(stated[0] if stated is not None else last)
     return _slip(r, final, target)
