@@ -38,6 +38,7 @@ _TOKEN = re.compile(
     """,
     re.X | re.S,
 )
+_ANNOTATION = re.compile(r"<<([^<>]*)>>")
 _OPS = {
     "×": "*",
     "÷": "/",
@@ -259,11 +260,15 @@ def _sides(run: list[_Tok], before: str, after: str) -> list[_Side | None]:
     out: list[_Side | None] = []
     for i, toks in enumerate(parts):
         last = i == len(parts) - 1
-        out.append(_side(toks, before if i == 0 else "=", after if last else ""))
+        out.append(_side(toks, before if i == 0 else " ", after if last else ""))
     return out
 
 
 def _side(toks: list[_Tok], before: str, after: str) -> _Side | None:
+    if before[-1:].isalnum() or before[-1:] in (":", ".", ",", "/", "_"):
+        return None  # "1:00 * 60": the side starts inside a time, a word or a number
+    if after[:1] == ":" and after[1:2].isdigit():
+        return None  # "= 5:30"
     toks = _trim(toks)
     if toks and toks[0].kind == "op" and toks[0].text in "+-":
         prev = before.rstrip()[-1:]
@@ -361,5 +366,11 @@ def check_steps(text: str) -> list[Step]:
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
     out: list[Step] = []
     for no, line in enumerate(text.splitlines(), start=1):
-        out += _line_steps(line, no)
+        # GSM8K's calculator annotations: "48/2 = <<48/2=24>>24" is the annotation's step
+        # (the text before it may be prose: "364 / 4 = <<3/4*364=273>>273"); an annotation
+        # with no operator ("16 x 3 = <<36=36>>36") is dropped and the text's step read
+        inner = [_line_steps(m.group(1), no) for m in _ANNOTATION.finditer(line)]
+        kept = iter(inner)
+        text_only = _ANNOTATION.sub(lambda m: " | " if next(kept) else "", line)
+        out += _line_steps(text_only, no) + [st for steps in inner for st in steps]
     return out
