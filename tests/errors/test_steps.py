@@ -37,7 +37,7 @@ def _read(text: str) -> list[tuple[str, bool]]:
         ("3 \\times 4 = 12", [("3 \\times 4 = 12", True)]),
         # an annotation with no operator is dropped: the text's own step is read (SmolLM2)
         ("she lays 16 x 3 = <<36=36>>36 eggs", [("16 x 3 = 36", False)]),
-        # the annotation is the computation; the prose before it is not (GSM8K test/1274)
+        # the annotation is the computation; the prose before it is not (GSM8K test/501)
         ("364 / 4 = <<3/4*364=273>>273 yards", [("3/4*364=273", True)]),
         ("from 1:00 * 60 = 60 seconds", []),  # a time, not a number
         ("**5 + 3 = 9**", [("5 + 3 = 9", False)]),

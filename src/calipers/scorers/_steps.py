@@ -370,7 +370,9 @@ def check_steps(text: str) -> list[Step]:
         # (the text before it may be prose: "364 / 4 = <<3/4*364=273>>273"); an annotation
         # with no operator ("16 x 3 = <<36=36>>36") is dropped and the text's step read
         inner = [_line_steps(m.group(1), no) for m in _ANNOTATION.finditer(line)]
-        kept = iter(inner)
-        text_only = _ANNOTATION.sub(lambda m: " | " if next(kept) else "", line)
+        parts = _ANNOTATION.split(line)  # text, annotation, text, ...
+        text_only = "".join(
+            p if i % 2 == 0 else (" | " if inner[i // 2] else "") for i, p in enumerate(parts)
+        )
         out += _line_steps(text_only, no) + [st for steps in inner for st in steps]
     return out
