@@ -366,13 +366,10 @@ def check_steps(text: str) -> list[Step]:
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
     out: list[Step] = []
     for no, line in enumerate(text.splitlines(), start=1):
-        # GSM8K's calculator annotations: "48/2 = <<48/2=24>>24" is the annotation's step
-        # (the text before it may be prose: "364 / 4 = <<3/4*364=273>>273"); an annotation
-        # with no operator ("16 x 3 = <<36=36>>36") is dropped and the text's step read
-        inner = [_line_steps(m.group(1), no) for m in _ANNOTATION.finditer(line)]
-        parts = _ANNOTATION.split(line)  # text, annotation, text, ...
-        text_only = "".join(
-            p if i % 2 == 0 else (" | " if inner[i // 2] else "") for i, p in enumerate(parts)
-        )
-        out += _line_steps(text_only, no) + [st for steps in inner for st in steps]
+        # GSM8K's calculator annotations, "48/2 = <<48/2=24>>24": the text is read without
+        # them ("48/2 = 24") and each annotation on its own; a step both give counts once
+        outer = _line_steps(_ANNOTATION.sub("", line), no)
+        seen = {(st.value, st.stated) for st in outer}
+        inner = [st for m in _ANNOTATION.finditer(line) for st in _line_steps(m.group(1), no)]
+        out += outer + [st for st in inner if (st.value, st.stated) not in seen]
     return out
