@@ -175,3 +175,33 @@ def test_run_report_shows_the_types_worst_first(runs: dict[str, str]) -> None:
     rows = [ln.split("|")[1].strip() for ln in section.splitlines() if ln.startswith("| ")]
     assert rows == ["error type", "calculation_slip", "no_answer", "wrong_plan"]
     assert "Error types (worst first)" in render_html(rec, samples)
+
+
+def test_position_bias_on_a_planted_multiple_choice_run(
+    runs: dict[str, str], tmp_path: Path
+) -> None:
+    """80 four-option items, answers spread evenly; the model answers A on 7 items in 10
+    whatever the question, right on the rest but one in ten (the next letter)."""
+    rows, script, expected = [], {}, {}
+    for i in range(80):
+        target = i % 4
+        pick = 0 if i % 10 < 7 else (target if i % 10 < 9 else (target + 1) % 4)
+        tag = f"MC-{i:03d}"
+        rows.append({"input": tag, "choices": list("wxyz"), "target": target})
+        script[tag] = f"Answer: {'ABCD'[pick]}"
+        if pick != target:
+            expected[str(i)] = "position_bias" if pick == 0 else "distractor"
+    (tmp_path / "mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = tmp_path / "mc.yaml"
+    spec.write_text(
+        "name: mc\ndata: mc.jsonl\ntarget_type: index\n"
+        "fields: {choices: choices}\nscorers: [choice_letter]\n"
+    )
+    (tmp_path / "mc.json").write_text(json.dumps(script))
+    model = f"fake:script={tmp_path / 'mc.json'},name=mc"
+    _code, res = _json("run", "-m", model, "-t", str(spec), "--no-report")
+    _code, rep = _json("errors", res["run_id"], "--examples", "100")
+    [task] = rep["tasks"]
+    got = {ex["sample_id"]: t["type"] for t in task["types"] for ex in t["examples"]}
+    assert task["rule"] == "choice" and got == expected
+    assert task["types"][0]["type"] == "position_bias"  # the worst type first
