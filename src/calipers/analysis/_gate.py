@@ -21,7 +21,7 @@ import asyncio
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -30,6 +30,7 @@ from scipy import stats
 
 from calipers._util.seeding import derived_rng
 from calipers.analysis._align import Paired, StoredRun, methodology_differences, pair
+from calipers.analysis._error_compare import error_gate_row, error_pair, gate_error_rules
 from calipers.analysis._reuse import find_reusable
 from calipers.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, ConfigError
 from calipers.models import ModelProvider
@@ -86,6 +87,7 @@ class GateConfig(BaseModel):
     strict_size: bool = False
     run_options: dict[str, Any] = Field(default_factory=dict)
     baseline_base_url: str | None = None
+    max_error_growth: dict[str, float] = Field(default_factory=dict)  # error type -> points
 
 
 class SizeCheck(BaseModel):
@@ -356,8 +358,12 @@ def judge(
     alpha: float = 0.05,
     power: float = 0.8,
     seed: int = 0,
+    max_error_growth: Mapping[str, float] | None = None,
 ) -> GateResult:
-    """The gate's verdict on two stored runs (the runs' comparable methodology is checked)."""
+    """The gate's verdict on two stored runs (the runs' comparable methodology is checked).
+    ``max_error_growth`` (error type -> allowed growth of its rate, e.g.
+    ``{"calculation_slip": 0.02}``) adds one row per task whose rule can give the type: the
+    rate of "failed with this type" may not grow by more than that, tested like a metric."""
     if not max_drop > 0:
         raise ConfigError(f"The allowed drop must be positive, got {max_drop!r}.")
     tasks = list(tasks or [t for t in candidate.record.tasks if t in baseline.record.tasks])
@@ -373,8 +379,13 @@ def judge(
     pairs = [
         pair(baseline, candidate, t, m) for t in tasks for m in _metric_names(baseline, t, metrics)
     ]
-    a = alpha / len(pairs)
+    rules = gate_error_rules(baseline, tasks, max_error_growth or {})
+    a = alpha / (len(pairs) + len(rules))
     rows = [gate_row(p, max_drop=max_drop, alpha=a, power=power, seed=seed) for p in pairs]
+    for t, et, m in rules:  # judged on "free of the type": growth of m is a drop of m
+        p = error_pair(baseline, candidate, t, et)
+        free = replace(p, a=1.0 - p.a, b=1.0 - p.b)
+        rows.append(error_gate_row(gate_row(free, max_drop=m, alpha=a, power=power, seed=seed), et))
     verdict = _verdict(rows)
     return GateResult(
         verdict=verdict,
@@ -520,7 +531,7 @@ def prepare_gate(
     )
     size = size_check(
         {t: n for t, (n, _) in sizes.items()},
-        len(tasks) * per_task,
+        len(tasks) * per_task + len(config.max_error_growth),
         config.max_drop,
         config.alpha,
         config.power,
@@ -576,6 +587,7 @@ async def run_gate(gp: GatePlan, store: Store, *, progress: Progress | None = No
         alpha=c.alpha,
         power=c.power,
         seed=seed,
+        max_error_growth=c.max_error_growth,
     )
     return result.model_copy(
         update={"baseline": _used(base), "candidate": _used(cand), "size": gp.size}

@@ -77,6 +77,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "contamination": ("_contamination", "Memorised items? Each check says what it can prove."),
     "fingerprint": ("_fingerprint", "Is it still the same model? Record and check its outputs."),
+    "errors": ("_errors", "Why the failing samples failed: error types, worst first."),
     "gate": ("_gate", "Fail CI when the candidate is worse than the baseline."),
     "gateway": ("_gateway", "An OpenAI-compatible gateway: baseline, shadow and canary."),
     "items": ("_audit", "Item difficulty and discrimination: does the task separate?"),
@@ -104,7 +105,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # How ``calipers --help`` groups the commands (a command in none is listed under "Other").
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Evaluate": ("run", "plan", "agent"),
-    "Results (stored runs)": ("runs", "show", "report", "trend", "ui"),
+    "Results (stored runs)": ("runs", "show", "errors", "report", "trend", "ui"),
     "Compare and decide": ("compare", "leaderboard", "gate", "select"),
     "Check the score": (
         "sensitivity",

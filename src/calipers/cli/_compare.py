@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli._app import Context, cli, store_option
+from calipers.cli._errors import print_error_changes
 from calipers.cli._judge import judge_corrected_options, print_judge_corrected, read_human_labels
 from calipers.types import Estimate
 
@@ -110,7 +111,8 @@ def compare_cmd(
     sign-flip permutation test and a paired bootstrap interval. p-values are corrected across
     all rows. Runs whose methodology differs (prompt, few-shot, decoding, data...) are
     refused unless --force. A difference smaller than a model's format noise floor (from a
-    `calipers sensitivity` study in the store) is flagged.
+    `calipers sensitivity` study in the store) is flagged. For tasks with an error rule
+    (`calipers errors`), the error types that grew or shrank follow (paired, Holm).
 
     \b
     Examples:
@@ -144,15 +146,22 @@ def compare_cmd(
         force=force,
         floors=floors,
     )
-    from calipers.analysis import row_calibrations
+    from calipers.analysis import compare_errors, row_calibrations
 
     status = row_calibrations(result.rows, [r.record for r in loaded], records)
+    changes = [
+        c
+        for other in loaded[1:]
+        if (c := compare_errors(loaded[0], other, tasks=tasks or None, alpha=alpha, seed=seed)).rows
+    ]
     if as_json:
         dumped = result.model_dump(mode="json")
         for i, st in status.items():
             dumped["rows"][i].update(st)
         if corrected is not None:
             dumped["judge_corrected"] = corrected.model_dump(mode="json")
+        if changes:  # only where a task has an error rule
+            dumped["error_types"] = [c.model_dump(mode="json") for c in changes]
         obj.print_json(dumped)
         return
     if result.forced:
@@ -170,6 +179,8 @@ def compare_cmd(
         obj.out.print(f"{mark} {r.task}/{r.metric}: {escape(r.verdict)}{note}")
         for flag in r.flags:
             obj.out.print(f"    [yellow]flag:[/] {escape(flag)}")
+    for c in changes:
+        print_error_changes(obj, c)
     if corrected is not None:
         print_judge_corrected(obj, corrected)
 

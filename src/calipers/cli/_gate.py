@@ -65,6 +65,8 @@ def _num(est: Estimate, points: bool, signed: bool = False) -> str:
 
 
 def _drop(r: GateRow) -> str:
+    if r.metric.startswith("error:"):  # an error type's rate may grow by at most this
+        return f"+{100 * r.max_drop:.1f} points"
     return f"-{100 * r.max_drop:.1f} points" if r.points else f"-{r.max_drop:g}"
 
 
@@ -241,6 +243,25 @@ def _print(obj: Context, result: GateResult) -> None:
 # -- the command --------------------------------------------------------------------------------
 
 
+def _growth(rules: tuple[str, ...]) -> dict[str, float]:
+    """``("calculation_slip=0.02",)`` -> ``{"calculation_slip": 0.02}``."""
+    from calipers.errors import ConfigError
+
+    out: dict[str, float] = {}
+    for rule in rules:
+        name, _, value = rule.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(
+                f"--max-error-growth {rule!r} is not TYPE=POINTS.",
+                hint="e.g. --max-error-growth calculation_slip=0.02 (2 points)",
+            ) from None
+        if not name.strip() or not out[name.strip()] > 0:
+            raise ConfigError(f"--max-error-growth {rule!r}: give a type and a growth > 0.")
+    return out
+
+
 def _config(opts: dict[str, Any]) -> Any:
     from calipers.analysis import GateConfig
 
@@ -259,6 +280,7 @@ def _config(opts: dict[str, Any]) -> Any:
             strict_size=opts["strict_size"],
             run_options=run,
             baseline_base_url=opts["baseline_base_url"],
+            max_error_growth=_growth(opts["error_growth"]),
         )
     except ValueError as e:
         from calipers.errors import ConfigError
@@ -324,6 +346,14 @@ def _fail(
     default=0.02,
     show_default=True,
     help="Allowed drop in score units (0.02 = 2 points).",
+)
+@click.option(
+    "--max-error-growth",
+    "error_growth",
+    multiple=True,
+    metavar="TYPE=POINTS",
+    help="An error type's rate may not grow by more than this (calculation_slip=0.02: 2 "
+    "points); repeatable. Types: calipers errors RUN.",
 )
 @click.option(
     "--metric",
@@ -392,6 +422,7 @@ def gate_cmd(obj: Context, /, **opts: Any) -> None:
       calipers gate -s dyn_arithmetic -n 400 --baseline fake:echo --candidate fake:echo,name=new
       calipers gate -s my_suite.yaml --baseline 20261130-0545 --candidate openai:new \\
           --base-url http://127.0.0.1:8080/v1 --junit gate.xml --markdown gate.md
+      calipers gate --baseline RUN_A --candidate RUN_B --max-error-growth calculation_slip=0.02
     """
     started = time.perf_counter()
     try:

@@ -194,6 +194,18 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
             ["category", "value [interval]", "n scored", "errors", "method"], rows, "llrrl"
         )
     out += extra(t) if extra else []
+    if t.error_types:
+        out += ["### Error types (worst first)", ""]
+        out += [
+            "Why the failing items failed, by the task's rule (`calipers errors RUN`; "
+            "docs/errors.md): share of the failures and rate among scored items, 95% Wilson.",
+            "",
+        ]
+        out += table(
+            ["error type", "count", "share of failures", "rate among scored", "e.g."],
+            [[e.type, e.count, e.share, e.rate, e.example[:160]] for e in t.error_types],
+            "lrrrl",
+        )
     out += ["### Failing items", ""]
     if t.n_failing:
         shown = (

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from calipers.reports._errors import ErrorTypeView, error_views
 from calipers.store import RunRecord, SampleRecord
 from calipers.types import CallCounts, Estimate, RunSummary, TaskSummary
 
@@ -309,6 +310,7 @@ class TaskView:
     judge: str | None = None  # a judge-scored task: the judge's measured agreement with people
     n_tampering: int = 0  # samples a scorer flagged for tampering (scored as failures)
     tampering_kinds: tuple[str, ...] = ()
+    error_types: tuple[ErrorTypeView, ...] = ()  # why the failing items failed, worst first
 
 
 def metric_view(name: str, est: Estimate) -> MetricView:
@@ -407,12 +409,14 @@ def task_views(
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
     from calipers.analysis import judge_agreement_line
 
+    kinds = error_views(run, samples)
     return [
         replace(
             _task_view(
                 t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), samples, k
             ),
             judge=judge_agreement_line(run, t, saved),
+            error_types=kinds.get(t, ()) if t in summary else (),  # no scores, no shares
         )
         for t in names
     ]

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
         planted_conversations,
         planted_transcript,
     )
+    from calipers.scorers._error_rules import (
+        ErrorRule,
+        error_rule,
+        error_rules,
+        exception_name,
+        register_error_rule,
+    )
     from calipers.scorers._ifeval import langdetect_available
     from calipers.scorers._judge import (
         DEFAULT_PAIRWISE_RUBRIC,
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
     from calipers.scorers._rag_judge import extract_claims, passage_texts, verify_claims
     from calipers.scorers._rag_text import alias_in, content_tokens, matching_alias, supported_by
     from calipers.scorers._refusal import DEFAULT_REFUSAL_PATTERNS, detect_refusal
+    from calipers.scorers._reply import ScoredReply
     from calipers.scorers._similarity import (
         ENCODE_LOCK,
         ThresholdCalibration,
@@ -41,25 +49,33 @@ if TYPE_CHECKING:
         resolve_backend,
         sentence_model,
     )
+    from calipers.scorers._steps import Step, check_steps
 
 __all__ = [
     "DEFAULT_PAIRWISE_RUBRIC",
     "DEFAULT_REFUSAL_PATTERNS",
     "ENCODE_LOCK",
+    "ErrorRule",
     "JudgeClient",
     "PlantedConversation",
     "ScoreFn",
+    "ScoredReply",
     "Scorer",
     "ScorerSpec",
+    "Step",
     "ThresholdCalibration",
     "alias_in",
     "build_scorer",
     "calibrate_threshold",
+    "check_steps",
     "checkable_answer",
     "content_tokens",
     "conversation_turns",
     "detect_abstention",
     "detect_refusal",
+    "error_rule",
+    "error_rules",
+    "exception_name",
     "extract_claims",
     "extract_strict",
     "format_number",
@@ -73,6 +89,7 @@ __all__ = [
     "planted_conversations",
     "planted_transcript",
     "procedure_violations",
+    "register_error_rule",
     "render_block",
     "resolve_backend",
     "scorer",
@@ -87,6 +104,14 @@ __getattr__, __dir__ = lazy_exports(
         "DEFAULT_PAIRWISE_RUBRIC": "_judge",
         "DEFAULT_REFUSAL_PATTERNS": "_refusal",
         "ENCODE_LOCK": "_similarity",
+        "ErrorRule": "_error_rules",
+        "error_rule": "_error_rules",
+        "error_rules": "_error_rules",
+        "exception_name": "_error_rules",
+        "register_error_rule": "_error_rules",
+        "ScoredReply": "_reply",
+        "Step": "_steps",
+        "check_steps": "_steps",
         "JudgeClient": "_judge",
         "render_block": "_judge",
         "PlantedConversation": "_contradiction",

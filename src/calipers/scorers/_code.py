@@ -19,6 +19,7 @@ import re
 from calipers.errors import ConfigError, DataError
 from calipers.sandbox import TAMPERING, SandboxResult, run_tests_async
 from calipers.scorers._base import ScoreFn, scorer
+from calipers.scorers._error_rules import exception_name
 from calipers.types import Sample, SampleOutput, Score
 
 __all__ = [
@@ -127,6 +128,7 @@ def code_tests(*, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = 512) ->
                 "isolation": list(r.isolation),
                 "warnings": list(r.warnings),
                 "tests_completed": r.tests_completed,
+                "exception": None if r.passed else exception_name(r.stderr),
             },
         )
 
