@@ -23,15 +23,17 @@ only with ``--debug``::
 The one exit-code table. Most commands: 0 done, 1 a bug in calipers, 2 an error (any
 CalipersError, a usage error), 130 interrupted (Ctrl-C); ``calipers run`` adds 3 (finished,
 but every sample of some task failed) and 4 (``--deadline`` reached; resumable). Commands
-whose exit code is a decision for CI (``gate``, ``ab``, ``monitor --fail-on-drift``) use 0,
-1 and 2 for the decision (pass / fail / inconclusive; promote / roll back / keep watching; no
-drift / drift), so their error is 3 and their bug is 4: an error never reads as a decision.
+whose exit code is a decision for CI (``gate``, ``ab``, ``trend``, ``fingerprint check``,
+``monitor --fail-on-drift``, ``monitor fingerprint --fail-on-change``) use 0, 1 and 2 for the
+decision (pass / fail / inconclusive; promote / roll back / keep watching; no drift / drift; no
+regression / regression; same / changed / inconclusive), so their error is 3 and their bug is
+4: an error never reads as a decision.
 The table is :data:`EXIT_CODES` (drawn here by :func:`format_exit_codes`, a test keeps the two
 equal; ``calipers --help`` prints it)::
 
-    code  most commands  run                       gate, ab, monitor --fail-on-drift
-    0     done           finished                  pass / promote / no drift
-    1     bug            bug                       fail / roll back / drift
+    code  most commands  run                       gate, ab, trend, fingerprint check, monitor --fail-on-*
+    0     done           finished                  pass / promote / no drift / same
+    1     bug            bug                       fail / roll back / drift / changed
     2     error          error                     inconclusive / keep watching
     3     -              every sample of a task    error
                          failed
@@ -106,14 +108,16 @@ class ExitCode(NamedTuple):
 
 
 EXIT_CODES: tuple[ExitCode, ...] = (
-    ExitCode(EXIT_OK, "done", "finished", "pass / promote / no drift"),
-    ExitCode(EXIT_INTERNAL, "bug", "bug", "fail / roll back / drift"),
+    ExitCode(EXIT_OK, "done", "finished", "pass / promote / no drift / same"),
+    ExitCode(EXIT_INTERNAL, "bug", "bug", "fail / roll back / drift / changed"),
     ExitCode(EXIT_ERROR, "error", "error", "inconclusive / keep watching"),
     ExitCode(EXIT_RUN_FAILED, "-", "every sample of a task failed", "error"),
     ExitCode(EXIT_INCOMPLETE, "-", "--deadline reached", "bug"),
     ExitCode(EXIT_INTERRUPTED, "interrupted", "interrupted (resumable)", "interrupted"),
 )
-_HEADER = ExitCode(0, "most commands", "run", "gate, ab, monitor --fail-on-drift")
+_HEADER = ExitCode(
+    0, "most commands", "run", "gate, ab, trend, fingerprint check, monitor --fail-on-*"
+)
 _WIDTHS = (6, 15, 26)  # the last column takes what it needs
 
 

@@ -14,8 +14,8 @@ from calipers.errors import EXIT_CODES, format_exit_codes
 
 # What each code means, written out here (not read from the table).
 MEANINGS = {
-    0: ("done", "finished", "pass / promote / no drift"),
-    1: ("bug", "bug", "fail / roll back / drift"),
+    0: ("done", "finished", "pass / promote / no drift / same"),
+    1: ("bug", "bug", "fail / roll back / drift / changed"),
     2: ("error", "error", "inconclusive / keep watching"),
     3: ("-", "every sample of a task failed", "error"),
     4: ("-", "--deadline reached", "bug"),
