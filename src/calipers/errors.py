@@ -31,7 +31,7 @@ regression / regression; same / changed / inconclusive), so their error is 3 and
 The table is :data:`EXIT_CODES` (drawn here by :func:`format_exit_codes`, a test keeps the two
 equal; ``calipers --help`` prints it)::
 
-    code  most commands  run                       gate, ab, trend, fingerprint check, monitor --fail-on-*
+    code  most commands  run                       gate/ab/trend/fingerprint/monitor --fail-on-*
     0     done           finished                  pass / promote / no drift / same
     1     bug            bug                       fail / roll back / drift / changed
     2     error          error                     inconclusive / keep watching
@@ -115,9 +115,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_INCOMPLETE, "-", "--deadline reached", "bug"),
     ExitCode(EXIT_INTERRUPTED, "interrupted", "interrupted (resumable)", "interrupted"),
 )
-_HEADER = ExitCode(
-    0, "most commands", "run", "gate, ab, trend, fingerprint check, monitor --fail-on-*"
-)
+_HEADER = ExitCode(0, "most commands", "run", "gate/ab/trend/fingerprint/monitor --fail-on-*")
 _WIDTHS = (6, 15, 26)  # the last column takes what it needs
 
 
