@@ -118,9 +118,12 @@ class FingerprintSamples(BaseModel):
     completions: dict[str, tuple[str, ...]]
     failed: int = 0
     first_error: str | None = None
+    logprobs: dict[str, tuple[tuple[float, ...], ...]] | None = None  # when asked and given
 
 
-def _request(probe: FingerprintProbe, settings: FingerprintSettings, seed: int) -> ModelRequest:
+def _request(
+    probe: FingerprintProbe, settings: FingerprintSettings, seed: int, logprobs: bool = False
+) -> ModelRequest:
     messages = [ChatMessage(role="user", content=probe.prompt)]
     if settings.system is not None:
         messages.insert(0, ChatMessage(role="system", content=settings.system))
@@ -129,6 +132,7 @@ def _request(probe: FingerprintProbe, settings: FingerprintSettings, seed: int) 
         temperature=settings.temperature,
         top_p=settings.top_p,
         seed=seed,
+        logprobs=True if logprobs else None,
     )
     return ModelRequest(messages=tuple(messages), params=params)
 
@@ -142,6 +146,7 @@ async def sample_probes(
     stream: str = "sample",
     concurrency: int | None = None,
     progress: Progress | None = None,
+    logprobs: bool = False,
 ) -> FingerprintSamples:
     """``settings.samples_per_probe`` completions of every probe, each request with its own
     seed ``derived_seed(seed, stream, probe id, index)`` (record and check name different
@@ -152,15 +157,19 @@ async def sample_probes(
     gate = asyncio.Semaphore(concurrency or provider.default_concurrency or 1)
     done = 0
     out: dict[str, list[tuple[int, str]]] = {p.id: [] for p in probes}
+    token_lp: dict[str, list[tuple[int, tuple[float, ...]]]] = {p.id: [] for p in probes}
     errors: list[str] = []
 
     async def one(probe: FingerprintProbe, i: int) -> None:
         nonlocal done
-        request = _request(probe, settings, derived_seed(str(seed), stream, probe.id, str(i)) >> 1)
+        seed_i = derived_seed(str(seed), stream, probe.id, str(i)) >> 1
+        request = _request(probe, settings, seed_i, logprobs)
         async with gate:
             try:
                 response = await provider.generate(request)
                 out[probe.id].append((i, response.text))
+                if response.token_logprobs:
+                    token_lp[probe.id].append((i, response.token_logprobs))
             except ModelError as e:
                 errors.append(e.message)
         done += 1
@@ -169,8 +178,16 @@ async def sample_probes(
 
     await asyncio.gather(*(one(p, i) for p, i in jobs))
     completions = {k: tuple(t for _, t in sorted(v)) for k, v in out.items()}
+    given = all(len(token_lp[k]) == len(out[k]) for k in out)  # every completion has them
     return FingerprintSamples(
-        completions=completions, failed=len(errors), first_error=errors[0] if errors else None
+        completions=completions,
+        failed=len(errors),
+        first_error=errors[0] if errors else None,
+        logprobs=(
+            {k: tuple(lp for _, lp in sorted(v)) for k, v in token_lp.items()}
+            if logprobs and given
+            else None
+        ),
     )
 
 
@@ -232,14 +249,22 @@ async def record_fingerprint(
     seed: int | None = None,
     provider: ModelProvider | None = None,
     progress: Progress | None = None,
+    logprobs: bool = False,
 ) -> tuple[Fingerprint, FingerprintSamples]:
     """Sample ``model`` on the probe set and return the fingerprint (not saved: the caller
-    saves it) with the sampling's failure count."""
+    saves it) with the sampling's failure count. ``logprobs``: ask for each generated token's
+    log-probability (the openai provider; a server that gives none records None)."""
     settings = _settings(temperature, max_tokens, samples, system, top_p)
     probes = probe_set(probe_set_name)
     provider = provider or resolve_model(model)
     drawn = await sample_probes(
-        provider, probes, settings, seed=_seed(seed), stream="record", progress=progress
+        provider,
+        probes,
+        settings,
+        seed=_seed(seed),
+        stream="record",
+        progress=progress,
+        logprobs=logprobs,
     )
     _check_samples(drawn, f"Recording {model}")
     fingerprint = Fingerprint(
@@ -250,7 +275,7 @@ async def record_fingerprint(
         recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
         probes=probes,
         completions=drawn.completions,
-        logprobs=None,  # no provider returns per-token log-probabilities of a generation yet
+        logprobs=drawn.logprobs,
     )
     return fingerprint, drawn
 
@@ -536,10 +561,14 @@ def _summary(
             f"SAME: no change found (p = {p:.2g}); this check had {100 * power:.0f}% power to "
             f"notice {share}."
         )
-    more = f"about {needs - n} more samples per probe" if needs else f"more than {3 * n} more"
+    more = (
+        f"about {needs - n} more samples per probe"
+        if needs
+        else f"more than {3 * n} more samples per probe"
+    )
     return (
         f"INCONCLUSIVE (needs {more}): no change found (p = {p:.2g}), but this check had only "
-        f"{100 * power:.0f}% power to notice {share}."
+        f"{100 * power:.0f}% power to notice {share} (--effect sets the share to rule out)."
     )
 
 

@@ -83,6 +83,30 @@ def _bar(obj: Context, label: str, enabled: bool) -> Iterator[Progress]:
         yield progress
 
 
+def _server_options(f: Any) -> Any:
+    """``--base-url`` and ``--api-key-env``: where an ``openai:NAME`` model is served."""
+    f = click.option(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        show_default=True,
+        metavar="VAR",
+        help="Environment variable holding the API key (openai:NAME).",
+    )(f)
+    return click.option(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible server for openai:NAME, e.g. http://127.0.0.1:8000/v1.",
+    )(f)
+
+
+def _provider(model: str, opts: dict[str, Any]) -> Any:
+    from calipers.models import ModelOptions, resolve_model
+
+    return resolve_model(
+        model, ModelOptions(base_url=opts["base_url"], api_key_env=opts["api_key_env"])
+    )
+
+
 @fingerprint_group.command("record")
 @click.argument("model")
 @click.option("--name", metavar="NAME", help="Save as <home>/fingerprints/NAME.json.")
@@ -111,7 +135,14 @@ def _bar(obj: Context, label: str, enabled: bool) -> Iterator[Progress]:
     help="Tokens per completion (the kernel reads the first 100 characters).",
 )
 @click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=1.0, hidden=True)
+@click.option(
+    "--logprobs",
+    is_flag=True,
+    help="Also record each token's log-probability (OpenAI-compatible servers that give them; "
+    "llama_cpp.server needs --logits_all true). Kept with the fingerprint for later analysis.",
+)
 @click.option("--system", metavar="TEXT", help="System prompt to record with (a check reuses it).")
+@_server_options
 @click.option("--probe-set", default="fp-v1", show_default=True, help="Versioned probe set.")
 @click.option("--seed", type=int, help="Base seed of the samples (default: a fresh one).")
 @click.option("--force", is_flag=True, help="Replace an existing fingerprint of that name.")
@@ -149,12 +180,21 @@ def record_cmd(obj: Context, /, model: str, **opts: Any) -> None:
                 probe_set_name=opts["probe_set"],
                 seed=opts["seed"],
                 progress=progress,
+                logprobs=opts["logprobs"],
+                provider=_provider(model, opts),
             )
         )
     fingerprint.save(path)
     count = sum(len(v) for v in fingerprint.completions.values())
     if opts["as_json"]:
-        obj.print_json({"path": str(path), "completions": count, "failed": drawn.failed})
+        obj.print_json(
+            {
+                "path": str(path),
+                "completions": count,
+                "failed": drawn.failed,
+                "logprobs": fingerprint.logprobs is not None,
+            }
+        )
         return
     obj.out.print(
         f"Recorded {count} completions of {len(fingerprint.probes)} probes "
@@ -162,6 +202,11 @@ def record_cmd(obj: Context, /, model: str, **opts: Any) -> None:
     )
     if drawn.failed:
         obj.err.print(f"[yellow]Note:[/] {drawn.failed} calls failed and were left out.")
+    if opts["logprobs"] and fingerprint.logprobs is None:
+        obj.err.print(
+            "[yellow]Note:[/] the model gave no log-probabilities for some completions; "
+            "none were recorded (completions only)."
+        )
     if not_sampling(fingerprint):
         obj.err.print(
             "[yellow]Note:[/] every probe gave the same completion every time: the model "
@@ -231,6 +276,7 @@ def _target(name: str | None, out: str | None, model: str) -> Path:
     show_default=True,
     help="Resampled checks behind each power figure.",
 )
+@_server_options
 @click.option("--probe-set", help="Refuse a reference recorded on another probe set.")
 @click.option("--seed", type=int, help="Base seed of the samples (default: a fresh one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -272,6 +318,7 @@ def check_cmd(obj: Context, /, model: str, **opts: Any) -> None:
                 power_repetitions=opts["power_reps"],
                 seed=opts["seed"],
                 progress=progress,
+                provider=_provider(model, opts),
             )
         )
     if opts["as_json"]:

@@ -307,6 +307,8 @@ class OpenAIModel(ModelProvider):
             payload["stop"] = list(p.stop)
         if p.seed is not None:
             payload["seed"] = p.seed
+        if p.logprobs:
+            payload["logprobs"] = True if request.messages is not None else 1
         calls: tuple[ToolCall, ...] = ()
         if request.messages is not None:
             payload["messages"] = wire_messages(request.messages)
@@ -332,6 +334,7 @@ class OpenAIModel(ModelProvider):
             latency_s=latency,
             finish_reason=choice.get("finish_reason"),
             tool_calls=calls,
+            token_logprobs=_token_logprobs(choice) if p.logprobs else (),
         )
 
     async def loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
@@ -350,3 +353,16 @@ class OpenAIModel(ModelProvider):
             client, self._client = self._client, None
             if self._loop is asyncio.get_running_loop():
                 await client.aclose()
+
+
+def _token_logprobs(choice: dict[str, Any]) -> tuple[float, ...]:
+    """Each generated token's log-probability: ``logprobs.content[].logprob`` (chat) or
+    ``logprobs.token_logprobs`` (completions); empty when the server gave none."""
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict):
+        return ()
+    if isinstance(lp.get("content"), list):
+        values = [t.get("logprob") for t in lp["content"] if isinstance(t, dict)]
+    else:
+        values = list(lp.get("token_logprobs") or [])
+    return tuple(float(v) for v in values if isinstance(v, int | float))

@@ -97,6 +97,9 @@ class GenerateParams(_Frozen):
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int | None = 0
+    logprobs: bool | None = None  # ask for each generated token's log-probability (openai)
+
+    _ser = _omit_empty(("logprobs",))
 
 
 class ModelRequest(_Frozen):
@@ -131,8 +134,9 @@ class ModelResponse(_Frozen):
     finish_reason: str | None = None
     cached: bool = False
     tool_calls: tuple[ToolCall, ...] = ()  # calls the model asked for (a request with tools)
+    token_logprobs: tuple[float, ...] = ()  # per generated token, when asked and given
 
-    _ser = _omit_empty(("tool_calls",))
+    _ser = _omit_empty(("tool_calls", "token_logprobs"))
 
 
 class LoglikelihoodRequest(_Frozen):
