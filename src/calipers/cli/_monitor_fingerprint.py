@@ -201,13 +201,13 @@ def _render(
 ) -> None:
     from rich.markup import escape
 
-    for t in taken:
+    # number the looks as the canary counts them (its ok looks, then this call's), not by row id
+    total = (status.verdict.looks + status.n_failed) if status is not None else len(taken)
+    for i, t in enumerate(taken, start=total - len(taken) + 1):
         if t["status"] == "ok":
-            obj.out.print(f"stored look {t['id']}: ok, statistic {t['statistic']['value']:.4f}")
+            obj.out.print(f"look {i}: ok, statistic {t['statistic']['value']:.4f}")
         else:
-            obj.out.print(
-                f"stored look {t['id']}: [yellow]FAILED[/] ({escape(str(t['error']))}), not counted"
-            )
+            obj.out.print(f"look {i}: [yellow]FAILED[/] ({escape(str(t['error']))}), not counted")
     if status is None:
         obj.out.print("No looks yet for this canary and reference.")
         return
