@@ -89,3 +89,16 @@ def test_clear_errors(planter: Planter, trend: TrendRun) -> None:
     assert one.exit_code == 0 and "nothing to compare" in one.stdout
     res = trend("--since", "2999-01-01")
     assert res.exit_code == 3 and "since 2999-01-01" in res.stderr
+
+
+def test_a_rate_near_zero_keeps_its_level_inside_0_1(planter: Planter, trend: TrendRun) -> None:
+    """0, 1 and 0 right of 100: the stretch's level is the Wilson interval of the pooled
+    1/300 (statsmodels), never a normal interval reaching below 0%."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    planter.runs([0, 1, 0])
+    data = json.loads(trend("--json").stdout)
+    (segment,) = data["stretches"][0]["segments"]
+    low, high = proportion_confint(1, 3 * N, alpha=0.05, method="wilson")
+    assert segment["mean"]["value"] == 1 / (3 * N)
+    assert abs(segment["mean"]["low"] - low) < 1e-9 and abs(segment["mean"]["high"] - high) < 1e-9

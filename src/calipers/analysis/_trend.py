@@ -350,9 +350,23 @@ def _stretches(
                 n_boot=n_sim,
                 confidence=points[a].estimate.confidence,
             )
-            seg = _offset(found, a)
+            seg = _pooled_means(_offset(found, a), points)
         out.append(TrendStretch(a, b, seg))
     return out
+
+
+def _pooled_means(s: Segmentation, points: Sequence[TrendPoint]) -> Segmentation:
+    """Plain proportions: each segment's level as the Wilson interval of its pooled counts
+    (inside [0, 1], as every rate calipers prints), not the inverse-variance normal mean,
+    which gave SmolLM2's 0/30, 1/30, 0/30 "1.1% [-1.1, 3.3]"."""
+    if not all(p.estimate.method == "wilson" for p in points):
+        return s
+    segments = []
+    for g in s.segments:
+        ests = [p.estimate for p in points[g.start : g.end]]
+        hits = sum(round(e.value * e.n) for e in ests)
+        segments.append(replace(g, mean=wilson(hits, sum(e.n for e in ests), ests[0].confidence)))
+    return replace(s, segments=tuple(segments))
 
 
 def _offset(s: Segmentation, a: int) -> Segmentation:

@@ -44,6 +44,8 @@ def _axis(report: TrendReport) -> tuple[float, float]:
     lo = min(p.estimate.low for p in report.points)
     hi = max(p.estimate.high for p in report.points)
     pad = 0.05 * (hi - lo) or 0.01
+    if all(p.estimate.method == "wilson" for p in report.points):  # a rate: never below 0%
+        return max(0.0, lo - pad), min(1.0, hi + pad)
     return lo - pad, hi + pad
 
 
