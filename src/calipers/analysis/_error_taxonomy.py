@@ -114,22 +114,10 @@ class ErrorCategory(BaseModel):
     named_by: Literal["terms", "judge"] = "terms"
 
 
-class CodedFailure(BaseModel):
+class CodedFailure(ErrorNote):
     """One failing sample: its note and category, or the judge error that left it uncoded."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    task: str
-    sample_id: str
-    epoch: int = 0
     category: str | None = None
-    note: str | None = None
-    error: str | None = None
-    cached: bool = False
-
-    @property
-    def key(self) -> SampleKey:
-        return (self.task, self.sample_id, self.epoch)
 
 
 class ErrorTaxonomy(BaseModel):
@@ -317,10 +305,7 @@ async def aerror_taxonomy(
         n_judge_errors=len(notes) - len(coded),
         n_cached=sum(n.cached for n in notes),
         categories=cats,
-        samples=[
-            CodedFailure(**n.model_dump(exclude={"note"}), note=n.note, category=by_key.get(n.key))
-            for n in notes
-        ],
+        samples=[CodedFailure(**n.model_dump(), category=by_key.get(n.key)) for n in notes],
     )
 
 

@@ -46,18 +46,10 @@ def load_reference(path: Path) -> Fingerprint:
 def model_sampler(provider: ModelProvider) -> Sampler:
     """Sample one completion of a probe from ``provider`` with the reference's settings
     (unseeded: each look is a fresh sample)."""
-    from calipers.types import ChatMessage, GenerateParams, ModelRequest
+    from calipers.analysis import probe_request
 
     async def sample(probe: Any, settings: Any) -> str:
-        system = (ChatMessage(role="system", content=settings.system),) if settings.system else ()
-        params = GenerateParams(
-            max_tokens=settings.max_tokens, temperature=settings.temperature,
-            top_p=settings.top_p, seed=None,
-        )  # fmt: skip
-        request = ModelRequest(
-            messages=(*system, ChatMessage(role="user", content=probe.prompt)), params=params
-        )
-        return (await provider.generate(request)).text
+        return (await provider.generate(probe_request(probe, settings, None))).text
 
     return sample
 
