@@ -9,6 +9,7 @@ writes a shared ``~/.ray`` token.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -64,19 +65,15 @@ class RayCluster:
             _signal_group(p.pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
         for p in self.procs:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
         for p in self.procs:  # what did not stop in time
             _signal_group(p.pid, signal.SIGKILL)
             p.wait()
         alive = set(_process_table())
         for pid in started & alive:  # workers left behind, by their own pids
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
@@ -92,10 +89,8 @@ def _process_table() -> dict[int, tuple[int, str]]:
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _start_node(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -160,8 +155,9 @@ def start_cluster(head_cpus: int = 2, node_cpus: int = 1) -> RayCluster:
     return cluster
 
 
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[RayCluster]:
+@contextlib.contextmanager
+def running_cluster() -> Iterator[RayCluster]:
+    """A cluster for a test module (its fixture), torn down however the tests end."""
     pytest.importorskip("ray", reason="the Ray executor: pip install 'calipers[ray]'")
     saved = {k: os.environ.get(k) for k in RAY_ENV}
     os.environ.update(RAY_ENV)  # this process is the driver of some tests

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,17 @@ from calipers.models import FakeModel
 from calipers.runner import RayExecutor, RunConfig, arun, comparable_hash, make_plan
 from calipers.store import SampleRecord, Store
 from calipers.types import ModelRequest
-from tests._ray_cluster import RayCluster, ray_cluster  # noqa: F401  (the fixture)
+from tests._ray_cluster import RayCluster, running_cluster
 
 pytestmark = pytest.mark.slow  # a cluster takes 10-30 s to start on a shared 2-core machine
 
 TASKS = ("dyn_arithmetic", "dyn_dates_mc")  # a generation task and a log-likelihood one
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[RayCluster]:
+    with running_cluster() as cluster:
+        yield cluster
 
 
 def _counts(db: Path, run_id: str) -> tuple[int, int, int]:
@@ -193,6 +200,11 @@ def test_a_killed_driver_resumes_with_another_worker_count(
         assert con.execute("SELECT status FROM runs").fetchone()[0] == "finished"
 
 
+def _last_message(request: object) -> str:
+    assert isinstance(request, ModelRequest) and request.messages
+    return str(request.messages[-1].content)
+
+
 def _poisoned(marker: str) -> FakeModel:
     def respond(request: ModelRequest) -> str:
         text = str(request.messages[-1].content if request.messages else request.prompt)
@@ -208,13 +220,13 @@ def test_a_sample_that_always_kills_its_worker_becomes_an_error_row(
 ) -> None:
     import ray
 
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the responder, to actors
+    pickle_by_value: Any = ray.cloudpickle.register_pickle_by_value
+    pickle_by_value(sys.modules[__name__])  # the responder goes to the actors by value
     cfg = RunConfig(model="fake:echo", tasks=("dyn_arithmetic",), limit=12, seed=2)
     items = make_plan(cfg).tasks[0].samples
     victim = items[5]
-    assert victim.request.messages is not None  # type: ignore[union-attr]
-    marker = str(victim.request.messages[-1].content)  # type: ignore[union-attr]
-    assert sum(marker in str(p.request.messages[-1].content) for p in items) == 1  # type: ignore[union-attr]
+    marker = _last_message(victim.request)
+    assert sum(marker in _last_message(p.request) for p in items) == 1
     db = tmp_path / "poison.db"
     ex = RayExecutor(address=ray_cluster.address, workers=2, shard_size=3, max_restarts=8)
     with Store.open(f"sqlite:///{db}") as st:
@@ -227,4 +239,5 @@ def test_a_sample_that_always_kills_its_worker_becomes_an_error_row(
         # a neighbour caught in the same deaths may also have spent its retries: still a row
         others = [r for sid, r in rows.items() if sid != victim.sample.id]
         assert all(r.error is None or r.error.startswith("executor:") for r in others)
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    unpickle: Any = ray.cloudpickle.unregister_pickle_by_value
+    unpickle(sys.modules[__name__])
