@@ -145,6 +145,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
         result = asyncio.run(arun(cfg, st, executor=ex, progress=progress))
         killer.join()
     assert killed, "no worker was found to kill"
+    print(f"killed worker {killed[0]}; rows, keys, errors: {_counts(db, result.run_id)}")
     assert any("A Ray worker died" in n for n in progress.notes), progress.notes
     assert result.status == "finished"
     assert _counts(db, result.run_id) == (48, 48, 0)  # 0 lost, 0 duplicated, 0 errors
@@ -195,6 +196,9 @@ def test_a_killed_driver_resumes_with_another_worker_count(
         timeout=300,
     )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    print(
+        f"rows, keys, errors after the driver's kill {before}, after --resume {_counts(db, run_id)}"
+    )
     assert _counts(db, run_id) == (n, n, 0)  # exactly the missing samples were added
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT status FROM runs").fetchone()[0] == "finished"
@@ -234,6 +238,7 @@ def test_a_sample_that_always_kills_its_worker_becomes_an_error_row(
         rows = {r.sample_id: r for r in st.get_samples(result.run_id)}
         assert _counts(db, result.run_id)[:2] == (12, 12)  # nothing dropped, nothing twice
         bad = rows[victim.sample.id]
+        print(f"rows, keys, errors: {_counts(db, result.run_id)}; {bad.error}")
         assert bad.error is not None and bad.error.startswith("executor: the worker died 4 times")
         assert bad.prompt["messages"][-1]["content"] == marker  # the row keeps its prompt
         # a neighbour caught in the same deaths may also have spent its retries: still a row
