@@ -24,6 +24,7 @@ of workers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import socket
@@ -40,6 +41,7 @@ from calipers.runner._ray_worker import Shard, ShardResult, ShardWorker, WorkerS
 from calipers.runner._sample import record_base
 from calipers.runner._schedule import Progress
 from calipers.store import SampleRecord, Store
+from calipers.types import ModelRequest
 
 __all__ = ["INSTALL_HINT", "RayExecutor"]
 
@@ -162,9 +164,11 @@ def _length(ps: PlannedSample) -> int:
     if ps.prompt_text is not None:
         return len(ps.prompt_text)
     req = ps.request
-    if getattr(req, "prompt", None):
-        return len(req.prompt or "")  # type: ignore[union-attr]
-    return sum(len(str(m.content or "")) for m in getattr(req, "messages", None) or ())
+    if not isinstance(req, ModelRequest):
+        return len(req.context)
+    if req.prompt is not None:
+        return len(req.prompt)
+    return sum(len(str(m.content or "")) for m in req.messages or ())
 
 
 def make_shards(todo: list[PlannedSample], workers: int, size: int | None) -> list[list[int]]:
@@ -343,11 +347,13 @@ class _Driver:
                     a, work, _ref = inflight.pop(fut)
                     load[a] -= 1
                     strikes[a] = 0 if self._settle(fut, work, queue) else strikes[a] + 1
-        finally:
+        finally:  # best effort: a dead actor's call or a lost connection must not leak the rest
             for _a, _w, ref in inflight.values():
-                self.ray.cancel(ref)
+                with contextlib.suppress(Exception):
+                    self.ray.cancel(ref)
             for actor in actors:
-                self.ray.kill(actor)
+                with contextlib.suppress(Exception):
+                    self.ray.kill(actor)
 
     def _settle(self, fut: asyncio.Future[ShardResult], work: _Work, queue: deque[_Work]) -> bool:
         """Write a shard that came back; requeue one whose worker died (False)."""
