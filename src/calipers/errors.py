@@ -18,6 +18,7 @@ only with ``--debug``::
     │   └── RunNotFoundError   no run with that id or prefix
     ├── ResumeError            a run cannot be resumed as asked
     ├── DeadlineError          a run reached its --deadline; what is left waits for --resume
+    ├── ExecutorError          the Ray executor cannot reach its cluster or lost its workers
     └── SandboxError           the sandbox could not start a program (an error, not a verdict)
 
 The one exit-code table. Most commands: 0 done, 1 a bug in calipers, 2 an error (any
@@ -67,6 +68,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "DeadlineError",
+    "ExecutorError",
     "ExitCode",
     "ModelCallError",
     "ModelError",
@@ -217,6 +219,11 @@ class DeadlineError(CalipersError):
         super().__init__(message, hint=hint)
         self.run_id = run_id
         self.pending = pending
+
+
+class ExecutorError(CalipersError):
+    """The executor cannot carry out the run: no Ray cluster at the address, or every worker
+    died. Finished samples are stored; the run resumes with ``calipers run --resume``."""
 
 
 class SandboxError(CalipersError):

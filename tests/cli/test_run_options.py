@@ -99,7 +99,10 @@ def _help(path: str) -> str:
 
 
 # Options added since the record, by command: new capabilities, not changes to old options.
-ADDED = {"run": {"max_steps", "config", "save_config"}, "gate": {"error_growth"}}
+ADDED = {
+    "run": {"max_steps", "config", "save_config", "executor", "address", "workers"},
+    "gate": {"error_growth"},
+}
 
 
 @pytest.mark.parametrize("path", sorted(BEFORE))

@@ -36,7 +36,7 @@ from calipers.cli._run_options import (
 from calipers.errors import ConfigError, DeadlineError
 
 if TYPE_CHECKING:
-    from calipers.runner import RunConfig, RunResult
+    from calipers.runner import RayExecutor, RunConfig, RunResult
     from calipers.store import Store
 
 __all__ = ["run_cmd"]
@@ -53,6 +53,20 @@ def _config(opts: dict[str, Any]) -> RunConfig:
         return run_config(opts)
     except ValueError as e:
         raise ConfigError(f"Invalid run option: {e}") from None
+
+
+def _executor(opts: dict[str, Any]) -> RayExecutor | None:
+    if opts["executor"] == "ray":
+        from calipers.runner import RayExecutor
+
+        return RayExecutor(address=opts["address"], workers=opts["workers"])
+    given = [f"--{k}" for k in ("address", "workers") if opts[k] is not None]
+    if given:
+        raise ConfigError(
+            f"{' and '.join(given)} apply only to the Ray executor.",
+            hint="Add --executor ray, or drop them.",
+        )
+    return None
 
 
 def _request_options(opts: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +124,26 @@ def _as_json(result: RunResult, store: Store, reports: tuple[Path, Path] | None)
 @run_options(*DECODING, *LLAMACPP, "cache")
 @click.option("--resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
 @click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where samples run: this process, or actors on a Ray cluster (calipers[ray]; "
+    "docs/ray.md). Not part of what is measured: a run may resume on the other.",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT) [default: start "
+    "Ray in this process].",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--executor ray: model replicas, one actor each [default: one per cluster CPU].",
+)
+@click.option(
     "--report-dir",
     type=click.Path(file_okay=False),
     help="Where HTML/Markdown reports go [default: .calipers/reports].",
@@ -132,6 +166,7 @@ def run_cmd(ctx: click.Context, /, **opts: Any) -> None:
       calipers run -m llamacpp:./model.gguf -t my_task.yaml --no-chat-template
       calipers run -m openai:my-model --base-url http://127.0.0.1:8080/v1
       calipers run --resume 20261130-0512
+      calipers run -m fake:echo,delay=0.1 -n 200 --executor ray --workers 4
       calipers run -m openai:my-model -t gsm8k -n 200 --no-cache --save-config nightly.yaml
       calipers run --config nightly.yaml        the same run again (cron, CI)
     """
@@ -150,6 +185,7 @@ def run_cmd(ctx: click.Context, /, **opts: Any) -> None:
         saved = save_config(opts["save_config"], ctx, opts)
         obj.err.print(f"Options saved to {escape(str(saved))}: calipers run --config {saved}")
 
+    executor = _executor(opts)
     with Store.open(obj.store_url) as store:
         progress = BarProgress(obj.err, enabled=sys.stderr.isatty() or not opts["as_json"])
         try:
@@ -162,11 +198,18 @@ def run_cmd(ctx: click.Context, /, **opts: Any) -> None:
                             progress=progress,
                             deadline_s=opts["deadline"],
                             model_options=_request_options(opts),
+                            executor=executor,
                         )
                     )
                 else:
                     result = asyncio.run(
-                        arun(_config(opts), store, progress=progress, deadline_s=opts["deadline"])
+                        arun(
+                            _config(opts),
+                            store,
+                            progress=progress,
+                            deadline_s=opts["deadline"],
+                            executor=executor,
+                        )
                     )
         except DeadlineError as e:
             obj.err.print(f"[yellow]Deadline reached.[/] {escape(e.message)}")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from calipers.runner._finalize import summarize_records
     from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
     from calipers.runner._plan import Plan, make_plan
+    from calipers.runner._ray import RayExecutor
     from calipers.runner._schedule import Progress
     from calipers.runner._seeds import RunSeeds
 
@@ -25,6 +26,7 @@ __all__ = [
     "Methodology",
     "Plan",
     "Progress",
+    "RayExecutor",
     "ResponseCache",
     "RunConfig",
     "RunResult",
@@ -47,6 +49,7 @@ __getattr__, __dir__ = lazy_exports(
         "Methodology": "_methodology",
         "Plan": "_plan",
         "Progress": "_schedule",
+        "RayExecutor": "_ray",
         "ResponseCache": "_cache",
         "RunResult": "_api",
         "RunSeeds": "_seeds",

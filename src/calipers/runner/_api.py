@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from calipers.runner._fallback import fallback_note
 from calipers.runner._finalize import summarize_records
 from calipers.runner._methodology import Methodology, comparable_hash
 from calipers.runner._plan import Plan, make_plan
+from calipers.runner._ray import RayExecutor
 from calipers.runner._sample import metric_names
 from calipers.runner._schedule import Progress, execute
 from calipers.store import RunRecord, Store
@@ -97,6 +99,8 @@ async def _execute_and_finalize(
     done: set[tuple[str, str, int]],
     progress: Progress | None,
     deadline: _Deadline | None,
+    executor: RayExecutor | None = None,
+    provider_given: bool = False,
 ) -> RunResult:
     started = time.perf_counter()
     if progress:
@@ -104,8 +108,11 @@ async def _execute_and_finalize(
         for task, m in plan.methodology.tasks.items():
             if m.formulation_fallback:
                 progress.note(fallback_note(task, m.formulation_fallback))
+    go = execute
+    if executor is not None:  # how the samples run, never what is measured
+        go = functools.partial(executor.execute, provider_given=provider_given)
     try:
-        if not await execute(
+        if not await go(
             run_id,
             plan,
             store,
@@ -135,11 +142,15 @@ async def arun(
     provider: ModelProvider | None = None,
     progress: Progress | None = None,
     deadline_s: float | None = None,
+    executor: RayExecutor | None = None,
 ) -> RunResult:
     """Plan, execute and finalize a new run; the run is stored before the first sample.
     After ``deadline_s`` seconds the run stops, is stored as interrupted (resumable) and
-    :class:`DeadlineError` says how many samples are left."""
+    :class:`DeadlineError` says how many samples are left. ``executor``: run the samples on
+    a Ray cluster (``RayExecutor``) instead of in this process."""
     deadline = _Deadline.start(deadline_s)
+    if executor is not None:
+        executor.check()
     plan = make_plan(config, provider)
     run_id = new_run_id()
     card = plan.methodology
@@ -162,7 +173,9 @@ async def arun(
             calipers_version=calipers_version(),
         )
     )
-    return await _execute_and_finalize(run_id, plan, store, set(), progress, deadline)
+    return await _execute_and_finalize(
+        run_id, plan, store, set(), progress, deadline, executor, provider is not None
+    )
 
 
 def _explain_mismatch(old: Methodology, new: Methodology) -> str | None:
@@ -186,11 +199,14 @@ async def aresume(
     progress: Progress | None = None,
     deadline_s: float | None = None,
     model_options: dict[str, Any] | None = None,
+    executor: RayExecutor | None = None,
 ) -> RunResult:
     """Finish an interrupted run: same plan, skipping samples already stored.
     ``model_options`` changes how requests are made this time (``timeout_s``,
     ``max_retries``), never what is measured."""
     deadline = _Deadline.start(deadline_s)
+    if executor is not None:
+        executor.check()
     rec = store.get_run(run_id)
     if rec.status == "finished":
         raise ResumeError(
@@ -216,7 +232,14 @@ async def aresume(
     store.update_run(rec.id, status="running")
     plan = Plan(plan.config, plan.provider, plan.tasks, old)
     return await _execute_and_finalize(
-        rec.id, plan, store, store.done_keys(rec.id), progress, deadline
+        rec.id,
+        plan,
+        store,
+        store.done_keys(rec.id),
+        progress,
+        deadline,
+        executor,
+        provider is not None,
     )
 
 

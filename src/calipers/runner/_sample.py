@@ -24,7 +24,7 @@ from calipers.types import (
     Transcript,
 )
 
-__all__ = ["metric_names", "run_sample"]
+__all__ = ["metric_names", "record_base", "run_sample"]
 
 
 async def _call(
@@ -91,21 +91,14 @@ def _calls(stats: CallStats) -> dict[str, Any] | None:
     return {"calls": stats.as_dict()} if stats.retries else None
 
 
-async def run_sample(
-    run_id: str,
-    planned: PlannedSample,
-    provider: ModelProvider,
-    scorers: tuple[Scorer, ...],
-    cache: ResponseCache | None,
-    on_retry: Callable[[Retry], None] | None = None,
-) -> SampleRecord:
-    """Never raises for a model or scorer failure: the record carries the error instead.
-    ``on_retry`` hears of each retry of the sample's model calls."""
+def record_base(run_id: str, planned: PlannedSample) -> dict[str, Any]:
+    """The fields of a sample's record that do not depend on its outcome (what an error row
+    keeps: the prompt as sent, the target, where the item came from)."""
     s = planned.sample
     prompt = planned.request.model_dump(mode="json", exclude_none=True)
     if planned.prompt_text is not None:
         prompt["rendered"] = planned.prompt_text
-    base: dict[str, Any] = dict(
+    return dict(
         run_id=run_id,
         task=planned.task,
         sample_id=s.id,
@@ -117,6 +110,20 @@ async def run_sample(
         prompt=prompt,
         target=s.target_text or None,
     )
+
+
+async def run_sample(
+    run_id: str,
+    planned: PlannedSample,
+    provider: ModelProvider,
+    scorers: tuple[Scorer, ...],
+    cache: ResponseCache | None,
+    on_retry: Callable[[Retry], None] | None = None,
+) -> SampleRecord:
+    """Never raises for a model or scorer failure: the record carries the error instead.
+    ``on_retry`` hears of each retry of the sample's model calls."""
+    s = planned.sample
+    base = record_base(run_id, planned)
     start = time.perf_counter()
     if planned.environment is not None:
         return await _run_episode_sample(planned, provider, scorers, cache, on_retry, base)
