@@ -72,8 +72,10 @@ def fresh_postgres(base: str) -> Iterator[str]:
 
 def with_app_name(url: str, name: str) -> str:
     """``url`` whose connections show ``name`` in ``pg_stat_activity``."""
-    return sa.make_url(url).update_query_dict({"application_name": name}).render_as_string(
-        hide_password=False
+    return (
+        sa.make_url(url)
+        .update_query_dict({"application_name": name})
+        .render_as_string(hide_password=False)
     )
 
 
@@ -108,9 +110,7 @@ class Replica:
         return self.log.read_text(errors="replace")
 
 
-def start_replicas(
-    n: int, store_url: str, config: Path, folder: Path, tag: str
-) -> list[Replica]:
+def start_replicas(n: int, store_url: str, config: Path, folder: Path, tag: str) -> list[Replica]:
     """Start ``n`` gateways at the same moment (so they race to migrate the fresh store) and
     wait until each answers ``/healthz``. Their database sessions are named ``<tag>-r<i>``."""
     replicas = []

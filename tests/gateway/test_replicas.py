@@ -11,6 +11,7 @@ Needs CALIPERS_TEST_POSTGRES_URL (skipped without it; CI sets it)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
@@ -41,7 +42,7 @@ from tests.gateway._replicas import (
 )
 from tests.gateway.conftest import UPSTREAM, FakeUpstream
 
-N_REQUESTS = 450
+N_REQUESTS = 360
 N_USERS = 40
 SALT = "replica-test"
 FRACTION = 0.5
@@ -90,11 +91,13 @@ def _in_canary(user: str) -> bool:
 
 async def _traffic(
     replicas: list[Replica], on_progress: dict[int, object]
-) -> list[Sent]:
+) -> tuple[list[Sent], list[tuple[Sent, int, dict[str, object]]]]:
     """``N_REQUESTS`` chat requests spread round-robin over the replicas, 12 at a time. A
     replica that cannot be reached is skipped for the next one, as a load balancer would.
-    ``on_progress[k]`` (a callable) runs once ``k`` requests have been answered."""
+    ``on_progress[k]`` (a callable) runs once ``k`` requests have been answered. Every 15th
+    answer gets feedback at once, through another replica than the one that served it."""
     sent: list[Sent] = []
+    feedback: list[tuple[Sent, int, dict[str, object]]] = []
     dead: set[int] = set()
     turn = itertools.count()
     gate = asyncio.Semaphore(12)
@@ -118,11 +121,18 @@ async def _traffic(
                         sent.append(Sent(r.index, user, None, None, None, time.monotonic()))
                         continue
                     text = resp.json()["choices"][0]["message"]["content"]
-                    sent.append(
-                        Sent(r.index, user, resp.status_code,
-                             resp.headers["x-calipers-request-id"], text.split(":")[0],
-                             time.monotonic())
-                    )  # fmt: skip
+                    got = Sent(r.index, user, resp.status_code,
+                               resp.headers["x-calipers-request-id"], text.split(":")[0],
+                               time.monotonic())  # fmt: skip
+                    sent.append(got)
+                    other = replicas[(r.index + 1) % len(replicas)]
+                    if i % 15 == 0 and other.index not in dead:
+                        with contextlib.suppress(httpx.HTTPError):  # unless it was killed
+                            fb = await client.post(
+                                f"{other.url}/calipers/feedback",
+                                json={"request_id": got.pair_id, "score": i % 2},
+                            )
+                            feedback.append((got, fb.status_code, fb.json()))
                     break
             answered = sum(s.status == 200 for s in sent)
             action = on_progress.pop(answered, None)
@@ -130,7 +140,7 @@ async def _traffic(
                 await asyncio.to_thread(action)
 
         await asyncio.gather(*(one(i) for i in range(N_REQUESTS)))
-    return sent
+    return sent, feedback
 
 
 def _leader(replicas: list[Replica]) -> Replica:
@@ -188,7 +198,7 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
             N_REQUESTS // 4: lambda: cut.append(kill_connections(engine, tag)),
             N_REQUESTS // 2: kill_leader,
         }
-        sent = asyncio.run(_traffic(replicas, progress))
+        sent, feedback = asyncio.run(_traffic(replicas, progress))
         assert cut and cut[0] >= 3 and killed_at  # every replica had a session cut
         survivors = [r for r in replicas if r is not leader]
         new_leader = _leader(survivors)
@@ -205,8 +215,8 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
         for r in replicas:
             if r.proc.poll() is None:
                 r.proc.kill()
-        for s in servers:
-            s.stop()
+        for server in servers:
+            server.stop()
     # uvicorn re-raises SIGTERM once it has shut down gracefully
     assert set(codes) <= {0, -15}, [r.output() for r in survivors]
 
@@ -216,6 +226,7 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
     with engine.connect() as conn:
         versions = conn.execute(sa.text("SELECT version FROM schema_version")).scalars().all()
         rows = conn.execute(sa.text("SELECT pair_id, role, served FROM traffic")).all()
+        scores = conn.execute(sa.text("SELECT pair_id, role FROM online_scores")).all()
     assert sorted(versions) == list(range(1, len(versions) + 1)) and len(versions) >= 8
 
     # -- every answered request logged exactly once ------------------------------------------
@@ -238,6 +249,12 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
     # a served row no client got: only requests the killed replica was answering at its death
     unanswered = set(served) - {s.pair_id for s in answered}
     assert len(unanswered) <= 12, len(unanswered)
+
+    # -- feedback through another replica finds the row, even before it was written --------
+    assert len(feedback) >= 20
+    for got, status, answer in feedback:
+        assert (status, answer["role"], answer["stored"]) == (200, got.arm, True), answer
+    assert sorted(scores) == sorted((got.pair_id, got.arm) for got, _, _ in feedback)
 
     # -- canary users are sticky across replicas ---------------------------------------------
     arms: dict[str, set[tuple[str, int]]] = {}
