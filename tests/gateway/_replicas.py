@@ -176,16 +176,18 @@ def _replay(request: Request, body: dict[str, Any]) -> Request:
     return Request(request.scope, receive)
 
 
-def kill_connections(engine: sa.Engine, prefix: str) -> int:
+def kill_connections(engine: sa.Engine, prefix: str) -> set[str]:
     """End every server session whose application name starts with ``prefix`` (what a
-    database restart does to the gateways' connections); how many were ended."""
+    database restart does to the gateways' connections); the names whose sessions ended."""
     with engine.connect() as conn:
         ended = conn.execute(
             sa.text(
-                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE application_name LIKE :p AND pid <> pg_backend_pid()"
+                "SELECT application_name FROM pg_stat_activity "
+                "WHERE application_name LIKE :p AND pid <> pg_backend_pid() "
+                "AND pg_terminate_backend(pid)"
             ),
             {"p": f"{prefix}%"},
-        ).scalar_one()
+        ).scalars()
+        names = set(ended)
         conn.commit()
-    return int(ended)
+    return names

@@ -94,7 +94,7 @@ async def _traffic(
 ) -> tuple[list[Sent], list[tuple[Sent, int, dict[str, object]]]]:
     """``N_REQUESTS`` chat requests spread round-robin over the replicas, 12 at a time. A
     replica that cannot be reached is skipped for the next one, as a load balancer would.
-    ``on_progress[k]`` (a callable) runs once ``k`` requests have been answered. Every 15th
+    ``on_progress[k]`` (a callable) runs once ``k`` or more requests have been answered. Every 15th
     answer gets feedback at once, through another replica than the one that served it."""
     sent: list[Sent] = []
     feedback: list[tuple[Sent, int, dict[str, object]]] = []
@@ -135,9 +135,10 @@ async def _traffic(
                             feedback.append((got, fb.status_code, fb.json()))
                     break
             answered = sum(s.status == 200 for s in sent)
-            action = on_progress.pop(answered, None)
-            if callable(action):
-                await asyncio.to_thread(action)
+            for k in sorted(k for k in on_progress if k <= answered):
+                action = on_progress.pop(k)
+                if callable(action):
+                    await asyncio.to_thread(action)
 
         await asyncio.gather(*(one(i) for i in range(N_REQUESTS)))
     return sent, feedback
@@ -186,7 +187,7 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
         first = [r.stats()["fingerprint_canary"] for r in replicas]
         looks_before = _look_times(engine)
         then = [r.stats()["fingerprint_canary"] for r in replicas]
-        cut: list[int] = []
+        cut: list[set[str]] = []
         killed_at: list[float] = []
 
         def kill_leader() -> None:
@@ -199,7 +200,7 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
             N_REQUESTS // 2: kill_leader,
         }
         sent, feedback = asyncio.run(_traffic(replicas, progress))
-        assert cut and cut[0] >= 3 and killed_at  # every replica had a session cut
+        assert cut == [{f"{tag}-r{i}" for i in range(3)}] and killed_at  # all three were cut
         survivors = [r for r in replicas if r is not leader]
         new_leader = _leader(survivors)
         t_kill = killed_at[0]
@@ -251,7 +252,7 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
     assert len(unanswered) <= 12, len(unanswered)
 
     # -- feedback through another replica finds the row, even before it was written --------
-    assert len(feedback) >= 20
+    assert len(feedback) >= 10
     for got, status, answer in feedback:
         assert (status, answer["role"], answer["stored"]) == (200, got.arm, True), answer
     assert sorted(scores) == sorted((got.pair_id, got.arm) for got, _, _ in feedback)

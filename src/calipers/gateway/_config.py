@@ -42,8 +42,8 @@ class FingerprintCanaryConfig(BaseModel):
     """The fingerprint (JSON) written by ``calipers fingerprint record``."""
     upstream: Literal["baseline", "candidate"] = "baseline"
     every: float = Field(3600.0, gt=0)
-    """Seconds between looks; ``1h``, ``30m`` and the like are read too. The first look is
-    taken when the gateway starts."""
+    """Seconds between looks; ``1h``, ``30m`` and the like are read too. A look is due
+    ``every`` after the last one stored (at start-up when none is)."""
     model: str | None = None
     """The ``model`` field of the probe requests. Default: the reference's model, without
     its provider (``openai:gpt-4o-mini`` sends ``gpt-4o-mini``)."""
