@@ -183,3 +183,14 @@ def test_a_slow_store_does_not_block_submitters() -> None:
     w, spent = asyncio.run(go())
     assert spent < 0.5  # the store was stuck the whole time
     assert w.dropped > 0 and w.accepted + w.dropped == 200 and w.written == w.accepted
+
+
+def test_a_nul_character_in_an_answer_does_not_cost_the_row() -> None:
+    """PostgreSQL refuses NUL in text ("text fields cannot contain NUL (0x00) bytes"), which
+    lost whole batches there: the row keeps the answer with U+FFFD in its place."""
+    c = call(0)
+    c.content = b'{"choices": [{"message": {"content": "a\\u0000b"}}], "model": "m\\u0000"}'
+    c.body = {"model": None, "messages": [{"role": "user", "content": "x\u0000y"}]}
+    record = to_record(c, str)
+    assert (record.response, record.model) == ("a\ufffdb", "m\ufffd")
+    assert record.request["messages"][0]["content"] == "x\u0000y"  # JSON escapes it
