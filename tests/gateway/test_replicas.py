@@ -31,7 +31,7 @@ import sqlalchemy as sa
 
 from calipers.types import Fingerprint, FingerprintProbe, FingerprintSettings
 from tests._servers import ServerThread
-from tests.canary_fp._sim import models
+from tests.canary_fp._sim import Model, models
 from tests.gateway._replicas import (
     ProbeAnsweringUpstream,
     Replica,
@@ -67,7 +67,7 @@ def store_url() -> Iterator[str]:
         yield url
 
 
-def _reference(tmp_path: Path) -> tuple[Path, object]:
+def _reference(tmp_path: Path) -> tuple[Path, Model]:
     """A fingerprint of the simulated model P (10 probes, 10 completions each)."""
     p, _ = models(10, 6, np.random.default_rng(42))
     rng = np.random.default_rng(1)
@@ -162,7 +162,7 @@ def _look_times(engine: sa.Engine) -> list[datetime]:
 
 def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> None:
     ref, p = _reference(tmp_path)
-    baseline = ProbeAnsweringUpstream("baseline", p, delay_s=0.005)  # type: ignore[arg-type]
+    baseline = ProbeAnsweringUpstream("baseline", p, delay_s=0.005)
     candidate = FakeUpstream("candidate", delay_s=0.005)
     servers = [ServerThread(u.app(), **UPSTREAM).start() for u in (baseline, candidate)]
     config = tmp_path / "gateway.yaml"
