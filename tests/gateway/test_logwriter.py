@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from calipers._util.clock import utc_now
+from calipers.errors import StoreError
 from calipers.gateway import _logwriter
 from calipers.gateway._calls import Call, to_record
 from calipers.gateway._logwriter import LogWriter
@@ -42,7 +44,7 @@ class Sink:
         return len(rows)
 
 
-def writer(sink: Sink, **kw: Any) -> LogWriter:
+def writer(sink: Any, **kw: Any) -> LogWriter:
     settings = {"queue_size": 100, "batch_max_rows": 10, "batch_window_s": 0.05} | kw
     return LogWriter(sink, lambda c: to_record(c, str), **settings)
 
@@ -98,21 +100,68 @@ def test_window_bounds_how_long_a_row_waits() -> None:
     assert 0.09 <= wait < 1.0
 
 
-def test_failed_writes_are_retried_then_counted_lost(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_logwriter, "_RETRY_DELAYS_S", (0.01, 0.01))
+class FlakyStore:
+    """A store that cannot be reached until ``down_s`` have passed, and refuses the rows
+    whose pair id is in ``refuse`` (as PostgreSQL refuses a NUL character) every time."""
 
-    async def go(fail_first: int) -> LogWriter:
-        w = writer(Sink(fail_first=fail_first))
+    def __init__(self, down_s: float = 0.0, refuse: frozenset[str] = frozenset()) -> None:
+        self.up_at = time.monotonic() + down_s
+        self.refuse = refuse
+        self.rows: list[str] = []
+        self.attempts = 0
+
+    def __call__(self, rows: Sequence[TrafficRecord]) -> int:
+        self.attempts += 1
+        if time.monotonic() < self.up_at:
+            raise StoreError("The store cannot be used right now: connection refused.")
+        if any(r.pair_id in self.refuse for r in rows):
+            raise ValueError("A string literal cannot contain NUL (0x00) characters.")
+        new = [r.pair_id for r in rows if r.pair_id not in self.rows]  # skips stored rows
+        self.rows += new
+        return len(new)
+
+
+def _write_all(store: FlakyStore, n: int, **kw: Any) -> LogWriter:
+    async def go() -> LogWriter:
+        w = writer(store, batch_max_rows=100, **kw)
         w.start()
-        for i in range(3):
+        for i in range(n):
             w.submit(call(i))
         await w.close()
         return w
 
-    w = asyncio.run(go(2))
-    assert (w.written, w.write_errors, w.lost) == (3, 2, 0)
-    w = asyncio.run(go(5))
-    assert (w.written, w.write_errors, w.lost) == (0, 3, 3)
+    return asyncio.run(go())
+
+
+def test_an_unreachable_store_is_waited_for_and_nothing_is_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_logwriter, "_FIRST_DELAY_S", 0.02)
+    monkeypatch.setattr(_logwriter, "_MAX_DELAY_S", 0.1)
+    store = FlakyStore(down_s=0.6)  # a database restart
+    w = _write_all(store, 60, retry_s=5.0)
+    assert store.rows == [f"p{i}" for i in range(60)]  # each once, in order
+    assert (w.written, w.lost) == (60, 0)
+    assert w.write_errors >= 3 and store.attempts > w.write_errors
+
+
+def test_a_store_down_longer_than_the_retry_time_loses_the_rows_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_logwriter, "_FIRST_DELAY_S", 0.02)
+    store = FlakyStore(down_s=30.0)
+    w = _write_all(store, 30, retry_s=0.1)
+    assert (w.written, w.lost, store.rows) == (0, 30, [])
+    lost = [r.getMessage() for r in caplog.records if "lost" in r.getMessage()]
+    assert sum(int(m.split()[0]) for m in lost) == 30  # 25 + 5: two chunks
+    assert "unreachable for 0.1 s" in lost[0]
+
+
+def test_a_row_the_database_refuses_loses_only_that_row() -> None:
+    store = FlakyStore(refuse=frozenset({"p7"}))
+    w = _write_all(store, 30)
+    assert store.rows == [f"p{i}" for i in range(30) if i != 7]
+    assert (w.written, w.lost) == (29, 1)
 
 
 def test_a_slow_store_does_not_block_submitters() -> None:
@@ -134,3 +183,14 @@ def test_a_slow_store_does_not_block_submitters() -> None:
     w, spent = asyncio.run(go())
     assert spent < 0.5  # the store was stuck the whole time
     assert w.dropped > 0 and w.accepted + w.dropped == 200 and w.written == w.accepted
+
+
+def test_a_nul_character_in_an_answer_does_not_cost_the_row() -> None:
+    """PostgreSQL refuses NUL in text ("text fields cannot contain NUL (0x00) bytes"), which
+    lost whole batches there: the row keeps the answer with U+FFFD in its place."""
+    c = call(0)
+    c.content = b'{"choices": [{"message": {"content": "a\\u0000b"}}], "model": "m\\u0000"}'
+    c.body = {"model": None, "messages": [{"role": "user", "content": "x\u0000y"}]}
+    record = to_record(c, str)
+    assert (record.response, record.model) == ("a\ufffdb", "m\ufffd")
+    assert record.request["messages"][0]["content"] == "x\u0000y"  # JSON escapes it

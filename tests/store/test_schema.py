@@ -40,6 +40,18 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "indexes": ["ix_fingerprint_looks_canary_ts (canary, ts)"],
         "unique": [],
     },
+    "job_leases": {
+        "columns": [
+            "name TEXT NOT NULL",
+            "holder TEXT NOT NULL",
+            "acquired_at DATETIME NOT NULL",
+            "expires_at DATETIME NOT NULL",
+        ],
+        "primary_key": "pk_job_leases (name)",
+        "foreign_keys": [],
+        "indexes": [],
+        "unique": [],
+    },
     "online_scores": {
         "columns": [
             "id INTEGER NOT NULL",
@@ -371,7 +383,7 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 7
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 8
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
@@ -383,6 +395,7 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
         (5, "m005_review"),
         (6, "m006_review_sessions"),
         (7, "m007_fingerprint_looks"),
+        (8, "m008_job_leases"),
     ]
 
 
@@ -502,7 +515,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 7
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 8
 
 
 def add_note(conn: Connection) -> None:

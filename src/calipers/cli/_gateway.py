@@ -149,7 +149,7 @@ def gateway_cmd(obj: Context, /, config_file: Path | None, **flags: Any) -> None
 
         load_reference(config.fingerprint_canary.reference)  # a clear error before serving
     check_port(flags["host"], flags["port"])
-    with Store.open(obj.store_url) as store:
+    with Store.open(obj.store_url, max_connections=config.store_connections) as store:
         obj.err.print(_banner(config, flags["host"], flags["port"], store.url), markup=False)
         serve(
             config,

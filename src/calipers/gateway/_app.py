@@ -63,7 +63,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         mine = store is None
-        opened = Store.open(store_url) if store is None else store
+        opened = (
+            Store.open(store_url, max_connections=config.store_connections)
+            if store is None
+            else store
+        )
         gateway = Gateway(
             config, opened, baseline_api_key=baseline_api_key, candidate_api_key=candidate_api_key
         )
@@ -107,7 +111,11 @@ def create_app(
     @app.post("/calipers/feedback")
     async def feedback(request: Request) -> Response:
         gateway = gateway_of(request)
-        return await record_feedback(request, gateway.store, gateway.arms, gateway.redact)
+        # another replica may still hold the row: its batch window, and time to write it
+        wait_s = gateway.config.batch_window_ms / 1000.0 + 2.0
+        return await record_feedback(
+            request, gateway.store, gateway.arms, gateway.redact, wait_s=wait_s
+        )
 
     @app.get("/calipers/stats")
     async def stats(request: Request) -> Response:

@@ -72,10 +72,17 @@ def _error(call: Call, parsed: Parsed | None, redact: Redact) -> str | None:
     return None
 
 
+def _storable(text: str | None) -> str | None:
+    """``text`` without NUL characters, which PostgreSQL cannot store in a text column (the
+    whole batch would be refused): each becomes U+FFFD, on every store alike."""
+    return text.replace("\x00", "\ufffd") if text is not None and "\x00" in text else text
+
+
 def to_record(call: Call, redact: Redact, salt: str = "calipers") -> TrafficRecord:
     """The row to store for ``call``, with its request and answer redacted and the body's
     ``user`` field replaced by its salted hash; any piece (8+ characters) of a key the
-    request carried is removed too."""
+    request carried is removed too. NUL characters in the answer's text become U+FFFD (the
+    JSON of the request keeps them, escaped)."""
     redact = with_secrets(redact, call.secrets)
     parsed = call.parse()
     model = call.body.get("model") if isinstance(call.body, dict) else None
@@ -89,13 +96,13 @@ def to_record(call: Call, redact: Redact, salt: str = "calipers") -> TrafficReco
         upstream=call.upstream,
         ts=call.ts,
         user_key_hash=call.user_key_hash,
-        model=model if isinstance(model, str) else (parsed.model if parsed else None),
+        model=_storable(model if isinstance(model, str) else (parsed.model if parsed else None)),
         stream=call.stream,
         request=_request_json(call, redact, salt),
-        response=redact(text) if text is not None else None,
-        finish_reason=parsed.finish_reason if parsed else None,
+        response=_storable(redact(text)) if text is not None else None,
+        finish_reason=_storable(parsed.finish_reason) if parsed else None,
         status=call.status,
-        error=_error(call, parsed, redact),
+        error=_storable(_error(call, parsed, redact)),
         latency_ms=call.latency_ms,
         ttft_ms=call.ttft_ms,
         input_tokens=parsed.input_tokens if parsed else None,

@@ -42,8 +42,8 @@ class FingerprintCanaryConfig(BaseModel):
     """The fingerprint (JSON) written by ``calipers fingerprint record``."""
     upstream: Literal["baseline", "candidate"] = "baseline"
     every: float = Field(3600.0, gt=0)
-    """Seconds between looks; ``1h``, ``30m`` and the like are read too. The first look is
-    taken when the gateway starts."""
+    """Seconds between looks; ``1h``, ``30m`` and the like are read too. A look is due
+    ``every`` after the last one stored (at start-up when none is)."""
     model: str | None = None
     """The ``model`` field of the probe requests. Default: the reference's model, without
     its provider (``openai:gpt-4o-mini`` sends ``gpt-4o-mini``)."""
@@ -55,8 +55,12 @@ class FingerprintCanaryConfig(BaseModel):
     """The chance of ever raising a false alarm, however many looks."""
     timeout_s: float = Field(120.0, gt=0)
     """Deadline of each probe request; a look with a probe past it is a failed look."""
+    lease_s: float = Field(30.0, gt=0)
+    """Several gateway replicas on one store: one of them, the holder of a lease in the store,
+    takes the looks; it renews the lease every third of this, and when it dies another
+    replica takes over after at most this long (``30s``, ``1m`` are read too)."""
 
-    @field_validator("every", mode="before")
+    @field_validator("every", "lease_s", mode="before")
     @classmethod
     def _duration(cls, v: Any) -> Any:
         if isinstance(v, str):
@@ -111,6 +115,12 @@ class GatewayConfig(BaseModel):
     log_queue_size: int = Field(20_000, ge=1)
     batch_window_ms: float = Field(200.0, gt=0)
     batch_max_rows: int = Field(500, ge=1)
+    log_retry_s: float = Field(60.0, ge=0)
+    """How long a batch of log rows is retried while the store cannot be reached (a database
+    restart, a lost connection) before its rows are counted as lost."""
+    store_connections: int = Field(5, ge=1)
+    """Connections to a PostgreSQL store this gateway process holds at most (replicas ×
+    this must stay under the server's ``max_connections``); SQLite ignores it."""
     breaker_failures: int = Field(5, ge=1)
     """Consecutive candidate failures (errors, timeouts, invalid bodies, canary calls past the
     first-byte deadline) that open the breaker."""

@@ -118,7 +118,7 @@ class Gateway:
         self.log = LogWriter(
             self.store.add_traffic, lambda call: to_record(call, redact, cfg.salt),
             queue_size=cfg.log_queue_size, batch_max_rows=cfg.batch_max_rows,
-            batch_window_s=cfg.batch_window_ms / 1000.0,
+            batch_window_s=cfg.batch_window_ms / 1000.0, retry_s=cfg.log_retry_s,
         )  # fmt: skip
         self.log.start()
         self.shadow: Shadow | None = None

@@ -3,13 +3,18 @@
 of the arm that served it, where ``calipers ab`` and ``calipers monitor`` read it.
 
 Feedback is its own request, never on the user path of a completion; it is written at once
-(one row), not batched.
+(one row), not batched. Behind a load balancer, feedback may reach another replica than the
+one that served the answer, before that replica's log writer has stored the row: a request
+id of the gateway's form that is found nowhere yet is looked up again for a little while
+(``wait_s``) before it is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
+import time
 from collections import OrderedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -22,6 +27,7 @@ from calipers.store import OnlineScoreRecord, Store, TrafficRole
 __all__ = ["FEEDBACK_SCORER", "Feedback", "ServedArms", "record_feedback"]
 
 FEEDBACK_SCORER = "feedback"
+_GATEWAY_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex, as the gateway makes them
 
 
 class Feedback(BaseModel):
@@ -74,12 +80,28 @@ def _stored_arm(store: Store, pair_id: str) -> TrafficRole | None:
     return served[0].role if served else None
 
 
+async def _arm(store: Store, arms: ServedArms, pair_id: str, wait_s: float) -> TrafficRole | None:
+    """The arm that served ``pair_id``: this replica's memory, else the store, asked again
+    for up to ``wait_s`` (another replica may not have written its row yet)."""
+    role = arms.get(pair_id)
+    if role is not None:
+        return role
+    give_up = time.monotonic() + (wait_s if _GATEWAY_ID.fullmatch(pair_id) else 0.0)
+    delay = 0.05
+    while True:
+        role = await asyncio.to_thread(_stored_arm, store, pair_id)
+        if role is not None or time.monotonic() + delay > give_up:
+            return role
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "invalid_feedback"}}, status)
 
 
 async def record_feedback(
-    request: Request, store: Store, arms: ServedArms, redact: Redact
+    request: Request, store: Store, arms: ServedArms, redact: Redact, *, wait_s: float = 0.0
 ) -> JSONResponse:
     try:
         fb = Feedback.model_validate_json(await request.body())
@@ -92,7 +114,7 @@ async def record_feedback(
             f"Bad feedback ({where}). Send JSON like "
             '{"request_id": "<x-calipers-request-id>", "score": 1}.',
         )
-    role = arms.get(fb.request_id) or await asyncio.to_thread(_stored_arm, store, fb.request_id)
+    role = await _arm(store, arms, fb.request_id, wait_s)
     if role is None:
         return _error(
             404,

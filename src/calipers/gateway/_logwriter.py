@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from calipers.errors import StoreError
 from calipers.gateway._calls import Call
 from calipers.store import TrafficRecord
 
@@ -24,7 +25,8 @@ __all__ = ["LogWriter"]
 
 _log = logging.getLogger("calipers.gateway")
 _STOP = object()
-_RETRY_DELAYS_S = (0.5, 2.0)
+_FIRST_DELAY_S = 0.25
+_MAX_DELAY_S = 5.0
 _CHUNK_ROWS = 25
 
 WriteRows = Callable[[Sequence[TrafficRecord]], int]
@@ -40,12 +42,14 @@ class LogWriter:
         queue_size: int,
         batch_max_rows: int,
         batch_window_s: float,
+        retry_s: float = 60.0,
     ) -> None:
         self._write = write
         self._to_record = to_record
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=queue_size)
         self._max_rows = batch_max_rows
         self._window_s = batch_window_s
+        self._retry_s = retry_s
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.accepted = 0
@@ -104,31 +108,57 @@ class LogWriter:
                 return
 
     async def _write_batch(self, batch: list[Call]) -> None:
-        for attempt in range(len(_RETRY_DELAYS_S) + 1):
-            try:
-                self.written += await asyncio.to_thread(self._convert_and_write, batch)
-                return
-            except Exception as e:  # a broken log must never take the gateway down
-                self.write_errors += 1
-                _log.warning("writing %d gateway log rows failed: %s", len(batch), e)
-                if attempt < len(_RETRY_DELAYS_S):
-                    await asyncio.sleep(_RETRY_DELAYS_S[attempt])
-        self.lost += len(batch)
-
-    def _convert_and_write(self, batch: list[Call]) -> int:
-        """Runs in a worker thread. ``time.sleep(0)`` after each row and each chunk hands the
-        GIL back to the event loop at once instead of after the switch interval, so users'
-        requests are not slowed down while a batch is converted. A chunk is one transaction;
-        writing a batch again after a failure is harmless (rows already stored are skipped)."""
-        records = []
-        for call in batch:
-            records.append(self._to_record(call))
-            time.sleep(0)
-        written = 0
+        records, refused = await asyncio.to_thread(self._convert, batch)
+        if refused:
+            self._lose(refused, "the call could not be turned into a log row")
         for i in range(0, len(records), _CHUNK_ROWS):
-            written += self._write(records[i : i + _CHUNK_ROWS])
+            await self._write_chunk(records[i : i + _CHUNK_ROWS])
+
+    async def _write_chunk(self, chunk: list[TrafficRecord]) -> None:
+        """Write one chunk (one transaction): wait out an unreachable store for up to
+        ``retry_s``; split a chunk the database refuses into single rows."""
+        delay, give_up = _FIRST_DELAY_S, time.monotonic() + self._retry_s
+        while True:
+            try:
+                self.written += await asyncio.to_thread(self._write, chunk)
+                return
+            except StoreError as e:  # unreachable: the rows wait, the queue fills meanwhile
+                self.write_errors += 1
+                if time.monotonic() + delay > give_up:
+                    self._lose(
+                        len(chunk), f"the store was unreachable for {self._retry_s:g} s: {e}"
+                    )
+                    return
+                _log.warning("writing %d gateway log rows failed, retrying: %s", len(chunk), e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _MAX_DELAY_S)
+            except Exception as e:  # the database refused something: find the row
+                self.write_errors += 1
+                if len(chunk) == 1:
+                    self._lose(1, f"pair {chunk[0].pair_id} ({chunk[0].role}): {e}")
+                    return
+                for record in chunk:
+                    await self._write_chunk([record])
+                return
+
+    def _lose(self, n: int, why: str) -> None:
+        self.lost += n
+        _log.error("%d gateway log row(s) lost: %s", n, why)
+
+    def _convert(self, batch: list[Call]) -> tuple[list[TrafficRecord], int]:
+        """Runs in a worker thread: the rows of ``batch``, and how many calls could not be
+        converted. ``time.sleep(0)`` after each row hands the GIL back to the event loop at
+        once instead of after the switch interval, so users' requests are not slowed down
+        while a batch is converted."""
+        records, refused = [], 0
+        for call in batch:
+            try:
+                records.append(self._to_record(call))
+            except Exception:  # a bug: the row is lost, the others are written
+                _log.exception("gateway log row %s (%s) could not be made", call.pair_id, call.role)
+                refused += 1
             time.sleep(0)
-        return written
+        return records, refused
 
     def snapshot(self) -> dict[str, int]:
         return {

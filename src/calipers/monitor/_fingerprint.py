@@ -98,8 +98,11 @@ async def take_fingerprint_look(
     canary: str = "fingerprint",
     design: CanaryDesign | None = None,
     concurrency: int = 8,
+    lease: tuple[str, str] | None = None,
 ) -> FingerprintLookRecord:
-    """Take one look now and store it (ok or failed); return the stored record."""
+    """Take one look now and store it (ok or failed); return the stored record. With
+    ``lease=(name, holder)`` it is stored only while ``holder`` holds that job lease, else
+    :class:`~calipers.store.JobLeaseLostError` (gateway replicas sharing one canary)."""
     d = design or CanaryDesign()
     ref = _reference(fp, d)
     ref_hash = fingerprint_hash(fp)
@@ -130,7 +133,7 @@ async def take_fingerprint_look(
             canary=canary, reference_hash=ref_hash, status="ok", model=model,
             completions=completions, design=design_dict, statistic=look.to_dict(),
         )  # fmt: skip
-    row_id = await asyncio.to_thread(store.add_fingerprint_look, record)
+    row_id = await asyncio.to_thread(store.add_fingerprint_look, record, lease=lease)
     return record.model_copy(update={"id": row_id})
 
 

@@ -11,6 +11,7 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
 
 from calipers.store._engine import default_sqlite_path
 from calipers.store._fingerprint import FingerprintLookRecord, LookStatus
+from calipers.store._lease import JobLease, JobLeaseLostError
 from calipers.store._rag import (
     MAX_RAG_CHARS,
     MAX_RAG_PASSAGES,
@@ -70,6 +71,8 @@ __all__ = [
     "AssignmentState",
     "FingerprintLookRecord",
     "ImportedJudgment",
+    "JobLease",
+    "JobLeaseLostError",
     "JudgmentRecord",
     "LeaseClosedError",
     "LeaseExpiredError",

@@ -98,8 +98,12 @@ def resolve_url(url: str | None) -> sa.URL:
     return parsed
 
 
-def create_engine(url: sa.URL) -> Engine:
-    """An engine for ``url``, checked by connecting once. Raises :class:`StoreError`."""
+def create_engine(url: sa.URL, *, max_connections: int | None = None) -> Engine:
+    """An engine for ``url``, checked by connecting once. Raises :class:`StoreError`.
+
+    On PostgreSQL a process holds at most ``max_connections`` connections to the server
+    (``None``: SQLAlchemy's default pool, 5 kept open plus up to 10 more while busy); a
+    thread that finds them all in use waits for one. SQLite ignores it."""
     shown = display_url(url)
     sqlite = url.get_backend_name() == "sqlite"
     if sqlite and url.database not in (None, "", ":memory:"):
@@ -123,6 +127,8 @@ def create_engine(url: sa.URL) -> Engine:
     kwargs: dict[str, Any] = (
         {} if sqlite else {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
     )
+    if max_connections is not None and not sqlite:
+        kwargs |= {"pool_size": max_connections, "max_overflow": 0}
     try:
         engine = sa.create_engine(url, **kwargs)
     except ImportError as e:
@@ -224,10 +230,15 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def _translated(engine: Engine) -> Iterator[None]:
-    """Turn a lost connection or a lock held too long into a :class:`StoreError`."""
+    """Turn a lost connection, a server that cannot be reached or a lock held too long into
+    a :class:`StoreError` (what a caller may retry later)."""
     try:
         yield
-    except sa.exc.OperationalError as e:
+    except sa.exc.DBAPIError as e:
+        # OperationalError: the server is down or refused; a cut connection (the server
+        # restarted, or an administrator ended the session) can surface as another class.
+        if not (isinstance(e, sa.exc.OperationalError) or e.connection_invalidated):
+            raise
         raise StoreError(
             f"The store {display_url(engine.url)} cannot be used right now: {_reason(e)}.",
             hint="Another process may be holding it, or the database server is down; retry.",

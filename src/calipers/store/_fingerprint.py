@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from calipers._util.clock import utc_now
 from calipers.store._engine import read_transaction, write_transaction
+from calipers.store._lease import check_job_lease
 from calipers.store._records import _as_utc
 from calipers.store._schema import fingerprint_looks
 
@@ -50,14 +51,21 @@ class FingerprintStore:
 
     _engine: Engine
 
-    def add_fingerprint_look(self, record: FingerprintLookRecord) -> int:
-        """Store one look; return its row id."""
+    def add_fingerprint_look(
+        self, record: FingerprintLookRecord, *, lease: tuple[str, str] | None = None
+    ) -> int:
+        """Store one look; return its row id. With ``lease=(name, holder)`` the look is stored
+        only if ``holder`` still holds that lease (checked in the same transaction), else
+        :class:`~calipers.store.JobLeaseLostError`: a gateway replica that lost the canary's
+        lease mid-look does not add a second look beside its successor's."""
         if record.status == "ok" and record.statistic is None:
             raise ValueError("an ok look needs its statistic")
         if record.status == "failed" and (record.statistic is not None or not record.error):
             raise ValueError("a failed look has an error and no statistic")
         row = record.model_dump(exclude={"id"})
         with write_transaction(self._engine) as conn:
+            if lease is not None:
+                check_job_lease(conn, *lease)
             stmt = fingerprint_looks.insert().values(**row).returning(fingerprint_looks.c.id)
             return int(conn.execute(stmt).scalar_one())
 
@@ -73,6 +81,17 @@ class FingerprintStore:
             stmt = stmt.where(fingerprint_looks.c.reference_hash == reference_hash)
         with read_transaction(self._engine) as conn:
             return [FingerprintLookRecord.model_validate(r._asdict()) for r in conn.execute(stmt)]
+
+    def last_fingerprint_look(self, canary: str, reference_hash: str) -> datetime | None:
+        """When the latest look of ``canary`` against that reference was stored (``None``:
+        none yet): where a replica taking the canary over continues the schedule."""
+        stmt = sa.select(sa.func.max(fingerprint_looks.c.ts)).where(
+            fingerprint_looks.c.canary == canary,
+            fingerprint_looks.c.reference_hash == reference_hash,
+        )
+        with read_transaction(self._engine) as conn:
+            found = conn.execute(stmt).scalar()
+        return _as_utc(found) if isinstance(found, datetime) else None
 
     def fingerprint_canaries(self) -> list[tuple[str, str]]:
         """``(canary, reference_hash)`` of every canary with a stored look, by first look."""

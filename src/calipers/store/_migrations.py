@@ -323,6 +323,21 @@ def m007_fingerprint_looks(conn: Connection) -> None:
     md.create_all(conn, checkfirst=False)
 
 
+def m008_job_leases(conn: Connection) -> None:
+    """Leases: which of several processes (gateway replicas on one database) does a job that
+    must be done once, such as the fingerprint canary's looks."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    sa.Table(
+        "job_leases",
+        md,
+        sa.Column("name", sa.Text, primary_key=True),
+        sa.Column("holder", sa.Text, nullable=False),
+        sa.Column("acquired_at", UTCDateTime, nullable=False),
+        sa.Column("expires_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn, checkfirst=False)
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_traffic,
@@ -331,6 +346,7 @@ MIGRATIONS: list[Migration] = [
     m005_review,
     m006_review_sessions,
     m007_fingerprint_looks,
+    m008_job_leases,
 ]
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "NAMING_CONVENTION",
     "SAMPLE_KEY_COLUMNS",
     "fingerprint_looks",
+    "job_leases",
     "metadata",
     "online_scores",
     "raters",
@@ -297,3 +298,14 @@ fingerprint_looks = sa.Table(
 """One look of a fingerprint canary (``docs/fingerprint-canary.md``): what the model answered
 (probe id -> completions; partial for a failed look), the look's statistic (ok looks only),
 the test's design (alpha, the reference's calibration half), and why a look failed."""
+
+job_leases = sa.Table(
+    "job_leases",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),
+    sa.Column("acquired_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+)
+"""Who among several processes does a job (a gateway replica running the fingerprint canary),
+until when unless renewed (``calipers.store._lease``)."""

@@ -29,6 +29,7 @@ from calipers.store._engine import (
     write_transaction,
 )
 from calipers.store._fingerprint import FingerprintStore
+from calipers.store._lease import JobLeaseStore
 from calipers.store._migrations import migrate
 from calipers.store._records import (
     RUN_STATUSES,
@@ -61,7 +62,7 @@ _LIST_HINT = "`calipers runs` lists stored runs."
 _CHUNK = 500
 
 
-class Store(ReviewStore, ReviewPeopleStore, FingerprintStore):
+class Store(ReviewStore, ReviewPeopleStore, FingerprintStore, JobLeaseStore):
     """Persistent results. Open with :meth:`Store.open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, engine: Engine) -> None:
@@ -70,14 +71,17 @@ class Store(ReviewStore, ReviewPeopleStore, FingerprintStore):
         """The database URL, password masked: safe to print."""
 
     @classmethod
-    def open(cls, url: str | None = None) -> Store:
+    def open(cls, url: str | None = None, *, max_connections: int | None = None) -> Store:
         """Open (creating and migrating when needed) the store at ``url``.
 
         ``None`` means the SQLite file ``$CALIPERS_HOME/calipers.db``, or
         ``./.calipers/calipers.db`` without ``CALIPERS_HOME``. A plain path is a SQLite file;
         otherwise ``sqlite:///...`` or ``postgresql+psycopg://user:password@host/db``.
+        ``max_connections`` caps this process's connections to a PostgreSQL server (default:
+        up to 15); several processes on one server need theirs to add up to less than its
+        ``max_connections``.
         """
-        engine = create_engine(resolve_url(url))
+        engine = create_engine(resolve_url(url), max_connections=max_connections)
         try:
             migrate(engine)
         except BaseException:
