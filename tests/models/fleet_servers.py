@@ -22,6 +22,7 @@ class FakeServer:
     model_id: str = "fleet-model"
     delay_s: float = 0.02
     capacity: int | None = None
+    refuse_first: int = 0  # answer this many requests 429 first
     meta: dict[str, Any] | None = None
     in_flight: int = 0
     peak: int = 0  # most requests being answered at once (429s not counted)
@@ -53,7 +54,8 @@ class FakeServer:
         return app
 
     async def _answer(self, text: str, *, chat: bool) -> Any:
-        if self.capacity is not None and self.in_flight >= self.capacity:
+        full = self.capacity is not None and self.in_flight >= self.capacity
+        if full or self.throttled < self.refuse_first:
             self.throttled += 1
             return JSONResponse({"error": {"message": "too many requests"}}, status_code=429)
         self.in_flight += 1
@@ -70,8 +72,12 @@ class FakeServer:
             "usage": {"prompt_tokens": 2, "completion_tokens": 2},
         }
 
-    def start(self) -> FakeServer:
-        self.thread = ServerThread(self.app(), graceful_s=1).start()
+    def start(self, port: int | None = None) -> FakeServer:
+        """Serve on a free port, or on ``port`` (a server that comes back)."""
+        thread = ServerThread(self.app(), graceful_s=1)
+        if port is not None:
+            thread.port = thread.server.config.port = port
+        self.thread = thread.start()
         return self
 
     @property
@@ -81,4 +87,10 @@ class FakeServer:
 
     def stop(self) -> None:
         if self.thread is not None and self.thread.thread.is_alive():
+            self.thread.stop()
+
+    def kill(self) -> None:
+        """Stop at once: requests in flight lose their connection, new ones are refused."""
+        if self.thread is not None and self.thread.thread.is_alive():
+            self.thread.server.force_exit = True
             self.thread.stop()

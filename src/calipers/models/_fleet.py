@@ -254,8 +254,8 @@ class FleetModel(ModelProvider):
     async def _acquire(self) -> _Endpoint:
         """The least loaded endpoint with room (waiting for one); raises when all are down."""
         cond = self._condition()
-        async with cond:
-            while True:
+        while True:
+            async with cond:
                 now = time.monotonic()
                 self._start_probes(now)
                 ready = [e for e in self.endpoints if e.state.has_room()]
@@ -263,19 +263,18 @@ class FleetModel(ModelProvider):
                     ep = min(ready, key=lambda e: (e.state.load(), e.state.in_flight))
                     ep.state.in_flight += 1
                     return ep
+                all_down = not any(e.state.health == "up" or e.probing for e in self.endpoints)
+                if not all_down:
+                    down = [
+                        e.state.retry_at - now for e in self.endpoints if e.state.health == "down"
+                    ]
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(cond.wait(), max(0.05, min(down)) if down else None)
+            if all_down:  # one more look at each before giving up
+                await self._probe_all()
+                await self._notify()
                 if not any(e.state.health == "up" or e.probing for e in self.endpoints):
-                    cond.release()
-                    try:
-                        await self._probe_all()
-                    finally:
-                        await cond.acquire()
-                    if not any(e.state.health == "up" for e in self.endpoints):
-                        raise self._all_down({e.url: e.state.why_down for e in self.endpoints})
-                    continue
-                down = [e.state.retry_at - now for e in self.endpoints if e.state.health == "down"]
-                wait = max(0.05, min(down)) if down else None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(cond.wait(), wait)
+                    raise self._all_down({e.url: e.state.why_down for e in self.endpoints})
 
     def _start_probes(self, now: float) -> None:
         for ep in self.endpoints:
@@ -306,7 +305,8 @@ class FleetModel(ModelProvider):
         ep.state.back_up()
 
     async def _probe_all(self) -> None:
-        await asyncio.gather(*(self._probe(e) for e in self.endpoints if e.state.health == "down"))
+        down = [e for e in self.endpoints if e.state.health == "down" and not e.probing]
+        await asyncio.gather(*(self._probe(e) for e in down))
 
     def _all_down(self, why: dict[str, str]) -> ModelLoadError:
         lines = "; ".join(f"{url}: {reason}" for url, reason in why.items())

@@ -56,6 +56,7 @@ class EndpointWindow:
     cooldown_s: float = COOLDOWN_S
     retry_at: float = 0.0  # when a down endpoint may be probed (time.monotonic())
     why_down: str = ""
+    latency_factor: float = LATENCY_FACTOR
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=BASELINE_N))
     # counts, for the fleet's summary
     served: int = 0
@@ -88,7 +89,7 @@ class EndpointWindow:
         base = self.baseline()
         if latency_s is not None:
             self.latencies.append(latency_s)
-        if base is not None and latency_s is not None and latency_s > LATENCY_FACTOR * base:
+        if base is not None and latency_s is not None and latency_s > self.latency_factor * base:
             self.cut(epoch)
         else:
             self.window = min(float(self.cap), self.window + 1.0 / self.window)
