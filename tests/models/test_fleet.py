@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from calipers.errors import ConfigError, ModelLoadError, ResumeError
@@ -22,6 +25,7 @@ from calipers.models._fleet_window import BETA, EndpointWindow
 from calipers.runner import RunConfig, aresume, arun
 from calipers.store import Store
 from calipers.types import ChatMessage, GenerateParams, ModelRequest
+from tests.models.conftest import SERVER_START_TIMEOUT_S, free_port
 from tests.models.fleet_servers import FakeServer
 
 N_ITEMS = 60
@@ -367,3 +371,69 @@ def test_an_endpoint_down_at_the_start_is_probed_back_in(servers: list[FakeServe
     asyncio.run(flood(model, 40, parallel=8))
     assert back.served > 0
     assert model.summary()[1]["health"] == "up"
+
+
+# -- two real llama_cpp.server processes ---------------------------------------------------------
+
+
+def _llama_server(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+        "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "1024",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while True:
+        assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
+        try:
+            if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "llama_cpp.server did not start"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_two_llama_servers_one_killed_mid_run(
+    smollm2_path: Path, items: Path, tmp_path: Path
+) -> None:
+    procs = [_llama_server(smollm2_path, tmp_path / f"server{i}.log") for i in range(2)]
+    try:
+        (victim, _), (_, _) = procs
+        cfg = RunConfig(
+            model="openai:smollm2",
+            tasks=(str(items),),
+            use_cache=False,
+            max_tokens=4,
+            temperature=0.0,
+            limit=16,
+            model_options=ModelOptions(
+                fleet=tuple(FleetEndpoint(url=u, max_concurrency=2) for _, u in procs)
+            ),
+        )
+        provider = resolve_model(cfg.model, cfg.model_options)
+        assert isinstance(provider, FleetModel)
+        ident = provider.identity()  # both serve the bundled GGUF, named by its path
+        assert ident.api_model and ident.api_model.endswith(".gguf")
+        with Store.open(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+            killer = when(
+                lambda: provider.endpoints[0].state.served >= 3,
+                victim.kill,
+            )
+            result = asyncio.run(arun(cfg, store, provider=provider))
+            killer.join()
+            rows = store.get_samples(result.run_id)
+        assert result.status == "finished"
+        assert sorted(r.sample_id for r in rows) == sorted(f"i{i}" for i in range(16))
+        assert [r.error for r in rows if r.error] == []
+        assert all(r.scores is not None for r in rows)
+        assert provider.summary()[0]["went_down"] == 1
+        assert provider.summary()[1]["served"] >= 16 - provider.summary()[0]["served"]
+    finally:
+        for proc, _ in procs:
+            proc.kill()
+            proc.wait(timeout=30)

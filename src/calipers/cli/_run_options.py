@@ -105,8 +105,8 @@ RUN_OPTIONS: dict[str, RunOption] = {
         field="model_options.base_url",
         metavar="URL",
         multiple=True,
-        help="OpenAI-compatible server, e.g. .../v1; several: a fleet of one model's servers, "
-        "requests spread over them (docs/fleet.md)",
+        help="OpenAI-compatible server, e.g. .../v1; given several times: a fleet of one "
+        "model's servers, requests spread over them (docs/fleet.md)",
         into=_base_urls,
     ),
     "fleet": _o(
@@ -116,8 +116,8 @@ RUN_OPTIONS: dict[str, RunOption] = {
         unset="none",
         type=click.Path(dir_okay=False),
         multiple=False,
-        help="YAML list of one model's servers (url, api_key_env, max_concurrency; "
-        "docs/fleet.md); --concurrency bounds each",
+        help="Servers of one model, requests spread over them (openai; docs/fleet.md), from a "
+        "YAML list of url, api_key_env, max_concurrency; --concurrency bounds each",
         into=_fleet_file,
     ),
     "api_key_env": _o("--api-key-env", field="model_options.api_key_env", metavar="VAR"),

@@ -40,12 +40,11 @@ class ModelOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str | None = Field(
-        None, description="OpenAI-compatible server, e.g. .../v1 (several: a fleet)"
+    base_url: str | None = Field(None, description="OpenAI-compatible server, e.g. .../v1")
+    # how requests are made, not what is measured: a resumed run may use another fleet
+    fleet: tuple[FleetEndpoint, ...] = Field(
+        (), description="Servers of one model, requests spread over them (openai; docs/fleet.md)"
     )
-    # several servers of one model (openai): requests spread over them (docs/fleet.md); how
-    # requests are made, not what is measured, so a resumed run may use another fleet
-    fleet: tuple[FleetEndpoint, ...] = ()
     api_key_env: str = Field(  # the *name* of the variable; the key is never stored
         "OPENAI_API_KEY", description="Environment variable holding the API key"
     )
