@@ -103,6 +103,10 @@ def _describe(served: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in served.items())
 
 
+class _Down(Exception):
+    """An endpoint did not answer ``GET /models`` (why, in a few words)."""
+
+
 @dataclass
 class _Endpoint:
     url: str
@@ -173,10 +177,8 @@ class FleetModel(ModelProvider):
             for ep in self.endpoints:
                 try:
                     served[ep.url] = self._ask_sync(ep)
-                except ModelLoadError as e:
-                    if "Is the server running?" not in e.message:
-                        raise  # a refused key: the user must fix it, not fail over
-                    unreachable[ep.url] = e.message
+                except _Down as e:
+                    unreachable[ep.url] = str(e)
             if not served:
                 raise self._all_down(unreachable)
             self._served = _agree(served)
@@ -201,7 +203,7 @@ class FleetModel(ModelProvider):
         try:
             resp = httpx.get(f"{ep.url}/models", headers=ep.model._headers(), timeout=timeout)
         except httpx.TransportError as e:
-            raise ep.model._unreachable(e) from None
+            raise _Down(f"{type(e).__name__}: {e}") from None
         return self._read_models(ep, resp)
 
     async def _ask(self, ep: _Endpoint) -> dict[str, str]:
@@ -210,7 +212,7 @@ class FleetModel(ModelProvider):
             async with httpx.AsyncClient(timeout=timeout) as client:
                 resp = await client.get(f"{ep.url}/models", headers=ep.model._headers())
         except httpx.TransportError as e:
-            raise ep.model._unreachable(e) from None
+            raise _Down(f"{type(e).__name__}: {e}") from None
         return self._read_models(ep, resp)
 
     def _read_models(self, ep: _Endpoint, resp: httpx.Response) -> dict[str, str]:
@@ -293,8 +295,8 @@ class FleetModel(ModelProvider):
         ep.probing = True
         try:
             served = await self._ask(ep)
-        except ModelLoadError as e:
-            ep.state.down(time.monotonic(), e.message)
+        except _Down as e:
+            ep.state.down(time.monotonic(), str(e))
             return
         finally:
             ep.probing = False
@@ -364,12 +366,12 @@ class FleetModel(ModelProvider):
         reason = f"{ep.url}: {e}"
         if last.outcome == "refused":
             if ep.state.health == "up":
-                ep.state.down(time.monotonic(), f"connection refused ({e})")
+                ep.state.down(time.monotonic(), "connection refused")
             return f"{ep.url} is down, retrying on another endpoint", 0.0
         if last.outcome == "rate_limited":
             ep.state.throttled(epoch)
         elif ep.state.failed(epoch, timeout=last.outcome == "timeout") and ep.state.health == "up":
-            ep.state.down(time.monotonic(), f"{ep.state.failures} failures in a row ({e})")
+            ep.state.down(time.monotonic(), f"{ep.state.failures} failures in a row, the last: {e}")
             return f"{ep.url} is down after repeated failures, retrying elsewhere", 0.0
         if last.outcome == "dropped":
             return reason, 0.0
