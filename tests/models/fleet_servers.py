@@ -23,6 +23,7 @@ class FakeServer:
     delay_s: float = 0.02
     capacity: int | None = None
     refuse_first: int = 0  # answer this many requests 429 first
+    bad_request: bool = False  # answer every request 400 (the request is wrong, not the server)
     meta: dict[str, Any] | None = None
     in_flight: int = 0
     peak: int = 0  # most requests being answered at once (429s not counted)
@@ -54,6 +55,8 @@ class FakeServer:
         return app
 
     async def _answer(self, text: str, *, chat: bool) -> Any:
+        if self.bad_request:
+            return JSONResponse({"error": {"message": "max_tokens is too large"}}, status_code=400)
         full = self.capacity is not None and self.in_flight >= self.capacity
         if full or self.throttled < self.refuse_first:
             self.throttled += 1

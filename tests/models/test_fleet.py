@@ -18,9 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from calipers.errors import ConfigError, ModelLoadError, ResumeError
+from calipers.errors import ConfigError, ModelCallError, ModelLoadError, ResumeError
 from calipers.models import FleetEndpoint, ModelOptions, resolve_model, track_calls
 from calipers.models._fleet import FleetModel
+from calipers.models._fleet_identity import served_model
 from calipers.models._fleet_window import BETA, EndpointWindow
 from calipers.runner import RunConfig, aresume, arun
 from calipers.store import Store
@@ -275,6 +276,34 @@ def test_same_name_other_weights_are_refused(servers: list[FakeServer]) -> None:
     (c,) = start(servers, 1, meta={"n_params": 134515008, "n_vocab": 49152})
     ident = fleet([a, c]).identity()
     assert ident.extra["served.meta.n_params"] == "134515008"
+
+
+def test_what_vllm_and_llama_cpp_say_about_the_weights_is_compared() -> None:
+    vllm = {"data": [{"id": "chat", "root": "/models/llama-3-8b", "max_model_len": 8192}]}
+    assert served_model(vllm, "chat") == {"id": "chat", "root": "/models/llama-3-8b"}
+    several = {"data": [{"id": "a"}, {"id": "b"}]}
+    assert served_model(several, "b") == {"id": "b"}
+    assert served_model(several, "c") == {"models": "a, b"}
+    assert served_model(None, "c") == {"models": "(none listed)"}
+
+
+def test_the_first_request_checks_the_identity(servers: list[FakeServer]) -> None:
+    (a,) = start(servers, 1)
+    (b,) = start(servers, 1, model_id="other-model")
+    with pytest.raises(ConfigError, match="do not serve the same model"):
+        asyncio.run(flood(fleet([a, b]), 1, parallel=1))
+    assert a.served == b.served == 0
+
+
+def test_a_rejected_request_is_not_retried_elsewhere(servers: list[FakeServer]) -> None:
+    (bad,) = start(servers, 1, bad_request=True)
+    (good,) = start(servers, 1)
+    model = fleet([bad, good])
+    model.endpoints[1].state.in_flight = 8  # full: the request goes to ``bad``
+    with track_calls() as calls, pytest.raises(ModelCallError, match="max_tokens is too large"):
+        asyncio.run(model.generate(ask("q")))
+    assert calls.retries == 0 and good.served == 0
+    assert model.summary()[0]["health"] == "up"
 
 
 def test_identity_does_not_name_the_endpoints(servers: list[FakeServer]) -> None:

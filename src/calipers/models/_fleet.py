@@ -44,6 +44,7 @@ import httpx
 from calipers.errors import ConfigError, ModelCallError, ModelLoadError
 from calipers.models._base import FleetEndpoint, ModelOptions, ModelProvider
 from calipers.models._calls import Retry, current_calls
+from calipers.models._fleet_identity import agree, describe, served_model
 from calipers.models._fleet_window import EndpointWindow
 from calipers.models._openai import MAX_DELAY_S, Attempt, OpenAIModel
 from calipers.types import (
@@ -60,10 +61,11 @@ from calipers.types import (
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "FleetModel", "fleet_from_spec"]
 
 DEFAULT_MAX_CONCURRENCY = 8
-_RICHER = ("root", "parent")  # vLLM: the weights behind a served name, a LoRA's base
-_META = ("n_params", "n_vocab", "n_ctx_train", "n_embd", "size")  # llama.cpp's server
 
 T = TypeVar("T")
+
+# How an attempt may end when the endpoint, not the request, is the trouble.
+_FAILOVER = frozenset({"rate_limited", "server_error", "timeout", "refused", "dropped"})
 
 # The attempts of the request running in this task (the fleet reads how it ended).
 _attempts: ContextVar[list[Attempt] | None] = ContextVar("calipers_fleet_attempts", default=None)
@@ -77,30 +79,6 @@ def _heard(attempt: Attempt) -> None:
 
 def fleet_from_spec(rest: str, options: ModelOptions) -> FleetModel:
     return FleetModel(rest, options)
-
-
-def served_model(body: Any, model: str) -> dict[str, str]:
-    """What a ``GET /models`` answer says is served for ``model``: the id (the requested one
-    when listed, else the only one listed), and what vLLM and llama.cpp add about the weights.
-    A server listing several models, none of them ``model``, is described by the list."""
-    data = body.get("data") if isinstance(body, dict) else None
-    entries = [m for m in data or [] if isinstance(m, dict) and "id" in m]
-    ids = sorted(str(m["id"]) for m in entries)
-    chosen = next((m for m in entries if str(m["id"]) == model), None)
-    if chosen is None and len(entries) == 1:
-        chosen = entries[0]
-    if chosen is None:
-        return {"models": ", ".join(ids) or "(none listed)"}
-    out = {"id": str(chosen["id"])}
-    out.update({k: str(chosen[k]) for k in _RICHER if chosen.get(k) not in (None, "")})
-    meta = chosen.get("meta")
-    if isinstance(meta, dict):
-        out.update({f"meta.{k}": str(meta[k]) for k in _META if k in meta})
-    return out
-
-
-def _describe(served: dict[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in served.items())
 
 
 class _Down(Exception):
@@ -181,7 +159,7 @@ class FleetModel(ModelProvider):
                     unreachable[ep.url] = str(e)
             if not served:
                 raise self._all_down(unreachable)
-            self._served = _agree(served)
+            self._served = agree(served)
             now = time.monotonic()
             for ep in self.endpoints:
                 if ep.url in unreachable:
@@ -230,7 +208,7 @@ class FleetModel(ModelProvider):
 
     def runtime(self) -> dict[str, int | str]:
         """The endpoints (URLs, never keys) and what the identity check found."""
-        served = _describe(self._served) if self._served else "not yet checked"
+        served = describe(self._served) if self._served else "not yet checked"
         up = sum(e.state.health == "up" for e in self.endpoints)
         return {
             "fleet": " ".join(e.url for e in self.endpoints),
@@ -298,11 +276,14 @@ class FleetModel(ModelProvider):
         except _Down as e:
             ep.state.down(time.monotonic(), str(e))
             return
+        except ModelLoadError as e:  # its key is refused (or missing): out until fixed
+            ep.state.health, ep.state.why_down = "refused", e.message
+            return
         finally:
             ep.probing = False
         if self._served is not None and served != self._served:
             ep.state.health = "refused"
-            ep.state.why_down = f"now serves {_describe(served)}"
+            ep.state.why_down = f"now serves {describe(served)}"
             return
         ep.state.back_up()
 
@@ -322,6 +303,8 @@ class FleetModel(ModelProvider):
     # -- one request, with failover ----------------------------------------------------------
 
     async def _call(self, op: Callable[[OpenAIModel], Awaitable[T]]) -> T:
+        if self._identity is None:  # first use: every endpoint must serve the same model
+            self.identity()
         calls = current_calls()
         budget = self.options.max_retries + 1 + len(self.endpoints)  # + one failover each
         overloads = 0
@@ -334,7 +317,7 @@ class FleetModel(ModelProvider):
                 result = await op(ep.model)
             except (ModelCallError, ModelLoadError) as e:
                 last = seen[-1] if seen else None
-                if last is None or last.outcome == "rejected":
+                if last is None or last.outcome not in _FAILOVER:
                     raise  # not the endpoint's health: the request itself (4xx, a bad key)
                 reason, wait = self._failed(ep, last, epoch, e, overloads)
                 overloads += wait > 0
@@ -426,21 +409,3 @@ class FleetModel(ModelProvider):
         await asyncio.gather(*self._probes, return_exceptions=True)
         for ep in self.endpoints:
             await ep.model.aclose()
-
-
-def _agree(served: dict[str, dict[str, str]]) -> dict[str, str]:
-    """The one model every reachable endpoint serves, or a ConfigError naming who differs."""
-    kinds: dict[str, list[str]] = {}
-    for url, what in served.items():
-        kinds.setdefault(json.dumps(what, sort_keys=True), []).append(url)
-    if len(kinds) == 1:
-        return next(iter(served.values()))
-    lines = "; ".join(
-        f"{', '.join(urls)} serve{'s' if len(urls) == 1 else ''} {_describe(json.loads(k))}"
-        for k, urls in kinds.items()
-    )
-    raise ConfigError(
-        f"The fleet's endpoints do not serve the same model: {lines}.",
-        hint="Point every --base-url (or fleet file entry) at servers of one model; a fleet "
-        "spreads one model's requests, it never mixes models.",
-    )
