@@ -296,8 +296,9 @@ class FleetModel(ModelProvider):
         return ModelLoadError(
             f"Cannot reach any of the fleet's {len(why)} endpoints ({lines}). "
             "Is the server running?",
-            hint="Start the servers (or fix the URLs); `calipers run --resume RUN` finishes "
-            "the run, on this fleet or another of the same model.",
+            hint="Start the servers or fix the URLs (--base-url, --fleet). A run that had "
+            "started keeps what it stored: `calipers run --resume RUN` finishes it, on this "
+            "fleet or another of the same model.",
         )
 
     # -- one request, with failover ----------------------------------------------------------
