@@ -168,13 +168,14 @@ def test_a_server_answering_429_is_cut_and_recovers(servers: list[FakeServer]) -
 
 
 def test_aimd_settles_near_a_planted_capacity(servers: list[FakeServer]) -> None:
-    """A server that answers 429 above 6 concurrent requests, with a cap of 16: the rule
-    (``_fleet_window``) says a 429 comes only once the window reaches C + 1 = 7 (the 7th slot
-    opens), each success adds 1/w < 1/7, so the window is cut from [7, 8) to [3.5, 4) and climbs
-    back linearly in time: its time average is about (3.5 + 7) / 2 = 5.25, between the
-    extremes (3.5 + 7) / 2 - 0.5 and (4 + 8) / 2 + 0.5. The server takes 0.1 s per answer,
-    long against the client's own overhead, so what the client counts in flight is what the
-    server counts (with 20 ms the client's count runs ahead and the window peaks near 10)."""
+    """A server that answers 429 above 6 concurrent requests, with a cap of 16. By the rule
+    (``_fleet_window``) a 429 comes only once the window reaches C + 1 = 7 (the 7th slot
+    opens), or C + 2 when one of the client's requests is an answer still on its way back
+    (the server no longer counts it). So each cut is from [7, 9) to [3.5, 4.5), and the window
+    climbs back linearly in time: its time average is about (3.5 + 7) / 2 = 5.25, and within
+    (3.5 + 7) / 2 - 0.5 and (4.5 + 9) / 2 + 0.5. The server takes 0.1 s per answer, long
+    against the client's own overhead, so the client's count seldom runs ahead (with 20 ms
+    answers on a busy machine the window peaks near 10)."""
     capacity = 6
     (srv,) = start(servers, 1, delay_s=0.1, capacity=capacity)
     model = resolve_model(
@@ -214,13 +215,13 @@ def test_aimd_settles_near_a_planted_capacity(servers: list[FakeServer]) -> None
         EndpointWindow.throttled = real_throttled  # type: ignore[method-assign]
     assert srv.peak <= capacity
     assert len(peaks) >= 3, peaks  # several sawtooth cycles
-    assert all(capacity + 1 <= p < capacity + 2 for p in peaks), peaks
+    assert all(capacity + 1 <= p < capacity + 3 for p in peaks), peaks
     after = samples[len(samples) // 4 :]  # past the first climb
     assert min(after) >= BETA * (capacity + 1) - 1e-9
-    assert max(after) < capacity + 2
+    assert max(after) < capacity + 3
     mean = sum(after) / len(after)
     low = (BETA * (capacity + 1) + capacity + 1) / 2 - 0.5
-    high = (BETA * (capacity + 2) + capacity + 2) / 2 + 0.5
+    high = (BETA * (capacity + 3) + capacity + 3) / 2 + 0.5
     assert low <= mean <= high, mean
 
 
