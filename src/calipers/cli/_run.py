@@ -70,10 +70,15 @@ def _executor(opts: dict[str, Any]) -> RayExecutor | None:
 
 
 def _request_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """--timeout and --max-retries: how requests are made, never what is measured (so a
-    resumed run may change them)."""
+    """--timeout, --max-retries and the servers (--base-url, --fleet): how requests are made,
+    never what is measured (so a resumed run may change them; the servers must serve the
+    run's model, which the resume checks)."""
     given = run_fields({k: opts[k] for k in ("timeout", "max_retries")})
-    return dict(given.get("model_options", {}))
+    options = dict(given.get("model_options", {}))
+    servers = run_fields({k: opts[k] for k in ("base_url", "fleet")}).get("model_options", {})
+    if servers:  # resumed on this fleet (one --base-url: a fleet of one)
+        options["fleet"] = servers.get("fleet") or ({"url": servers["base_url"]},)
+    return options
 
 
 _JSON_TASK_KEYS = (

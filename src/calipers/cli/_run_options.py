@@ -23,6 +23,7 @@ from click.types import OptionHelpExtra
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from calipers.errors import ConfigError
 from calipers.runner import RunConfig
 
 __all__ = [
@@ -45,7 +46,10 @@ class RunOption:
     """How one run option appears on the command line. ``fields``: the RunConfig field(s) it
     sets (``model_options.x`` for a provider option; the first one gives type, default and
     help); ``unset``: what leaving it out means, where the field's default is ``None``;
-    ``type``: only where the command line checks more than the field does."""
+    ``type``: only where the command line checks more than the field does. Where the option
+    is not simply the field's value (``--base-url`` given several times is a fleet, ``--fleet``
+    names a file): ``multiple`` (None: as the field), ``help``, and ``into``, which turns the
+    parsed value into the fields it sets (``{"model_options.fleet": ...}``)."""
 
     flags: tuple[str, ...]
     fields: tuple[str, ...]
@@ -53,10 +57,26 @@ class RunOption:
     unset: str | None = None
     envvar: str | None = None
     type: click.ParamType[Any] | None = None
+    multiple: bool | None = None
+    help: str | None = None
+    into: Callable[[Any], dict[str, Any]] | None = None
 
 
 def _o(*flags: str, field: str | tuple[str, ...], **kw: Any) -> RunOption:
     return RunOption(flags, (field,) if isinstance(field, str) else field, **kw)
+
+
+def _base_urls(urls: tuple[str, ...]) -> dict[str, Any]:
+    """One ``--base-url``: the server; several: a fleet of servers of one model."""
+    if len(urls) == 1:
+        return {"model_options.base_url": urls[0]}
+    return {"model_options.fleet": tuple({"url": u} for u in urls)}
+
+
+def _fleet_file(path: str) -> dict[str, Any]:
+    from calipers.models import read_fleet
+
+    return {"model_options.fleet": tuple(e.model_dump() for e in read_fleet(path))}
 
 
 RUN_OPTIONS: dict[str, RunOption] = {
@@ -80,7 +100,26 @@ RUN_OPTIONS: dict[str, RunOption] = {
         envvar="CALIPERS_DATA",
         type=click.Path(file_okay=False),
     ),
-    "base_url": _o("--base-url", field="model_options.base_url", metavar="URL"),
+    "base_url": _o(
+        "--base-url",
+        field="model_options.base_url",
+        metavar="URL",
+        multiple=True,
+        help="OpenAI-compatible server, e.g. .../v1; given several times: a fleet of one "
+        "model's servers, requests spread over them (docs/fleet.md)",
+        into=_base_urls,
+    ),
+    "fleet": _o(
+        "--fleet",
+        field="model_options.fleet",
+        metavar="FILE",
+        unset="none",
+        type=click.Path(dir_okay=False),
+        multiple=False,
+        help="Servers of one model, requests spread over them (openai; docs/fleet.md), from a "
+        "YAML list of url, api_key_env, max_concurrency; --concurrency bounds each",
+        into=_fleet_file,
+    ),
     "api_key_env": _o("--api-key-env", field="model_options.api_key_env", metavar="VAR"),
     "concurrency": _o(
         "--concurrency",
@@ -106,7 +145,7 @@ RUN_OPTIONS: dict[str, RunOption] = {
 
 # Groups a command can take whole (``@run_options(*SERVER)``).
 PROMPT = ("few_shot", "few_shot_seed", "chat_template", "system_prompt")
-SERVER = ("base_url", "api_key_env", "concurrency", "timeout", "max_retries")
+SERVER = ("base_url", "fleet", "api_key_env", "concurrency", "timeout", "max_retries")
 DECODING = ("epochs", "max_tokens", "temperature", "max_steps")
 LLAMACPP = ("n_ctx", "threads")
 
@@ -179,9 +218,10 @@ def _option(name: str, overrides: bool, help_text: str | None) -> Callable[[F], 
     spec = RUN_OPTIONS[name]
     info = _field(spec.fields[0])
     base, multiple = _base_type(info)
+    multiple = multiple if spec.multiple is None else spec.multiple
     default = None if info.default is None else _shown(info.default, spec.flags)
     shown = default or spec.unset
-    text = (help_text or info.description or "").rstrip(".")
+    text = (help_text or spec.help or info.description or "").rstrip(".")
     text += "; repeatable." if multiple else "."
     # The field's own default where a command sets every field; unset (None) where the
     # option only overrides something: a provider option (a resumed run keeps its own), a
@@ -234,12 +274,19 @@ def run_fields(opts: Mapping[str, Any]) -> dict[str, Any]:
         value = opts.get(name)
         if value is None or value == ():
             continue
-        for path in spec.fields:
+        paths = spec.into(tuple(value) if spec.multiple else value) if spec.into else None
+        for path in paths or spec.fields:
             parent, _, leaf = path.rpartition(".")
+            one = paths[path] if paths else value
             if parent:
-                fields.setdefault(parent, {})[leaf] = value
+                if leaf in fields.get(parent, {}):
+                    raise ConfigError(
+                        f"Both --{name.replace('_', '-')} and another option set {path}.",
+                        hint="Give the servers one way: --base-url (repeated) or --fleet FILE.",
+                    )
+                fields.setdefault(parent, {})[leaf] = one
             else:
-                fields[leaf] = tuple(value) if isinstance(value, list | tuple) else value
+                fields[leaf] = tuple(one) if isinstance(one, list | tuple) else one
     return fields
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calipers.errors import NotSupportedError
 from calipers.types import (
@@ -20,7 +20,19 @@ from calipers.types import (
     TokenStatsResult,
 )
 
-__all__ = ["ModelOptions", "ModelProvider", "common_prefix", "merge_results"]
+__all__ = ["FleetEndpoint", "ModelOptions", "ModelProvider", "common_prefix", "merge_results"]
+
+
+class FleetEndpoint(BaseModel):
+    """One server of a fleet (``docs/fleet.md``): its URL, the *name* of the variable holding
+    its key (None: the run's ``api_key_env``) and the most requests it may have in flight
+    (None: ``concurrency``, else 8)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(min_length=1)
+    api_key_env: str | None = None
+    max_concurrency: int | None = Field(None, ge=1)
 
 
 class ModelOptions(BaseModel):
@@ -29,6 +41,10 @@ class ModelOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     base_url: str | None = Field(None, description="OpenAI-compatible server, e.g. .../v1")
+    # how requests are made, not what is measured: a resumed run may use another fleet
+    fleet: tuple[FleetEndpoint, ...] = Field(
+        (), description="Servers of one model, requests spread over them (openai; docs/fleet.md)"
+    )
     api_key_env: str = Field(  # the *name* of the variable; the key is never stored
         "OPENAI_API_KEY", description="Environment variable holding the API key"
     )
@@ -44,6 +60,15 @@ class ModelOptions(BaseModel):
         None, description="llama.cpp threads (see docs/models.md)"
     )
     n_threads_batch: int | None = None  # ... this is set); None: see calipers.models._threads
+
+    @model_validator(mode="after")
+    def _one_way_to_the_server(self) -> ModelOptions:
+        if self.base_url is not None and self.fleet:
+            raise ValueError(
+                "give one server (base_url) or a fleet, not both: list every server in the "
+                "fleet (--base-url repeated, or --fleet FILE)"
+            )
+        return self
 
 
 class ModelProvider(ABC):
@@ -134,6 +159,12 @@ class ModelProvider(ABC):
         environment's ``oracle``) returns a per-episode provider instead; a model never sees
         the environment, only the messages and tools sent to it."""
         return self
+
+    def concurrency_limit(self, asked: int | None) -> int:
+        """How many samples the runner may have in flight: ``asked`` (``--concurrency``) or
+        the provider's default. A fleet answers with its combined capacity, as ``asked``
+        bounds each of its endpoints."""
+        return asked or self.default_concurrency
 
     def runtime(self) -> dict[str, int | str]:
         """How the model is run where that changes speed but not answers (llamacpp: thread

@@ -17,6 +17,10 @@ def _llamacpp(rest: str, options: ModelOptions) -> ModelProvider:
 
 
 def _openai(rest: str, options: ModelOptions) -> ModelProvider:
+    if options.fleet:  # several servers of one model (docs/fleet.md)
+        from calipers.models._fleet import fleet_from_spec
+
+        return fleet_from_spec(rest, options)
     from calipers.models._openai import openai_from_spec
 
     return openai_from_spec(rest, options)
@@ -49,7 +53,7 @@ LLAMACPP = ProviderInfo(
 OPENAI = ProviderInfo(
     "openai",
     _openai,
-    usage="openai:MODEL --base-url URL (key from $OPENAI_API_KEY)",
+    usage="openai:MODEL --base-url URL [--base-url URL2 ...] (key from $OPENAI_API_KEY)",
     description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, TGI, APIs.",
 )
 HF = ProviderInfo(

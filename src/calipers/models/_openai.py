@@ -30,7 +30,9 @@ import json
 import os
 import random
 import time
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -48,7 +50,7 @@ from calipers.types import (
     ToolCall,
 )
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "is_loopback", "openai_from_spec"]
+__all__ = ["DEFAULT_BASE_URL", "Attempt", "OpenAIModel", "is_loopback", "openai_from_spec"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONCURRENCY = 4
@@ -111,13 +113,33 @@ def _not_json(resp: httpx.Response) -> str:
     return f"invalid JSON ({kind}: {resp.text.strip()[:80]!r})"
 
 
+Outcome = Literal["ok", "rate_limited", "server_error", "timeout", "refused", "dropped", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """How one HTTP attempt ended, for whoever steers load (a fleet, ``_fleet``): ``ok``,
+    ``rate_limited`` (429), ``server_error`` (5xx), ``timeout``, ``refused`` (nothing listens),
+    ``dropped`` (the connection broke), ``rejected`` (another 4xx or an unreadable body: the
+    server is up). ``latency_s``: how long the attempt took."""
+
+    outcome: Outcome
+    latency_s: float
+
+
 class _Retryable(Exception):
     def __init__(
-        self, message: str, retry_after: float | None = None, *, rate_limited: bool = False
+        self,
+        message: str,
+        retry_after: float | None = None,
+        *,
+        rate_limited: bool = False,
+        outcome: Outcome = "server_error",
     ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.rate_limited = rate_limited
+        self.outcome = outcome
 
 
 class OpenAIModel(ModelProvider):
@@ -151,6 +173,8 @@ class OpenAIModel(ModelProvider):
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._identity: ModelIdentity | None = None
+        # hears how every attempt ended (a fleet's load control); None: nobody listens
+        self.on_attempt: Callable[[Attempt], None] | None = None
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -260,19 +284,46 @@ class OpenAIModel(ModelProvider):
     async def _try_post(
         self, client: httpx.AsyncClient, url: str, payload: dict[str, Any]
     ) -> tuple[dict[str, Any], float]:
-        start = time.perf_counter()
         headers = self._headers()
+        start = time.perf_counter()
+        outcome: Outcome = "rejected"
+        try:
+            result = await self._attempt(client, url, payload, headers, start)
+            outcome = "ok"
+            return result
+        except _Retryable as e:
+            outcome = e.outcome
+            raise
+        except ModelLoadError:  # never reached: nothing listens
+            outcome = "refused"
+            raise
+        finally:
+            if self.on_attempt is not None:
+                self.on_attempt(Attempt(outcome, time.perf_counter() - start))
+
+    async def _attempt(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        start: float,
+    ) -> tuple[dict[str, Any], float]:
         try:  # httpx's timeout bounds each read; this bounds the whole attempt
             async with asyncio.timeout(self.options.timeout_s):
                 resp = await client.post(url, json=payload, headers=headers)
         except (httpx.TimeoutException, TimeoutError):
             raise _Retryable(
-                f"no answer within the {self.options.timeout_s:g} s timeout (--timeout)"
+                f"no answer within the {self.options.timeout_s:g} s timeout (--timeout)",
+                outcome="timeout",
             ) from None
         except httpx.TransportError as e:
             if not self._reached:
                 raise self._unreachable(e) from None
-            raise _Retryable(f"connection error ({type(e).__name__}: {e})") from None
+            raise _Retryable(
+                f"connection error ({type(e).__name__}: {e})",
+                outcome="refused" if isinstance(e, httpx.ConnectError) else "dropped",
+            ) from None
         latency = time.perf_counter() - start
         self._reached = True
         if resp.status_code == 429 or resp.status_code >= 500:
@@ -280,6 +331,7 @@ class OpenAIModel(ModelProvider):
                 f"HTTP {resp.status_code}: {_server_message(resp)}",
                 _retry_after(resp),
                 rate_limited=resp.status_code == 429,
+                outcome="rate_limited" if resp.status_code == 429 else "server_error",
             )
         if resp.status_code != 200:
             raise ModelCallError(

@@ -203,7 +203,8 @@ async def aresume(
 ) -> RunResult:
     """Finish an interrupted run: same plan, skipping samples already stored.
     ``model_options`` changes how requests are made this time (``timeout_s``,
-    ``max_retries``), never what is measured."""
+    ``max_retries``, the ``fleet`` of servers: the model they serve must be the same),
+    never what is measured."""
     deadline = _Deadline.start(deadline_s)
     if executor is not None:
         executor.check()
@@ -214,13 +215,11 @@ async def aresume(
         )
     config = RunConfig.model_validate(rec.config)
     if model_options:
-        config = config.model_copy(
-            update={
-                "model_options": config.model_options.model_copy(
-                    update=_request_options(model_options)
-                )
-            }
-        )
+        update = _request_options(model_options)
+        if update.get("fleet"):  # another fleet of servers: the identity check below says
+            update["base_url"] = None  # whether it serves the same model
+        options = ModelOptions.model_validate({**config.model_options.model_dump(), **update})
+        config = config.model_copy(update={"model_options": options})
     plan = make_plan(config, provider)
     old = Methodology.model_validate(rec.methodology)
     why = _explain_mismatch(old, plan.methodology)
@@ -243,7 +242,7 @@ async def aresume(
     )
 
 
-_REQUEST_OPTIONS = ("timeout_s", "max_retries")
+_REQUEST_OPTIONS = ("timeout_s", "max_retries", "fleet")
 
 
 def _request_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -64,7 +64,7 @@ async def _run_task(
     cache: ResponseCache | None,
     progress: Progress | None,
 ) -> None:
-    limit = plan.config.concurrency or plan.provider.default_concurrency
+    limit = plan.provider.concurrency_limit(plan.config.concurrency)
     sem = asyncio.Semaphore(limit)
 
     async def one(ps: PlannedSample) -> None:
