@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from calipers.models._base import common_prefix
+
 __all__ = ["Backend", "LlamaBackend", "Recorder", "ToyBackend", "completions_app", "toy_logprob"]
 
 
@@ -75,12 +77,19 @@ class LlamaBackend:
     def __init__(self, llama: Any) -> None:
         self.llama = llama
         self.lock = threading.Lock()
+        self.last: list[int] = []
 
     def _rows(self, ids: list[int]) -> Any:
+        """Log-softmax rows of ``ids``; the prefix shared with the last call is kept in the KV
+        cache (as a server with a prefix cache does), never leaving a 1-token batch."""
         import numpy as np
 
-        self.llama.reset()
-        self.llama.eval(ids)
+        keep = min(common_prefix(self.last, ids), len(ids) - 2)
+        keep = max(keep, 0)
+        self.llama._ctx.kv_cache_seq_rm(-1, keep, -1)
+        self.llama.n_tokens = keep
+        self.llama.eval(ids[keep:])
+        self.last = list(ids)
         logits = np.asarray(self.llama.scores[: len(ids)], dtype=np.float64)
         shifted = logits - logits.max(axis=1, keepdims=True)
         return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
