@@ -210,3 +210,30 @@ def completions_app(
         }
 
     return app, seen
+
+
+def main() -> None:
+    """``python -m tests.models._completions_app [PORT]``: a correct server for the bundled
+    SmolLM2 on 127.0.0.1 (docs/models.md uses it)."""
+    import sys
+
+    import uvicorn
+    from llama_cpp import Llama
+
+    from calipers.models._gguf import bundled_smollm2
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8001
+    llama = Llama(
+        model_path=str(bundled_smollm2()),
+        n_ctx=1024,
+        n_threads=1,
+        n_threads_batch=1,
+        logits_all=True,
+        verbose=False,
+    )
+    app, _ = completions_app(LlamaBackend(llama), model="smollm2")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
