@@ -166,12 +166,31 @@ def _choice(index: int, pieces: list[str], lps: list[Any], tops: list[Any], star
     }
 
 
+def _prompt_logprobs(pieces: list[str], lps: list[Any], tops: list[Any]) -> list[Any]:
+    """vLLM's form: per token ``{id: {logprob, rank, decoded_token}}`` with the top token
+    added when it is another one (ids here are made up: the position, or -1 for the top)."""
+    out: list[Any] = [None]
+    for i in range(1, len(pieces)):
+        own = {"logprob": lps[i], "rank": 1 if lps[i] >= tops[i] else 2}
+        entry = {str(i): {**own, "decoded_token": pieces[i]}}
+        if lps[i] < tops[i]:
+            entry["-1"] = {"logprob": tops[i], "rank": 1, "decoded_token": "(top)"}
+        out.append(entry)
+    return out
+
+
 def completions_app(
-    backend: Backend, *, shifted: bool = False, lists: bool = True, model: str = "toy"
+    backend: Backend,
+    *,
+    shifted: bool = False,
+    lists: bool = True,
+    echo: bool = True,
+    model: str = "toy",
 ) -> tuple[FastAPI, Recorder]:
     """The app and what it records. ``shifted``: echoed token ``i`` gets the log-probability
     of the row that predicts token ``i + 1`` (llama-cpp-python 0.3.36 without BOS);
-    ``lists=False``: a list of prompts is answered with HTTP 500, as that server does."""
+    ``lists=False``: a list of prompts is answered with HTTP 500, as that server does;
+    ``echo=False``: echo is refused with HTTP 400, and vLLM's ``prompt_logprobs`` works."""
     app = FastAPI()
     seen = Recorder()
 
@@ -185,17 +204,25 @@ def completions_app(
         seen.prompts.append(prompt)
         if isinstance(prompt, list) and not lists:
             return JSONResponse({"error": {"message": ""}}, status_code=500)
+        if body.get("echo") and not echo:
+            return JSONResponse({"error": {"message": "echo is not supported"}}, status_code=400)
         prompts = prompt if isinstance(prompt, list) else [prompt]
         n = max(1, int(body.get("max_tokens") or 1))
         choices, used = [], 0
         for k, text in enumerate(prompts):
-            if body.get("echo"):  # like llama-cpp-python, the generated token is not echoed
+            if body.get("echo") or body.get("prompt_logprobs") is not None:
                 pieces, lp, top = backend.analyse(text)
                 used += len(pieces)
                 d = 0 if shifted else 1
                 lps = [None] + [lp(i - d, i) for i in range(1, len(pieces))]
                 tops = [None] + [top(i - d) for i in range(1, len(pieces))]
+                # like llama-cpp-python, the generated token is not echoed
                 choices.append(_choice(k, pieces, lps, tops, 0))
+                if not body.get("echo"):  # vLLM: the prompt apart, the generated token's own
+                    choices[-1] = {
+                        **_choice(k, [" z"], [-9.0], [-9.0], len(text)),
+                        "prompt_logprobs": _prompt_logprobs(pieces, lps, tops),
+                    }
             else:
                 gen = backend.generate(text, n)
                 g_pieces = [g[0] for g in gen]

@@ -22,8 +22,10 @@ from tests._servers import ServerThread
 from tests.models._completions_app import Recorder, ToyBackend, completions_app
 
 
-def serve(*, shifted: bool = False, lists: bool = True) -> Iterator[tuple[str, Recorder]]:
-    app, seen = completions_app(ToyBackend(), shifted=shifted, lists=lists)
+def serve(
+    *, shifted: bool = False, lists: bool = True, echo: bool = True
+) -> Iterator[tuple[str, Recorder]]:
+    app, seen = completions_app(ToyBackend(), shifted=shifted, lists=lists, echo=echo)
     server = ServerThread(app).start()
     try:
         yield f"{server.url}/v1", seen
@@ -44,6 +46,11 @@ def shifted() -> Iterator[tuple[str, Recorder]]:
 @pytest.fixture
 def no_lists() -> Iterator[tuple[str, Recorder]]:
     yield from serve(lists=False)
+
+
+@pytest.fixture
+def no_echo() -> Iterator[tuple[str, Recorder]]:
+    yield from serve(echo=False)
 
 
 def model(url: str) -> OpenAIModel:
@@ -142,6 +149,17 @@ def test_a_server_that_rejects_lists_gets_one_prompt_per_request(
     before = len(seen.prompts)
     score(m, QUESTION)
     assert seen.prompts[before:] == ["a bb ccc dd", "a bb z", "a bb ccc"]
+
+
+def test_a_server_without_echo_is_read_through_prompt_logprobs(
+    no_echo: tuple[str, Recorder],
+) -> None:
+    url, _ = no_echo
+    m = model(url)
+    (r,) = score(m, QUESTION)
+    assert r.logprobs == pytest.approx((-0.7, -0.3, -0.5, 0.0), abs=1e-12)
+    assert r.is_greedy == (False, True, False, True)
+    assert "prompt_logprobs" in str(m.runtime()["loglikelihood"])
 
 
 def test_a_shifted_server_is_refused_naming_the_defect(shifted: tuple[str, Recorder]) -> None:

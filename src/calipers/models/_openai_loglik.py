@@ -13,7 +13,9 @@ say so. The value of a continuation is the sum of its tokens' log-probabilities;
 when each of its tokens is the most likely one at its position (its log-probability is the
 top one the server lists). An empty continuation is 0.0 and greedy, as in llamacpp. The first
 token of a prompt has no log-probability (nothing precedes it), so a continuation of an empty
-context cannot be scored and fails with what to do.
+context cannot be scored and fails with what to do. A server that rejects ``echo`` with a 4xx
+is asked for vLLM's ``prompt_logprobs: 1`` instead (found during verification, checked the
+same way).
 
 Prefix sharing: the options of one question go as one request with a list of prompts (at most
 ``MAX_PROMPTS`` per request), so a server with a prefix cache (vLLM, llama.cpp) evaluates the
@@ -112,6 +114,7 @@ class LoglikState:
     refusal: NotSupportedError | None = None  # set once refused
     reason: str | None = None  # the refusal as a clause, for the runner's fallback note
     lists: bool = True  # does the server take a list of prompts?
+    prompt_logprobs: bool = False  # vLLM's prompt_logprobs instead of echo (echo rejected)
     straddled: int = 0  # continuations whose first token began in the context
 
 
@@ -119,10 +122,14 @@ def _float(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
 
 
-def parse_echo(choice: dict[str, Any]) -> Echo:
+def parse_echo(choice: dict[str, Any], prompt: str | None = None) -> Echo:
     """The echoed tokens of one choice: OpenAI's ``logprobs`` (``tokens``, ``text_offset``,
-    ``token_logprobs``, ``top_logprobs``) or vLLM's ``prompt_logprobs`` (per token a dict of
-    token id to ``{logprob, rank, decoded_token}``; offsets counted from the text)."""
+    ``token_logprobs``, ``top_logprobs``), or with ``prompt`` vLLM's ``prompt_logprobs`` of
+    that prompt (per token a dict of token id to ``{logprob, rank, decoded_token}``)."""
+    if prompt is not None:
+        if isinstance(choice.get("prompt_logprobs"), list):
+            return _parse_prompt_logprobs(choice["prompt_logprobs"], prompt)
+        raise _BadEcho("The server's answer has no prompt_logprobs.", hint=HINT)
     lp = choice.get("logprobs")
     if isinstance(lp, dict) and isinstance(lp.get("token_logprobs"), list):
         tokens = tuple(str(t) for t in lp.get("tokens") or ())
@@ -141,8 +148,6 @@ def parse_echo(choice: dict[str, Any]) -> Echo:
                 "must match one to one."
             )
         return Echo(tokens, offsets, values, tops)
-    if isinstance(choice.get("prompt_logprobs"), list):
-        return _parse_prompt_logprobs(choice["prompt_logprobs"])
     raise _BadEcho(
         "The server's answer has no echoed prompt log-probabilities (no logprobs.token_logprobs "
         "or prompt_logprobs); it does not support echo with logprobs.",
@@ -150,9 +155,10 @@ def parse_echo(choice: dict[str, Any]) -> Echo:
     )
 
 
-def _parse_prompt_logprobs(entries: list[Any]) -> Echo:
+def _parse_prompt_logprobs(entries: list[Any], prompt: str) -> Echo:
     """vLLM's ``prompt_logprobs`` asked with ``prompt_logprobs: 1``: each entry holds the
-    prompt token and the top one (one entry when they are the same); the first is None."""
+    prompt token and the top one (one entry when they are the same); the first is None, so
+    the first token's text is what of ``prompt`` the others leave."""
     tokens: list[str] = []
     values: list[float | None] = []
     tops: list[float | None] = []
@@ -167,6 +173,9 @@ def _parse_prompt_logprobs(entries: list[Any]) -> Echo:
         tokens.append(str(own.get("decoded_token", "")))
         values.append(_float(own.get("logprob")))
         tops.append(max((x for x in (_float(i.get("logprob")) for i in infos) if x), default=None))
+    rest = "".join(tokens[1:])
+    if tokens and prompt.endswith(rest):
+        tokens[0] = prompt[: len(prompt) - len(rest)]
     offsets = [0] * len(tokens)
     for i in range(1, len(tokens)):
         offsets[i] = offsets[i - 1] + len(tokens[i - 1])
@@ -201,9 +210,20 @@ def _payload(model: OpenAIModel, prompt: str | list[str], **extra: Any) -> dict[
     return {"model": model.model, "prompt": prompt, "temperature": 0.0, **extra}
 
 
-def _echo_payload(model: OpenAIModel, prompts: Sequence[str]) -> dict[str, Any]:
+def _echo_payload(model: OpenAIModel, state: LoglikState, prompts: Sequence[str]) -> dict[str, Any]:
     prompt: str | list[str] = prompts[0] if len(prompts) == 1 else list(prompts)
+    if state.prompt_logprobs:
+        return _payload(model, prompt, prompt_logprobs=1, logprobs=1, max_tokens=1)
     return _payload(model, prompt, echo=True, logprobs=1, max_tokens=1)
+
+
+def _parse_all(
+    state: LoglikState, body: dict[str, Any], prompts: Sequence[str], url: str
+) -> list[Echo]:
+    choices = _ordered(body, len(prompts), url)
+    if state.prompt_logprobs:
+        return [parse_echo(c, p) for c, p in zip(choices, prompts, strict=True)]
+    return [parse_echo(c) for c in choices]
 
 
 def _ordered(body: dict[str, Any], n: int, url: str) -> list[dict[str, Any]]:
@@ -223,11 +243,11 @@ async def _echo(
         if state.lists
         else [[p] for p in prompts]
     )
-    answers = [await model._post("/completions", _echo_payload(model, g)) for g in groups]
+    answers = [await model._post("/completions", _echo_payload(model, state, g)) for g in groups]
     echoes: list[Echo] = []
     usage: int | None = 0
     for group, (body, _) in zip(groups, answers, strict=True):
-        echoes.extend(parse_echo(c) for c in _ordered(body, len(group), model.base_url))
+        echoes.extend(_parse_all(state, body, group, model.base_url))
         used = (body.get("usage") or {}).get("prompt_tokens")
         usage = None if usage is None or not isinstance(used, int) else usage + used
     return echoes, usage, sum(latency for _, latency in answers)
@@ -379,6 +399,8 @@ async def _probe(model: OpenAIModel, state: LoglikState) -> str:
         raise _refuse(model, f"the echo gives no log-probability for tokens {missing}.")
     worst = _compare(model, echo, gen)
     lists = "prompt lists accepted" if state.lists else "one prompt per request"
+    if state.prompt_logprobs:
+        lists += ", vLLM prompt_logprobs (echo rejected)"
     return (
         f"echo verified: {len(echo.tokens)} probe tokens reassemble the text, the first has no "
         f"log-probability, {len(gen.tokens)} greedy tokens' echoed log-probabilities equal "
@@ -387,21 +409,34 @@ async def _probe(model: OpenAIModel, state: LoglikState) -> str:
 
 
 async def _probe_echo(model: OpenAIModel, state: LoglikState, prompts: list[str]) -> list[Echo]:
-    """The probe's echoes, as a list in one request if the server takes one (a single try:
-    a server that rejects lists, with a 4xx or a 5xx, gets one prompt per request)."""
-    client, semaphore = model._ensure_client()
-    url = f"{model.base_url}/completions"
-    try:
-        async with semaphore:
-            body, _ = await model._try_post(client, url, _echo_payload(model, prompts))
-        return [parse_echo(c) for c in _ordered(body, len(prompts), url)]
-    except ModelLoadError:  # not reached, no key: nothing to do with lists
-        raise
-    except Exception as e:  # a 4xx (ModelCallError), or a 5xx or 429 (openai's _Retryable)
-        log.info("%s rejected a list of prompts (%s); one prompt per request", url, e)
-    state.lists = False
-    echoes, _, _ = await _echo(model, state, prompts)
-    return echoes
+    """The probe's echoes, finding how the server gives them: ``echo`` or vLLM's
+    ``prompt_logprobs`` (when a single echo request is rejected with a 4xx), as a list in one
+    request if the server takes one (one try: a server that rejects lists, with a 4xx or a
+    5xx, gets one prompt per request)."""
+    for prompt_logprobs in (False, True):
+        state.prompt_logprobs, state.lists = prompt_logprobs, True
+        client, semaphore = model._ensure_client()
+        url = f"{model.base_url}/completions"
+        try:
+            async with semaphore:
+                payload = _echo_payload(model, state, prompts)
+                body, _ = await model._try_post(client, url, payload)
+            return _parse_all(state, body, prompts, url)
+        except ModelLoadError:  # not reached, no key: nothing to do with lists
+            raise
+        except Exception as e:  # a 4xx (ModelCallError), or a 5xx or 429 (openai's _Retryable)
+            log.info("%s rejected a list of prompts (%s); one prompt per request", url, e)
+        state.lists = False
+        try:
+            echoes, _, _ = await _echo(model, state, prompts)
+            return echoes
+        except _BadEcho:
+            raise
+        except ModelCallError as e:
+            if prompt_logprobs or "rejected the request (HTTP 4" not in e.message:
+                raise
+            log.info("%s rejected echo (%s); trying prompt_logprobs", url, e.message)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _compare(model: OpenAIModel, echo: Echo, gen: Echo) -> float:
