@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -286,7 +287,7 @@ async def score(model: OpenAIModel, request: LoglikelihoodRequest) -> Loglikelih
 
 def _check_text(echo: Echo, text: str, url: str) -> None:
     joined = "".join(echo.tokens)
-    offsets = [sum(len(t) for t in echo.tokens[:i]) for i in range(len(echo.tokens))]
+    offsets = [0, *itertools.accumulate(len(t) for t in echo.tokens)][: len(echo.tokens)]
     if joined != text or list(echo.offsets) != offsets:
         raise ModelCallError(
             f"{url} echoed tokens that do not reassemble the prompt: {joined[:80]!r} with "
