@@ -92,5 +92,5 @@ def test_default_suite_on_a_real_llama_cpp_server(llama_server: str, tmp_path: P
     assert data["model"]["provider"] == "openai" and data["model"]["base_url"] == llama_server
     assert (
         "dyn_dates_mc runs its generate formulation instead of cloze, since the openai "
-        "provider cannot compute log-likelihoods" in " ".join(proc.stderr.split())
+        "provider cannot render the model's chat template" in " ".join(proc.stderr.split())
     )

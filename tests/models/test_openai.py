@@ -15,13 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from calipers.errors import ModelCallError, ModelLoadError, NotSupportedError
+from calipers.errors import ModelCallError, ModelLoadError
 from calipers.models import CallStats, ModelOptions, resolve_model, track_calls
 from calipers.models._openai import OpenAIModel, is_loopback
 from calipers.types import (
     ChatMessage,
     GenerateParams,
-    LoglikelihoodRequest,
     ModelRequest,
     ModelResponse,
 )
@@ -98,17 +97,11 @@ def test_identity_asks_the_server(server_model: OpenAIModel, llama_server: str) 
 
 
 @pytest.mark.slow
-def test_no_loglikelihood(server_model: OpenAIModel) -> None:
-    assert server_model.supports_loglikelihood is False
-    with pytest.raises(NotSupportedError, match="shifts them by one token"):
-        run(server_model.loglikelihood(LoglikelihoodRequest(context="a", continuations=("b",))))
-
-
-@pytest.mark.slow
 def test_server_echo_logprobs_are_shifted(llama_server: str, reference_llama: Any) -> None:
-    """Why loglikelihood is not offered: llama_cpp.server's echoed log-probability of prompt
-    token i is log_softmax(logits[i])[token i] -- the row that predicts token i + 1 -- and not
-    log_softmax(logits[i - 1])[token i]. If this fails, llama-cpp-python changed: revisit."""
+    """What calipers' log-likelihood check catches (test_openai_loglik_e2e): llama_cpp.server's
+    echoed log-probability of prompt token i is log_softmax(logits[i])[token i] -- the row
+    that predicts token i + 1 -- and not log_softmax(logits[i - 1])[token i]. If this fails,
+    llama-cpp-python changed: the server may now pass the check."""
     import numpy as np
 
     prompt = "Zebra test. Question: What is the capital of France?\nAnswer: Paris"

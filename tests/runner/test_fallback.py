@@ -104,7 +104,7 @@ def test_an_explicit_loglikelihood_formulation_is_refused() -> None:
         with pytest.raises(
             ConfigError,
             match=r"--formulation cloze scores choices by "
-            r"log-likelihood, which the fake provider cannot",
+            r"log-likelihood, but the fake provider cannot",
         ) as e:
             _run(store, model, tasks=("dyn_dates_mc",), formulation="cloze")
         assert e.value.hint is not None and "--formulation generate" in e.value.hint

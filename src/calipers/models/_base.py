@@ -101,6 +101,16 @@ class ModelProvider(ABC):
             hint="Use a generation formulation of the task, or a llamacpp model.",
         )
 
+    def loglikelihood_refusal(self) -> str | None:
+        """Why a run about to be planned cannot score log-likelihoods with this provider (a
+        clause: "the fake provider cannot compute log-likelihoods"), or None when it can. The
+        runner asks while planning a multiple-choice task. The openai provider checks its
+        server here, once (it blocks for a few requests), and names the defect it found; what
+        it checked shows in ``runtime()``."""
+        if self.supports_loglikelihood:
+            return None
+        return f"the {self.provider_name} provider cannot compute log-likelihoods"
+
     async def score_continuations(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
         """``loglikelihood`` for any request, the one way callers should ask. A request with
         per-option contexts (``request.contexts``) is sent as one plain request per option, one
@@ -168,7 +178,8 @@ class ModelProvider(ABC):
 
     def runtime(self) -> dict[str, int | str]:
         """How the model is run where that changes speed but not answers (llamacpp: thread
-        counts); recorded in the methodology card, not part of the identity."""
+        counts), and what ``loglikelihood_refusal`` verified (openai); recorded in the
+        methodology card, not part of the identity."""
         return {}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook

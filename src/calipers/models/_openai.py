@@ -17,8 +17,8 @@ every attempt and retry is reported to the caller's call tracker (``track_calls`
 answers fail at once with the server's message. A server that was never reached fails at once
 ("Is the server running?") instead of being retried.
 
-Log-likelihoods are not offered: see ``docs/models.md`` for why (echoed prompt log-probabilities
-from llama-cpp-python's server are shifted by one token for models without a BOS token).
+Log-likelihoods go through ``/completions`` with ``echo`` and ``logprobs``, verified on first
+use; a server that fails the check is refused (``_openai_loglik``, ``docs/models.md``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from calipers.errors import ModelCallError, ModelLoadError, NotSupportedError
+from calipers.errors import ModelCallError, ModelLoadError
+from calipers.models import _openai_loglik
 from calipers.models._base import ModelOptions, ModelProvider
 from calipers.models._calls import Retry, current_calls
 from calipers.models._openai_tools import parse_tool_calls, wire_messages, wire_tools
@@ -146,7 +147,7 @@ class OpenAIModel(ModelProvider):
     """A model behind an OpenAI-compatible HTTP API."""
 
     provider_name = "openai"
-    supports_loglikelihood = False
+    supports_loglikelihood = True
     default_concurrency = DEFAULT_CONCURRENCY
 
     def __init__(
@@ -175,6 +176,7 @@ class OpenAIModel(ModelProvider):
         self._identity: ModelIdentity | None = None
         # hears how every attempt ended (a fleet's load control); None: nobody listens
         self.on_attempt: Callable[[Attempt], None] | None = None
+        self._loglik = _openai_loglik.LoglikState()  # the server's verified log-likelihoods
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -390,15 +392,13 @@ class OpenAIModel(ModelProvider):
         )
 
     async def loglikelihood(self, request: LoglikelihoodRequest) -> LoglikelihoodResult:
-        raise NotSupportedError(
-            "The openai provider does not score log-likelihoods: the only route (/completions "
-            "with echo and logprobs) returns wrong numbers from llama-cpp-python's server for "
-            "models without a BOS token (each prompt token's log-probability is read one "
-            "position too late, i.e. it shifts them by one token), and a client cannot tell "
-            "which servers are affected (see docs/models.md).",
-            hint="Score multiple choice with the same GGUF through --model llamacpp:PATH, or "
-            "use a generation formulation of the task.",
-        )
+        return await _openai_loglik.score(self, request)
+
+    def loglikelihood_refusal(self) -> str | None:
+        return _openai_loglik.refusal(self)
+
+    def runtime(self) -> dict[str, int | str]:
+        return _openai_loglik.record(self)
 
     async def aclose(self) -> None:
         if self._client is not None:
