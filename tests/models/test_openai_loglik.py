@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from calipers.errors import ConfigError, NotSupportedError
-from calipers.models import ModelOptions
+from calipers.models import FleetEndpoint, ModelOptions, ModelProvider, resolve_model
 from calipers.models._openai import OpenAIModel
 from calipers.models._openai_loglik import MAX_PROMPTS
 from calipers.runner import RunConfig, arun
@@ -212,3 +212,25 @@ def test_a_run_records_the_check_or_falls_back(
     # the chat template on: the server cannot render it, so the task falls back before probing
     _, fallback = run(correct[0], chat_template=True)
     assert fallback is not None and "cannot render the model's chat template" in fallback
+
+
+def test_a_fleet_checks_every_server(
+    correct: tuple[str, Recorder], shifted: tuple[str, Recorder]
+) -> None:
+    """One shifted server among correct ones would make some samples' scores wrong: the
+    fleet asks each server's check, and refuses when any fails."""
+
+    def fleet(*urls: str) -> ModelProvider:
+        eps = tuple(FleetEndpoint(url=u) for u in urls)
+        return resolve_model("openai:toy", ModelOptions(fleet=eps, max_retries=2))
+
+    second = serve()
+    try:
+        good = fleet(correct[0], next(second)[0])
+        assert good.loglikelihood_refusal() is None
+        assert str(good.runtime()["loglikelihood"]).startswith("echo verified")
+    finally:
+        second.close()
+    bad = fleet(correct[0], shifted[0])
+    why = bad.loglikelihood_refusal()
+    assert why is not None and shifted[0] in why and "shifted by one token" in why

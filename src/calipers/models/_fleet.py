@@ -210,10 +210,25 @@ class FleetModel(ModelProvider):
         """The endpoints (URLs, never keys) and what the identity check found."""
         served = describe(self._served) if self._served else "not yet checked"
         up = sum(e.state.health == "up" for e in self.endpoints)
+        checks = sorted(
+            {str(v) for e in self.endpoints if (v := e.model.runtime().get("loglikelihood"))}
+        )
         return {
             "fleet": " ".join(e.url for e in self.endpoints),
             "fleet_identity": f"GET /models on each endpoint ({up} answered): {served}",
+            **({"loglikelihood": " | ".join(checks)} if checks else {}),
         }
+
+    def loglikelihood_refusal(self) -> str | None:
+        """Every endpoint that answers is checked (each verifies its own server once): one
+        shifted server in a fleet would make some samples' log-likelihoods wrong."""
+        self.identity()
+        for ep in self.endpoints:
+            if ep.state.health == "up":
+                why = ep.model.loglikelihood_refusal()
+                if why is not None:
+                    return why
+        return None
 
     def concurrency_limit(self, asked: int | None) -> int:
         return self.default_concurrency  # ``asked`` already bounds each endpoint
