@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from calipers.runner import Methodology, comparable_hash
-from calipers.store import RunRecord, SampleRecord
+from calipers.store import RunRecord, SampleColumns, SampleRecord, Store
 
 __all__ = ["Paired", "StoredRun", "methodology_differences", "pair"]
 
@@ -20,8 +21,32 @@ _MAY_DIFFER = {"seed", "limit", "n_items", "chat_template_hash"}
 
 @dataclass(frozen=True)
 class StoredRun:
+    """A stored run and its samples. Given a ``store`` instead of the records, the samples
+    are read only when something asks for whole records (:attr:`samples`); scores and
+    pairings read only the columns they need (:meth:`columns`), so a run of a million
+    samples is compared without loading them."""
+
     record: RunRecord
-    samples: tuple[SampleRecord, ...]
+    given: tuple[SampleRecord, ...] | None = None
+    store: Store | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def samples(self) -> tuple[SampleRecord, ...]:
+        if self.given is not None:
+            return self.given
+        assert self.store is not None, "a StoredRun needs its samples or its store"
+        return tuple(self.store.get_samples(self.record.id))
+
+    def columns(self, task: str) -> SampleColumns:
+        """The samples of ``task`` as columns: from the store when there is one (the records
+        are not read), else from the records."""
+        cache: dict[str, SampleColumns] = self.__dict__.setdefault("_columns", {})
+        if task not in cache:
+            if self.given is None and self.store is not None:
+                cache[task] = self.store.sample_columns(self.record.id, task)
+            else:
+                cache[task] = SampleColumns.from_records(task, self.samples)
+        return cache[task]
 
     @property
     def label(self) -> str:
@@ -63,34 +88,23 @@ def methodology_differences(a: StoredRun, b: StoredRun, task: str) -> list[str]:
     ]
 
 
-def _scored(samples: Sequence[SampleRecord], task: str, metric: str) -> dict[str, SampleRecord]:
-    """Each item's first scored record (see :func:`_item_means` for its value)."""
-    out: dict[str, SampleRecord] = {}
-    for s in samples:
-        if (
-            s.task == task
-            and s.error is None
-            and s.scores
-            and metric in s.scores
-            and not np.isnan(s.scores[metric])
-        ):
-            out.setdefault(s.sample_id, s)
-    return out
-
-
-def _item_means(samples: Sequence[SampleRecord], task: str, metric: str) -> dict[str, float]:
-    """Each item's score: the mean over its scored epochs (one epoch: its score)."""
+def _item_scores(
+    cols: SampleColumns, metric: str
+) -> tuple[dict[str, str | None], dict[str, float]]:
+    """Each item's cluster (from its first scored row) and its score: the mean over its
+    scored epochs (one epoch: its score). Errors and NaN are not scored."""
+    values = cols.scores.get(metric)
+    if values is None:
+        return {}, {}
+    scored = cols.ok & cols.has_score[metric] & ~np.isnan(values)
+    first: dict[str, str | None] = {}
     sums: dict[str, list[float]] = {}
-    for s in samples:
-        if (
-            s.task == task
-            and s.error is None
-            and s.scores
-            and metric in s.scores
-            and not np.isnan(s.scores[metric])
-        ):
-            sums.setdefault(s.sample_id, []).append(s.scores[metric])
-    return {i: float(np.mean(v)) for i, v in sums.items()}
+    for i in np.flatnonzero(scored):
+        sid = cols.sample_id[i]
+        if sid not in first:
+            first[sid] = cols.cluster[i]
+        sums.setdefault(sid, []).append(float(values[i]))
+    return first, {i: float(np.mean(v)) for i, v in sums.items()}
 
 
 def _values(means: dict[str, float], ids: Sequence[str]) -> npt.NDArray[np.float64]:
@@ -100,12 +114,15 @@ def _values(means: dict[str, float], ids: Sequence[str]) -> npt.NDArray[np.float
 def pair(a: StoredRun, b: StoredRun, task: str, metric: str) -> Paired:
     """Inner join on item id of the items both runs scored (errors and NaN excluded, and
     counted). With several epochs per item, an item's score is its mean over epochs."""
-    sa, sb = _scored(a.samples, task, metric), _scored(b.samples, task, metric)
-    ma, mb = _item_means(a.samples, task, metric), _item_means(b.samples, task, metric)
-    order = {s.sample_id: (s.position, s.epoch) for s in a.samples if s.task == task}
+    ca, cb = a.columns(task), b.columns(task)
+    sa, ma = _item_scores(ca, metric)
+    sb, mb = _item_scores(cb, metric)
+    order = {
+        sid: (int(p), int(e)) for sid, p, e in zip(ca.sample_id, ca.position, ca.epoch, strict=True)
+    }
     ids = sorted(set(sa) & set(sb), key=lambda i: order.get(i, (0, 0)))
-    clusters = tuple(sa[i].cluster or f"__item:{i}" for i in ids)
-    has_clusters = any(sa[i].cluster for i in ids)
+    clusters = tuple(sa[i] or f"__item:{i}" for i in ids)
+    has_clusters = any(sa[i] for i in ids)
     return Paired(
         task=task,
         metric=metric,
@@ -115,6 +132,6 @@ def pair(a: StoredRun, b: StoredRun, task: str, metric: str) -> Paired:
         clusters=clusters if has_clusters else None,
         only_a=len(set(sa) - set(sb)),
         only_b=len(set(sb) - set(sa)),
-        errors_a=sum(s.error is not None for s in a.samples if s.task == task),
-        errors_b=sum(s.error is not None for s in b.samples if s.task == task),
+        errors_a=int((~ca.ok).sum()),
+        errors_b=int((~cb.ok).sum()),
     )
