@@ -329,3 +329,32 @@ def test_a_small_plan_and_run_are_unchanged(tmp_path: Path) -> None:
     got = res.summary.model_copy(update={"elapsed_s": None})
     assert got == expected
     assert got.tasks["t"].metrics["exact_match"].value == 0.5  # 30 of 60 targets are "1"
+
+
+def test_compare_from_columns_equals_compare_from_records(tmp_path: Path) -> None:
+    """Two stored runs compared from the store (columns) give the same JSON as from their
+    whole records (the path every caller used before)."""
+    from calipers.analysis import StoredRun, compare, leaderboard, load_runs
+
+    spec = tmp_path / "t.yaml"
+    rows = "".join(
+        f'{{"id": "{i}", "q": "say {i}", "a": "{i % 2}", "g": "g{i // 3}"}}\n' for i in range(90)
+    )
+    (tmp_path / "t.jsonl").write_text(rows)
+    spec.write_text(
+        "name: t\ndata: t.jsonl\nfields: {input: q, target: a, cluster: g}\n"
+        "scorers: [exact_match]\n"
+    )
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as st:
+        cfg = RunConfig(model="fake:echo", tasks=(str(spec),))
+        a = asyncio.run(arun(cfg, st, provider=FakeModel(lambda r: "1", name="a", fail_rate=0.1)))
+        b = asyncio.run(arun(cfg, st, provider=FakeModel(lambda r: "0", name="b")))
+        lazy = load_runs(st, [a.run_id, b.run_id])
+        whole = [StoredRun(r.record, tuple(st.get_samples(r.record.id))) for r in lazy]
+        new, old = compare(lazy), compare(whole)
+        assert new.model_dump(mode="json") == old.model_dump(mode="json")
+        assert new.rows[0].excluded["errors_a"] > 0 and new.rows[0].n > 0
+        assert [x.model_dump(mode="json") for x in leaderboard(lazy)] == [
+            x.model_dump(mode="json") for x in leaderboard(whole)
+        ]
+        assert "samples" not in lazy[0].__dict__  # the records were never read
