@@ -37,6 +37,14 @@ class StoredRun:
         assert self.store is not None, "a StoredRun needs its samples or its store"
         return tuple(self.store.get_samples(self.record.id))
 
+    def records_at(self, task: str, keys: Sequence[tuple[str, int]]) -> list[SampleRecord]:
+        """The records of ``task`` at ``(sample_id, epoch)`` keys, in the order of ``keys``:
+        read from the store (only those), or picked from the records."""
+        if self.given is None and self.store is not None and "samples" not in self.__dict__:
+            return self.store.get_samples_at(self.record.id, task, keys)
+        mine = {(s.sample_id, s.epoch): s for s in self.samples if s.task == task}
+        return [mine[k] for k in keys if k in mine]
+
     def columns(self, task: str) -> SampleColumns:
         """The samples of ``task`` as columns: from the store when there is one (the records
         are not read), else from the records."""
