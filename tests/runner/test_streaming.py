@@ -358,3 +358,70 @@ def test_compare_from_columns_equals_compare_from_records(tmp_path: Path) -> Non
             x.model_dump(mode="json") for x in leaderboard(whole)
         ]
         assert "samples" not in lazy[0].__dict__  # the records were never read
+
+
+def _ok(s: SampleRecord, task: str, metric: str) -> bool:
+    ok = s.task == task and s.error is None and s.scores and metric in s.scores
+    return bool(ok) and not np.isnan((s.scores or {})[metric])
+
+
+def _ref_pair(a, b, task, metric):  # type: ignore[no-untyped-def]
+    """``analysis.pair`` as it was, on whole records (main at f73908b)."""
+
+    def scored(samples):  # type: ignore[no-untyped-def]
+        out = {}
+        for s in samples:
+            if _ok(s, task, metric):
+                out.setdefault(s.sample_id, s)
+        return out
+
+    def means(samples):  # type: ignore[no-untyped-def]
+        sums: dict[str, list[float]] = {}
+        for s in samples:
+            if _ok(s, task, metric):
+                sums.setdefault(s.sample_id, []).append(s.scores[metric])  # type: ignore[index]
+        return {i: float(np.mean(v)) for i, v in sums.items()}
+
+    sa_, sb_ = scored(a), scored(b)
+    ma, mb = means(a), means(b)
+    order = {s.sample_id: (s.position, s.epoch) for s in a if s.task == task}
+    ids = sorted(set(sa_) & set(sb_), key=lambda i: order.get(i, (0, 0)))
+    return (
+        ids,
+        [ma[i] for i in ids],
+        [mb[i] for i in ids],
+        [sa_[i].cluster or f"__item:{i}" for i in ids],
+        len(set(sa_) - set(sb_)),
+        len(set(sb_) - set(sa_)),
+    )
+
+
+@pytest.mark.parametrize("metric", ["acc", "score"])
+def test_pairing_from_columns_equals_pairing_from_records(metric: str, tmp_path: Path) -> None:
+    """Three epochs per item (means of 3 values), NaN, errors and clusters: the columnar
+    pairing gives the same ids, values (bit for bit), clusters and counts as the records'."""
+    from calipers.analysis import StoredRun, pair
+
+    def three_epochs(seed: int) -> list[SampleRecord]:
+        recs = [r for r in _planted(n_items=300, seed=seed) if r.task == "alpha"]
+        return recs + [r.model_copy(update={"epoch": 2}) for r in recs if r.epoch == 1]
+
+    ra, rb = three_epochs(1), three_epochs(2)[40:]  # B lacks some items
+    rec = RunRecord(
+        id="x",
+        created_at=datetime(2026, 12, 1, tzinfo=UTC),
+        finished_at=None,
+        status="finished",
+        tasks=["alpha"],
+        methodology={},
+        methodology_hash="h",
+        config={"model": "fake:x"},
+        summary=None,
+        calipers_version="t",
+    )
+    p = pair(StoredRun(rec, tuple(ra)), StoredRun(rec, tuple(rb)), "alpha", metric)
+    ids, va, vb, clusters, only_a, only_b = _ref_pair(ra, rb, "alpha", metric)
+    assert list(p.ids) == ids and len(ids) > 100
+    assert p.a.tolist() == va and p.b.tolist() == vb
+    assert list(p.clusters or ()) == clusters
+    assert (p.only_a, p.only_b) == (only_a, only_b) and only_a > 0

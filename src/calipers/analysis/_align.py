@@ -96,50 +96,63 @@ def methodology_differences(a: StoredRun, b: StoredRun, task: str) -> list[str]:
     ]
 
 
-def _item_scores(
-    cols: SampleColumns, metric: str
-) -> tuple[dict[str, str | None], dict[str, float]]:
-    """Each item's cluster (from its first scored row) and its score: the mean over its
-    scored epochs (one epoch: its score). Errors and NaN are not scored."""
+@dataclass(frozen=True)
+class _Items:
+    """One run's scored items of a task: sorted ids, each item's cluster (from its first
+    scored row) and score (the mean over its scored epochs)."""
+
+    ids: npt.NDArray[np.str_]
+    clusters: npt.NDArray[np.object_]
+    means: npt.NDArray[np.float64]
+
+
+def _item_scores(cols: SampleColumns, metric: str) -> _Items:
+    """Errors and NaN are not scored. An item of one epoch scores its value; of several,
+    their mean (``np.mean``, as it always was computed, so the figures are the same)."""
     values = cols.scores.get(metric)
     if values is None:
-        return {}, {}
-    scored = cols.ok & cols.has_score[metric] & ~np.isnan(values)
-    first: dict[str, str | None] = {}
-    sums: dict[str, list[float]] = {}
-    for i in np.flatnonzero(scored):
-        sid = cols.sample_id[i]
-        if sid not in first:
-            first[sid] = cols.cluster[i]
-        sums.setdefault(sid, []).append(float(values[i]))
-    return first, {i: float(np.mean(v)) for i, v in sums.items()}
-
-
-def _values(means: dict[str, float], ids: Sequence[str]) -> npt.NDArray[np.float64]:
-    return np.array([means[i] for i in ids], dtype=np.float64)
+        return _Items(np.array([], dtype=str), np.array([], dtype=object), np.array([]))
+    rows = np.flatnonzero(cols.ok & cols.has_score[metric] & ~np.isnan(values))
+    v = values[rows]
+    ids, first, inv = np.unique(
+        cols.sample_id[rows].astype(str), return_index=True, return_inverse=True
+    )
+    counts = np.bincount(inv, minlength=ids.size)
+    # one epoch: the value; two: (a + b) / 2, bit for bit np.mean's; more: np.mean per item
+    means = np.where(counts == 1, v[first], np.bincount(inv, weights=v) / np.maximum(counts, 1))
+    many = np.flatnonzero(counts > 2)
+    if many.size:
+        grouped = np.argsort(inv, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        for j in many:
+            means[j] = float(np.mean(v[grouped[starts[j] : starts[j] + counts[j]]]))
+    return _Items(ids, cols.cluster[rows[first]], means)
 
 
 def pair(a: StoredRun, b: StoredRun, task: str, metric: str) -> Paired:
     """Inner join on item id of the items both runs scored (errors and NaN excluded, and
-    counted). With several epochs per item, an item's score is its mean over epochs."""
+    counted). With several epochs per item, an item's score is its mean over epochs. Items
+    are in run A's order (the position and epoch of each item's last row in A)."""
     ca, cb = a.columns(task), b.columns(task)
-    sa, ma = _item_scores(ca, metric)
-    sb, mb = _item_scores(cb, metric)
-    order = {
-        sid: (int(p), int(e)) for sid, p, e in zip(ca.sample_id, ca.position, ca.epoch, strict=True)
-    }
-    ids = sorted(set(sa) & set(sb), key=lambda i: order.get(i, (0, 0)))
-    clusters = tuple(sa[i] or f"__item:{i}" for i in ids)
-    has_clusters = any(sa[i] for i in ids)
+    ia, ib = _item_scores(ca, metric), _item_scores(cb, metric)
+    common, xa, xb = np.intersect1d(ia.ids, ib.ids, assume_unique=True, return_indices=True)
+    every = ca.sample_id.astype(str)
+    uniq, last_rev = np.unique(every[::-1], return_index=True)
+    last = (every.size - 1 - last_rev)[np.searchsorted(uniq, common)]
+    order = np.lexsort((ca.epoch[last], ca.position[last]))
+    ids = [str(i) for i in common[order]]
+    raw = ia.clusters[xa][order]
+    clusters = tuple(c or f"__item:{i}" for c, i in zip(raw, ids, strict=True))
+    has_clusters = any(bool(c) for c in raw)
     return Paired(
         task=task,
         metric=metric,
         ids=tuple(ids),
-        a=_values(ma, ids),
-        b=_values(mb, ids),
+        a=ia.means[xa][order].astype(np.float64),
+        b=ib.means[xb][order].astype(np.float64),
         clusters=clusters if has_clusters else None,
-        only_a=len(set(sa) - set(sb)),
-        only_b=len(set(sb) - set(sa)),
+        only_a=int(ia.ids.size - common.size),
+        only_b=int(ib.ids.size - common.size),
         errors_a=int((~ca.ok).sum()),
         errors_b=int((~cb.ok).sum()),
     )

@@ -14,6 +14,8 @@ so anything computed from the columns sees the values in the same order as from 
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,9 +72,9 @@ class SampleColumns:
     def __len__(self) -> int:
         return int(self.sample_id.size)
 
-    @property
+    @functools.cached_property
     def ok(self) -> BoolArray:
-        """Rows stored without an error."""
+        """Rows stored without an error (computed once)."""
         return np.array([e is None for e in self.error], dtype=bool)
 
     @classmethod
@@ -130,41 +132,59 @@ class _Accumulator:
         self.first: tuple[str, ...] | None = None
         self.details: dict[int, dict[str, Any]] = {}
         self._intern: dict[str, str] = {}
+        self._memo: dict[str, dict[str, float]] = {}
 
-    def _i(self, s: str | None) -> str | None:
+    def _interned(self, xs: Sequence[str | None]) -> list[str | None]:
         """One string object per distinct category/cluster/error text."""
-        return None if s is None else self._intern.setdefault(s, s)
+        keep = self._intern.setdefault
+        return [None if x is None else keep(x, x) for x in xs]
+
+    def _parsed(self, x: Any) -> dict[str, float] | None:
+        """A row's scores: a dict as given, or its JSON text parsed (equal texts once: a
+        binary metric has a handful of distinct texts in a million rows)."""
+        if x is None or isinstance(x, dict):
+            return x
+        d = self._memo.get(x)
+        if d is None:
+            d = json.loads(x)
+            if len(self._memo) < 100_000:
+                self._memo[x] = d
+        return d
 
     def add(self, rows: Iterable[Sequence[Any]]) -> None:
-        for sid, pos, ep, cat, cl, err, sc, lat, tin, tout, cached, det in rows:
-            i = self.n
-            self.ids.append(sid)
-            self.pos.append(pos)
-            self.epoch.append(ep)
-            self.cat.append(self._i(cat))
-            self.cluster.append(self._i(cl))
-            self.error.append(self._i(err))
-            self.lat.append(np.nan if lat is None else lat)
-            self.tin.append(tin or 0)
-            self.tout.append(tout or 0)
-            self.cached.append(bool(cached))
-            if sc:
-                if self.first is None and err is None:
-                    self.first = tuple(sc)
-                for m, v in sc.items():
-                    col = self.scores.get(m)
-                    if col is None:  # a metric first seen here: earlier rows have none
-                        col = self.scores[m] = [np.nan] * i
-                        self.present[m] = [False] * i
-                    col.append(v)
-                    self.present[m].append(True)
-            for m, col in self.scores.items():
-                if len(col) == i:
-                    col.append(np.nan)
-                    self.present[m].append(False)
-            if det is not None and _has_marks(det):
-                self.details[i] = det
-            self.n += 1
+        """Append a chunk of rows (column by column, not row by row)."""
+        chunk = list(rows)
+        if not chunk:
+            return
+        sid, pos, ep, cat, cl, err, sc, lat, tin, tout, cached, det = zip(*chunk, strict=True)
+        i0 = self.n
+        self.ids.extend(sid)
+        self.pos.extend(pos)
+        self.epoch.extend(ep)
+        self.cat.extend(self._interned(cat))
+        self.cluster.extend(self._interned(cl))
+        self.error.extend(self._interned(err))
+        self.lat.extend([np.nan if x is None else x for x in lat])
+        self.tin.extend([x or 0 for x in tin])
+        self.tout.extend([x or 0 for x in tout])
+        self.cached.extend([bool(x) for x in cached])
+        parsed = [self._parsed(x) for x in sc]
+        if self.first is None:
+            self.first = next(
+                (tuple(d) for d, e in zip(parsed, err, strict=True) if d and e is None), None
+            )
+        for d in {id(d): d for d in parsed if d}.values():  # metrics first seen here
+            for m in d:
+                if m not in self.scores:  # earlier rows have no value for it
+                    self.scores[m] = [np.nan] * i0
+                    self.present[m] = [False] * i0
+        for m, col in self.scores.items():
+            col.extend([d[m] if d and m in d else np.nan for d in parsed])
+            self.present[m].extend([d is not None and m in d for d in parsed])
+        for j, d in enumerate(det):
+            if d is not None and _has_marks(d):
+                self.details[i0 + j] = d
+        self.n += len(chunk)
 
     def finish(self) -> SampleColumns:
         def obj(xs: list[Any]) -> ObjArray:
@@ -212,7 +232,7 @@ def read_columns(engine: Engine, run_id: str, task: str) -> SampleColumns:
             samples.c.category,
             samples.c.cluster,
             samples.c.error,
-            samples.c.scores,
+            sa.type_coerce(samples.c.scores, sa.Text),  # parsed by the reader, memoised
             samples.c.latency_s,
             samples.c.input_tokens,
             samples.c.output_tokens,
