@@ -50,7 +50,7 @@ class ResponseCache:
         self,
         store: CacheStore,
         model_key: str,
-        batch: int = 64,
+        batch: int = 256,
         tool_format: str | None = None,
     ) -> None:
         self._store = store

@@ -37,7 +37,7 @@ class Progress(Protocol):
 class _Writer:
     """Buffers records and flushes them every ``every`` records or ``interval_s`` seconds."""
 
-    def __init__(self, store: Store, every: int = 64, interval_s: float = 0.5) -> None:
+    def __init__(self, store: Store, every: int = 256, interval_s: float = 0.5) -> None:
         self._store = store
         self._buf: list[SampleRecord] = []
         self._every = every
