@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,8 +25,7 @@ import sqlalchemy as sa
 
 from calipers._util.seeding import derived_rng
 from calipers.models import FakeModel
-from calipers.runner import RunConfig, arun, make_plan, summarize_records
-from calipers.runner._finalize import summarize_stored
+from calipers.runner import RunConfig, arun, make_plan, summarize_records, summarize_stored
 from calipers.runner._plan import STREAM_ABOVE, PlannedSamples
 from calipers.stats import bootstrap_mean, summarize
 from calipers.store import RunRecord, SampleRecord, Store
@@ -42,7 +42,7 @@ from calipers.types import (
 # -- the reference: the in-memory summary as it was (main at f73908b) ------------------------
 
 
-def _ref_estimate(recs, metric, seed, confidence, *tag):  # type: ignore[no-untyped-def]
+def _ref_estimate(recs: Any, metric: str, seed: int, confidence: float, *tag: str) -> Any:
     scored = [r for r in recs if r.error is None and r.scores and metric in r.scores]
     values = np.array([r.scores[metric] for r in scored if r.scores], dtype=float)
     cl = [r.cluster if r.cluster is not None else f"__item:{r.sample_id}" for r in scored]
@@ -55,7 +55,7 @@ def _ref_estimate(recs, metric, seed, confidence, *tag):  # type: ignore[no-unty
     )
 
 
-def _ref_top_error(recs):  # type: ignore[no-untyped-def]
+def _ref_top_error(recs: Any) -> Any:
     counts = Counter(r.error for r in recs if r.error is not None)
     if not counts:
         return None
@@ -63,7 +63,7 @@ def _ref_top_error(recs):  # type: ignore[no-untyped-def]
     return TopError(message=message[:300], count=count)
 
 
-def _ref_calls(recs):  # type: ignore[no-untyped-def]
+def _ref_calls(recs: Any) -> Any:
     calls = [c for r in recs if (c := (r.score_details or {}).get("calls"))]
     return CallCounts(
         retries=sum(int(c.get("retries", 0)) for c in calls),
@@ -73,7 +73,7 @@ def _ref_calls(recs):  # type: ignore[no-untyped-def]
     )
 
 
-def _ref_tampering(r):  # type: ignore[no-untyped-def]
+def _ref_tampering(r: Any) -> list[str]:
     found = []
     for d in (r.score_details or {}).values():
         if isinstance(d, dict) and isinstance(d.get("tampering"), list):
@@ -81,7 +81,7 @@ def _ref_tampering(r):  # type: ignore[no-untyped-def]
     return found
 
 
-def _ref_task(task, recs, metrics, seed, confidence):  # type: ignore[no-untyped-def]
+def _ref_task(task: str, recs: Any, metrics: Any, seed: int, confidence: float) -> Any:
     scored = [r for r in recs if r.error is None]
     errors = [r for r in recs if r.error is not None]
     if not metrics:
@@ -117,7 +117,7 @@ def _ref_task(task, recs, metrics, seed, confidence):  # type: ignore[no-untyped
     )
 
 
-def _reference(records, metrics, seed, confidence):  # type: ignore[no-untyped-def]
+def _reference(records: Any, metrics: Any, seed: int, confidence: float) -> Any:
     by_task = defaultdict(list)
     for r in records:
         by_task[r.task].append(r)
@@ -365,21 +365,21 @@ def _ok(s: SampleRecord, task: str, metric: str) -> bool:
     return bool(ok) and not np.isnan((s.scores or {})[metric])
 
 
-def _ref_pair(a, b, task, metric):  # type: ignore[no-untyped-def]
+def _ref_pair(a: Any, b: Any, task: str, metric: str) -> Any:
     """``analysis.pair`` as it was, on whole records (main at f73908b)."""
 
-    def scored(samples):  # type: ignore[no-untyped-def]
-        out = {}
+    def scored(samples: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for s in samples:
             if _ok(s, task, metric):
                 out.setdefault(s.sample_id, s)
         return out
 
-    def means(samples):  # type: ignore[no-untyped-def]
+    def means(samples: Any) -> dict[str, float]:
         sums: dict[str, list[float]] = {}
         for s in samples:
             if _ok(s, task, metric):
-                sums.setdefault(s.sample_id, []).append(s.scores[metric])  # type: ignore[index]
+                sums.setdefault(s.sample_id, []).append(s.scores[metric])
         return {i: float(np.mean(v)) for i, v in sums.items()}
 
     sa_, sb_ = scored(a), scored(b)
