@@ -74,7 +74,7 @@ def load_runs(store: Store, ids: Sequence[str]) -> list[StoredRun]:
     runs = [store.get_run(i) for i in ids]
     if len({r.id for r in runs}) != len(runs):
         raise ConfigError("The same run is listed twice.", hint="Compare different runs.")
-    return [StoredRun(r, tuple(store.get_samples(r.id))) for r in runs]
+    return [StoredRun(r, store=store) for r in runs]  # samples read when needed
 
 
 def _resolve(runs: Sequence[StoredRun | str], store: Store | None) -> list[StoredRun]:

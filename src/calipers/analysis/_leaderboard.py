@@ -74,15 +74,15 @@ def _scores(
     runs: Sequence[StoredRun], task: str, metric: str
 ) -> tuple[list[str], dict[str, npt.NDArray[np.float64]]]:
     """Labels and per-item scores on the items every run scored (errors excluded)."""
-    per_run = []
-    for r in runs:
-        per_run.append(
-            {
-                s.sample_id: s.scores[metric]
-                for s in r.samples
-                if s.task == task and s.error is None and s.scores and metric in s.scores
-            }
-        )
+    per_run: list[dict[str, float]] = []
+    for r in runs:  # from the columns: a run's records are not read
+        cols = r.columns(task)
+        if metric not in cols.scores:
+            per_run.append({})
+            continue
+        rows = np.flatnonzero(cols.ok & cols.has_score[metric])
+        values = cols.scores[metric]
+        per_run.append({cols.sample_id[i]: float(values[i]) for i in rows})
     common = sorted(set.intersection(*(set(d) for d in per_run)))
     labels = [f"{r.record.model_name} ({r.record.id})" for r in runs]
     return labels, {

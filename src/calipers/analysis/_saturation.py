@@ -117,7 +117,8 @@ def task_metric(runs: Sequence[StoredRun], task: str, metric: str | None) -> str
                 hint="Finish or resume the run first (calipers resume).",
             )
     for r in runs:
-        if not any(s.task == task and s.scores and metric in s.scores for s in r.samples):
+        present = r.columns(task).has_score.get(metric)
+        if present is None or not present.any():
             raise ConfigError(f"Run {r.record.id} has no {metric!r} score on task {task!r}.")
     return str(metric)
 
@@ -127,25 +128,22 @@ def common_matrix(
 ) -> tuple[list[str], list[str | None], npt.NDArray[np.float64]]:
     """Item ids, categories and the (runs x items) score matrix on the items every run scored
     (errors and NaN excluded), in the first run's item order."""
-    per_run = [
-        {
-            s.sample_id: s
-            for s in r.samples
-            if s.task == task
-            and s.error is None
-            and s.scores
-            and metric in s.scores
-            and not np.isnan(s.scores[metric])
-        }
-        for r in runs
-    ]
+    per_run: list[dict[str, int]] = []  # item id -> its row in the run's columns
+    cols = [r.columns(task) for r in runs]
+    for c in cols:
+        v = c.scores.get(metric)
+        keep = np.zeros(len(c), dtype=bool) if v is None else c.ok & c.has_score[metric]
+        if v is not None:
+            keep &= ~np.isnan(v)
+        per_run.append({c.sample_id[k]: int(k) for k in np.flatnonzero(keep)})
     common = set.intersection(*(set(d) for d in per_run))
-    first = per_run[0]
-    ids = sorted(common, key=lambda i: (first[i].position, first[i].epoch, i))
+    first, c0 = per_run[0], cols[0]
+    ids = sorted(common, key=lambda i: (int(c0.position[first[i]]), int(c0.epoch[first[i]]), i))
     x = np.array(
-        [[(d[i].scores or {})[metric] for i in ids] for d in per_run], dtype=np.float64
+        [[c.scores[metric][d[i]] for i in ids] for c, d in zip(cols, per_run, strict=True)],
+        dtype=np.float64,
     ).reshape(len(runs), len(ids))
-    return ids, [first[i].category for i in ids], x
+    return ids, [c0.category[first[i]] for i in ids], x
 
 
 def _estimates(x: npt.NDArray[np.float64], c: float) -> dict[str, Estimate]:

@@ -229,11 +229,13 @@ def run_cmd(ctx: click.Context, /, **opts: Any) -> None:
             sys.exit(EXIT_INTERRUPTED)
         reports = None
         if not opts["no_report"]:
+            from calipers.analysis import StoredRun
             from calipers.reports import write_report
 
+            stored = store.get_run(result.run_id)
             reports = write_report(
-                store.get_run(result.run_id),
-                store.get_samples(result.run_id),
+                stored,
+                StoredRun(stored, store=store),  # reads only the records it lists
                 _report_dir(opts["report_dir"]),
             )
         if opts["as_json"]:

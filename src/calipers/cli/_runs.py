@@ -115,11 +115,13 @@ def show_cmd(
     "samples".
     """
     from calipers.analysis import judge_calibrations
-    from calipers.reports import error_items, failing_items, methodology_rows, worst_categories
+    from calipers.reports import methodology_rows
 
     with Store.open(obj.store_url) as store:
         run = store.get_run(run_id)
-        samples = store.get_samples(run.id)
+        # whole records only where they are shown or needed; the rest reads columns
+        wanted = bool(sample_id or steps or judge_corrected)
+        samples = store.get_samples(run.id) if wanted else []
         saved = store.list_runs()
         marks = judge_marks(run, lambda: saved)
         corrected = (
@@ -127,6 +129,8 @@ def show_cmd(
             if judge_corrected
             else None
         )
+        n_stored = store.count_samples(run.id)
+        shown_items = {} if as_json else _items_to_show(store, run, failures)
     chosen = _chosen(run, samples, sample_id, epoch, steps)
     if as_json:
         shown = {**_run_json(run), "judge_calibration": judge_calibrations(run, saved)}
@@ -151,7 +155,7 @@ def show_cmd(
     else:
         why = f" {escape(run.error)}" if run.error else ""
         out.print(
-            f"[yellow]Not finished[/]: {len(samples)} samples stored.{why} "
+            f"[yellow]Not finished[/]: {n_stored} samples stored.{why} "
             f"Resume with: calipers run --resume {run.id}"
         )
     card = Table(title="Methodology", title_justify="left", show_header=False, box=None)
@@ -164,7 +168,8 @@ def show_cmd(
         line = judge_agreement_line(run, task, saved)
         if line:  # judge-based scores carry the judge's measured agreement with people
             out.print(f"[bold]{escape(task)}[/]: {escape(line)}")
-        _show_task(obj, task, ts, samples, failures, worst_categories, failing_items, error_items)
+        failing, errored = shown_items.get(task, ([], []))
+        _show_task(obj, task, ts, failing, errored)
 
     if corrected is not None:
         print_judge_corrected(obj, corrected)
@@ -215,16 +220,39 @@ def _corrected(
     return judge_corrected(run, samples, labels, source=name)
 
 
+def _items_to_show(store: Store, run: RunRecord, k: int) -> dict[str, tuple[list[Any], list[Any]]]:
+    """Per task: its first ``k`` failing items and first ``k`` errors (as
+    ``reports.failing_items``/``error_items`` choose them), found from the columns and
+    then read as whole records: only those ``2k`` records are read, whatever the run's size."""
+    import numpy as np
+
+    if not run.summary or not k:
+        return {}
+    found = {}
+    for task, ts in run.summary.tasks.items():
+        cols = store.sample_columns(run.id, task)
+        order = np.lexsort((cols.sample_id.astype(str), cols.epoch, cols.position))
+        failing: list[tuple[str, int]] = []
+        if ts.primary and ts.primary in cols.scores:
+            v = cols.scores[ts.primary]
+            scored = cols.ok & cols.has_score[ts.primary] & ~np.isnan(v)
+            if scored.any():
+                unit = bool(((v[scored] >= 0) & (v[scored] <= 1)).all())
+                bad = scored & ((v < 1.0) if unit else (v == v[scored].min()))
+                failing = [(cols.sample_id[i], int(cols.epoch[i])) for i in order if bad[i]][:k]
+        errors = [(cols.sample_id[i], int(cols.epoch[i])) for i in order if not cols.ok[i]][:k]
+        found[task] = (
+            store.get_samples_at(run.id, task, failing),
+            store.get_samples_at(run.id, task, errors),
+        )
+    return found
+
+
 def _show_task(
-    obj: Context,
-    task: str,
-    ts: TaskSummary,
-    samples: Any,
-    k: int,
-    worst_categories: Any,
-    failing_items: Any,
-    error_items: Any,
+    obj: Context, task: str, ts: TaskSummary, failing: list[Any], errored: list[Any]
 ) -> None:
+    from calipers.reports import worst_categories
+
     out = obj.out
     cats = worst_categories(ts, k=5)
     if cats:
@@ -236,13 +264,13 @@ def _show_task(
             unit = est.is_empty or (est.low >= 0 and est.high <= 1)  # not a 1-10 scale
             t.add_row(escape(name), f"{est.n}/{n}", est.format(percent=unit))
         out.print(t)
-    if k and ts.primary:
-        for rec in failing_items(samples, task, ts.primary, k=k):
+    if ts.primary:
+        for rec in failing:
             out.print(
                 f"[red]✗[/] {task}/{escape(rec.sample_id)}: answered "
                 f"{escape(repr(rec.answer))}, expected {escape(repr(rec.target))}"
             )
-    for rec in error_items(samples, task, k=k):
+    for rec in errored:
         out.print(f"[red]error[/] {task}/{escape(rec.sample_id)}: {escape(rec.error or '')}")
     if ts.n_tampering:
         out.print(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -92,7 +92,7 @@ class HubRows:
         return len(self.rows)
 
 
-def data_source(samples: Sequence[Sample]) -> str | None:
+def data_source(samples: Iterable[Sample]) -> str | None:
     """The hub sources stamped on ``samples`` (``;``-joined, in first-seen order), or None
     when they were read from local files."""
     seen: dict[str, None] = {}

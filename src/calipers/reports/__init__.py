@@ -40,6 +40,7 @@ from calipers.reports._view import (
 from calipers.store import RunRecord, SampleRecord
 
 if TYPE_CHECKING:  # the multi-run report loads on first use: a run writes only its own
+    from calipers.analysis import StoredRun
     from calipers.reports._multi import render_multi_html, write_multi_report
     from calipers.reports._panels import diff_panels, diff_text, num
     from calipers.reports._rag import (
@@ -119,10 +120,11 @@ __getattr__, __dir__ = lazy_exports(
 
 
 def write_report(
-    run: RunRecord, samples: Sequence[SampleRecord], out_dir: Path
+    run: RunRecord, samples: Sequence[SampleRecord] | StoredRun, out_dir: Path
 ) -> tuple[Path, Path]:
     """Write ``<out_dir>/<run.id>.html`` and ``<out_dir>/<run.id>.md`` (creating ``out_dir``)
-    and return both paths."""
+    and return both paths. ``samples``: the run's records, or its ``StoredRun`` (then only
+    the records the report lists are read)."""
     out = make_folder(Path(out_dir), "the report folder", private=True)
     html_path, md_path = out / f"{run.id}.html", out / f"{run.id}.md"
     write_private_text(html_path, render_html(run, samples))  # 0600, as the store

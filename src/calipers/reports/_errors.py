@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from calipers.store import RunRecord, SampleRecord
+
+if TYPE_CHECKING:
+    from calipers.analysis import StoredRun
 
 __all__ = ["ErrorTypeView", "error_views"]
 
@@ -21,12 +25,22 @@ class ErrorTypeView:
 
 
 def error_views(
-    run: RunRecord, samples: Sequence[SampleRecord]
+    run: RunRecord, samples: Sequence[SampleRecord] | StoredRun
 ) -> dict[str, tuple[ErrorTypeView, ...]]:
-    """Per task with an error rule and failing samples, its error types worst first."""
+    """Per task with an error rule and failing samples, its error types worst first. Only
+    a task whose scorers have an error rule is read (its failing responses are classified)."""
     from calipers.analysis import StoredRun, error_report
+    from calipers.scorers import error_rule
 
-    report = error_report(StoredRun(run, tuple(samples)), examples=1)
+    src = samples if isinstance(samples, StoredRun) else StoredRun(run, tuple(samples))
+    cards = (run.methodology or {}).get("tasks") or {}
+
+    def has_rule(task: str) -> bool:
+        scorers = (cards.get(task) or {}).get("scorers") or []
+        return error_rule([str(s.get("name")) for s in scorers if isinstance(s, dict)]) is not None
+
+    tasks = [t for t in run.tasks if has_rule(t)]
+    reports = [error_report(src, task=t, examples=1) for t in tasks]
     return {
         t.task: tuple(
             ErrorTypeView(
@@ -38,6 +52,7 @@ def error_views(
             )
             for r in t.types
         )
+        for report in reports
         for t in report.tasks
         if t.rule is not None and t.types
     }

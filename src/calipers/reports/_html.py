@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -20,6 +20,9 @@ from calipers.errors import CalipersError
 from calipers.reports._steps import episode_steps
 from calipers.reports._view import methodology_rows, prompt_text, task_views
 from calipers.store import RunRecord, SampleRecord
+
+if TYPE_CHECKING:
+    from calipers.analysis import StoredRun
 
 __all__ = [
     "MAX_TEXT",
@@ -101,7 +104,7 @@ def confidence_label(methodology: dict[str, Any]) -> str:
 
 def render_html(
     run: RunRecord,
-    samples: Sequence[SampleRecord],
+    samples: Sequence[SampleRecord] | StoredRun,
     k: int = 10,
     *,
     saved: Sequence[RunRecord] = (),

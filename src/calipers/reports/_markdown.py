@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from calipers.reports._html import confidence_label, score, when
 from calipers.reports._steps import episode_text
@@ -19,6 +20,9 @@ from calipers.reports._view import (
     task_views,
 )
 from calipers.store import RunRecord, SampleRecord
+
+if TYPE_CHECKING:
+    from calipers.analysis import StoredRun
 
 __all__ = ["MD_TEXT", "Extra", "cell", "code", "render_markdown", "table"]
 
@@ -234,7 +238,7 @@ def _task(t: TaskView, extra: Extra | None = None) -> list[str]:
 
 def render_markdown(
     run: RunRecord,
-    samples: Sequence[SampleRecord],
+    samples: Sequence[SampleRecord] | StoredRun,
     k: int = 10,
     *,
     extra: Extra | None = None,

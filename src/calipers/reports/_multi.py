@@ -51,11 +51,11 @@ def default_title(runs: Sequence[StoredRun]) -> str:
 
 
 def _single_html(run: StoredRun, title: str, saved: Sequence[RunRecord] = ()) -> str:
-    record, samples = run.record, run.samples
+    record = run.record
     panels = {p.name: p for p in task_panels([run])}
     return template("multi_one.html.j2").render(
         run=record,
-        tasks=task_views(record, samples, saved=saved),
+        tasks=task_views(record, run, saved=saved),
         card=methodology_rows(record.methodology, record.summary),
         elapsed=record.summary.elapsed_s if record.summary else None,
         confidence=confidence_label(record.methodology),

@@ -71,7 +71,7 @@ def single_markdown(run: StoredRun, title: str | None, saved: Sequence[RunRecord
             return []
         return [*_dist_lines(p, [run])[:-1], f"{dist_text(p.dists[0])}.", ""]
 
-    return render_markdown(run.record, run.samples, extra=extra, title=title, saved=saved)
+    return render_markdown(run.record, run, extra=extra, title=title, saved=saved)
 
 
 def _all_fail_lines(a: AllFail | None, runs: Sequence[StoredRun]) -> list[str]:
@@ -79,7 +79,7 @@ def _all_fail_lines(a: AllFail | None, runs: Sequence[StoredRun]) -> list[str]:
     if a is None:
         return [*out, "No scores.", ""]
     out += [
-        f"{len(a.items)} of {a.n_common} items scored by every run fail in every run "
+        f"{a.n_failing} of {a.n_common} items scored by every run fail in every run "
         f"({code(a.rule)}); an error is not a failure.",
         "",
     ]
@@ -91,7 +91,7 @@ def _all_fail_lines(a: AllFail | None, runs: Sequence[StoredRun]) -> list[str]:
         ]
     if a.items:
         shown = a.items[:MAX_FAILED]
-        if len(a.items) > len(shown):
+        if a.n_failing > len(shown):
             out += [f"The first {len(shown)} in position order are shown.", ""]
         head = ["item", "category", "target", *(f"answer: {_name(r)}" for r in runs)]
         rows = [

@@ -10,18 +10,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
+from calipers.reports._columns import failing_mask, failing_rule_of, scored_mask
 from calipers.reports._svg import Bin
 from calipers.reports._view import (
     MetricView,
-    failing_items,
-    failing_rule,
     methodology_rows,
     metric_view,
     worst_categories,
 )
-from calipers.store import SampleRecord
+from calipers.store import SampleColumns, SampleRecord
 from calipers.types import Estimate
 
 if TYPE_CHECKING:
@@ -74,9 +77,9 @@ def score_entries(runs: Sequence[StoredRun], task: str, metric: str) -> list[Sco
     out = []
     for r in runs:
         s = r.record.task_summary(task)
-        mine = [x for x in r.samples if x.task == task]
         if s is None:  # not summarized: counts from the stored samples
-            est, n, n_err = Estimate.empty(), len(mine), sum(x.error is not None for x in mine)
+            cols = r.columns(task)
+            est, n, n_err = Estimate.empty(), len(cols), int((~cols.ok).sum())
         else:
             est, n, n_err = s.metrics.get(metric) or Estimate.empty(), s.n_samples, s.n_errors
         out.append(ScoreEntry(r, est, n, n_err))
@@ -161,23 +164,26 @@ def _histogram(values: Sequence[float], edges: Sequence[float]) -> tuple[Bin, ..
 
 def distributions(runs: Sequence[StoredRun], task: str, metric: str) -> list[Distribution]:
     """One distribution per run; all runs of a task use the same kind and the same bins."""
-    mine = [[s for s in r.samples if s.task == task] for r in runs]
-    values = [[v for s in ss if (v := _value(s, metric)) is not None] for ss in mine]
-    every = [v for vs in values for v in vs]
-    binary = all(v in (0.0, 1.0) for v in every)
-    edges = _edges(every) if every else [0.0, 1.0]
+    cols = [r.columns(task) for r in runs]  # the scores' columns, not the records
+    values = [
+        c.scores[metric][scored_mask(c, metric)] if metric in c.scores else np.array([])
+        for c in cols
+    ]
+    every = np.concatenate(values) if values else np.array([])
+    binary = bool(np.isin(every, (0.0, 1.0)).all())
+    edges = _edges(every.tolist()) if every.size else [0.0, 1.0]
     out = []
-    for ss, vs in zip(mine, values, strict=True):
-        errors = sum(s.error is not None for s in ss)
+    for c, vs in zip(cols, values, strict=True):
+        errors = int((~c.ok).sum())
         out.append(
             Distribution(
-                n=len(ss),
+                n=len(c),
                 errors=errors,
-                unscored=len(ss) - errors - len(vs),
+                unscored=len(c) - errors - int(vs.size),
                 binary=binary,
-                right=sum(v == 1.0 for v in vs),
-                wrong=sum(v == 0.0 for v in vs),
-                bins=() if binary else _histogram(vs, edges),
+                right=int((vs == 1.0).sum()),
+                wrong=int((vs == 0.0).sum()),
+                bins=() if binary else _histogram(vs.tolist(), edges),
             )
         )
     return out
@@ -198,44 +204,59 @@ class FailedItem:
 
 @dataclass(frozen=True, slots=True)
 class AllFail:
-    items: tuple[FailedItem, ...]  # in the first run's position order
+    items: tuple[FailedItem, ...]  # the first MAX_FAILED, in the first run's position order
     n_common: int  # items scored in every run
     n_errored_elsewhere: int  # wrong wherever scored, but errored in some run: not counted
     rule: str
+    n_items: int = -1  # how many items fail in every run (-1: len(items))
+
+    @property
+    def n_failing(self) -> int:
+        return len(self.items) if self.n_items < 0 else self.n_items
 
 
-def _key(s: SampleRecord) -> tuple[str, int]:
-    return (s.sample_id, s.epoch)
+def _keys(cols: SampleColumns) -> npt.NDArray[np.str_]:
+    """Each row's item key (``sample_id`` and epoch) as one string, for set operations."""
+    return np.array([f"{s}\x1f{e}" for s, e in zip(cols.sample_id, cols.epoch, strict=True)])
 
 
 def all_failing(runs: Sequence[StoredRun], task: str, metric: str) -> AllFail:
     """Items scored wrong (by the single-run report's rule) in every run. An item that
-    errored in any run was not scored wrong there, so it is not one of them."""
-    by_run = [{_key(s): s for s in r.samples if s.task == task} for r in runs]
-    failing = [{_key(s) for s in failing_items(r.samples, task, metric, k=10**9)} for r in runs]
-    scored = [{k for k, s in d.items() if _value(s, metric) is not None} for d in by_run]
-    errored = [{k for k, s in d.items() if s.error is not None} for d in by_run]
-    both = set.intersection(*failing)
-    elsewhere = {
-        k
-        for k in set.union(*failing)
-        if any(k in e for e in errored)
-        and all(k in f for f, sc in zip(failing, scored, strict=True) if k in sc)
-    }
-    first = by_run[0]
+    errored in any run was not scored wrong there, so it is not one of them. Computed on
+    the runs' columns; only the first ``MAX_FAILED`` items' records are read."""
+    cols = [r.columns(task) for r in runs]
+    keys = [_keys(c) for c in cols]
+    failing = [k[failing_mask(c, metric)] for k, c in zip(keys, cols, strict=True)]
+    scored = [k[scored_mask(c, metric)] for k, c in zip(keys, cols, strict=True)]
+    errored = [k[~c.ok] for k, c in zip(keys, cols, strict=True)]
+    both = reduce(np.intersect1d, failing)
+    union = reduce(np.union1d, failing)
+    in_error = reduce(np.logical_or, [np.isin(union, e) for e in errored])
+    failed_where_scored = reduce(
+        np.logical_and,
+        [~np.isin(union, sc) | np.isin(union, f) for f, sc in zip(failing, scored, strict=True)],
+    )
+    n_elsewhere = int((in_error & failed_where_scored).sum())
+    c0 = cols[0]
+    rows = np.flatnonzero(np.isin(keys[0], both))
+    rows = rows[np.lexsort((c0.sample_id[rows].astype(str), c0.epoch[rows], c0.position[rows]))]
+    shown = [(str(c0.sample_id[i]), int(c0.epoch[i])) for i in rows[:MAX_FAILED]]
+    records = [{(s.sample_id, s.epoch): s for s in r.records_at(task, shown)} for r in runs]
     items = tuple(
         FailedItem(
             k[0],
             k[1],
-            first[k].position,
-            first[k].category,
-            first[k].target,
-            tuple(d[k].answer for d in by_run),
+            records[0][k].position,
+            records[0][k].category,
+            records[0][k].target,
+            tuple(d[k].answer if k in d else None for d in records),
         )
-        for k in sorted(both, key=lambda k: (first[k].position, k[1], k[0]))
+        for k in shown
+        if k in records[0]
     )
-    rule = failing_rule(runs[0].samples, task, metric) if scored[0] else f"{metric} < 1"
-    return AllFail(items, len(set.intersection(*scored)), len(elsewhere), rule)
+    rule = failing_rule_of(c0, metric) if scored[0].size else f"{metric} < 1"
+    n_common = int(reduce(np.intersect1d, scored).size)
+    return AllFail(items, n_common, n_elsewhere, rule, n_items=int(both.size))
 
 
 # -- methodology cards --------------------------------------------------------------------------

@@ -10,11 +10,15 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from calipers.reports._columns import error_keys, failing_keys, failing_rule_of
 from calipers.reports._errors import ErrorTypeView, error_views
 from calipers.store import RunRecord, SampleRecord
 from calipers.types import CallCounts, Estimate, RunSummary, TaskSummary
+
+if TYPE_CHECKING:
+    from calipers.analysis import StoredRun
 
 __all__ = [
     "CategoryView",
@@ -324,12 +328,10 @@ def _latency(est: Estimate) -> str:
     return est.format() if est.is_empty else f"{est.format(digits=2)} s (n={est.n}, {est.method})"
 
 
-def _unsummarized_view(
-    name: str, version: str, samples: Sequence[SampleRecord], k: int
-) -> TaskView:
+def _unsummarized_view(name: str, version: str, src: StoredRun, k: int) -> TaskView:
     """A task not yet summarized: counts from its stored samples, no scores."""
-    mine = [r for r in samples if r.task == name]
-    n_err = sum(r.error is not None for r in mine)
+    cols = src.columns(name)
+    n_err = int((~cols.ok).sum())
     return TaskView(
         name=name,
         version=version,
@@ -337,10 +339,10 @@ def _unsummarized_view(
         primary=None,
         metrics=(),
         categories=(),
-        n_samples=len(mine),
-        n_scored=len(mine) - n_err,
+        n_samples=len(cols),
+        n_scored=len(cols) - n_err,
         n_errors=n_err,
-        n_cached=sum(r.cached for r in mine),
+        n_cached=int(cols.cached.sum()),
         latency=_latency(Estimate.empty()),
         input_tokens=0,
         output_tokens=0,
@@ -351,22 +353,23 @@ def _unsummarized_view(
         failing=(),
         n_failing=0,
         failing_rule="",
-        errors=tuple(error_items(samples, name, k=k)),
+        errors=tuple(src.records_at(name, error_keys(cols, k))),
     )
 
 
-def _task_view(
-    name: str, version: str, s: TaskSummary | None, samples: Sequence[SampleRecord], k: int
-) -> TaskView:
+def _task_view(name: str, version: str, s: TaskSummary | None, src: StoredRun, k: int) -> TaskView:
+    """Counts and the items to list come from the task's columns; only the ``k`` failing and
+    ``k`` errored records shown are read whole."""
     if s is None:
-        return _unsummarized_view(name, version, samples, k)
+        return _unsummarized_view(name, version, src, k)
     primary = s.primary if s.primary in s.metrics else None
     metrics = tuple(metric_view(m, e) for m, e in s.metrics.items())
     categories = tuple(
         CategoryView(c, n, s.categories[c].n_errors, metric_view(str(primary), est))
         for c, est, n in worst_categories(s, k=len(s.categories))
     )
-    failing = failing_items(samples, name, primary, k=len(samples)) if primary else []
+    cols = src.columns(name)
+    failing = failing_keys(cols, primary) if primary else []
     return TaskView(
         name=name,
         version=version,
@@ -385,10 +388,10 @@ def _task_view(
         top_error=f"{top.count}× {top.message}" if (top := s.top_error) else "",
         retries=calls_text(s.calls),
         retries_cell=calls_text(s.calls, short=True),
-        failing=tuple(failing[:k]),
+        failing=tuple(src.records_at(name, failing[:k])),
         n_failing=len(failing),
-        failing_rule=failing_rule(samples, name, primary) if primary else "",
-        errors=tuple(error_items(samples, name, k=k)),
+        failing_rule=failing_rule_of(cols, primary) if primary else "",
+        errors=tuple(src.records_at(name, error_keys(cols, k))),
         n_tampering=s.n_tampering,
         tampering_kinds=s.tampering,
     )
@@ -396,25 +399,25 @@ def _task_view(
 
 def task_views(
     run: RunRecord,
-    samples: Sequence[SampleRecord],
+    samples: Sequence[SampleRecord] | StoredRun,
     k: int = 10,
     *,
     saved: Sequence[RunRecord] = (),
 ) -> list[TaskView]:
     """One view per task of ``run``, in run order; ``k`` caps failing and error items shown.
-    A judge-scored task's ``judge`` line says its calibration, found in ``run`` or in the
-    ``saved`` runs (e.g. the whole store), or that it is uncalibrated."""
+    ``samples``: the run's records, or its ``StoredRun`` (then only the records shown are
+    read). A judge-scored task's ``judge`` line says its calibration, found in ``run`` or in
+    the ``saved`` runs (e.g. the whole store), or that it is uncalibrated."""
     summary = run.summary.tasks if run.summary is not None else {}
     cards = (run.methodology or {}).get("tasks") or {}
     names = list(run.tasks) + [t for t in summary if t not in run.tasks]
-    from calipers.analysis import judge_agreement_line
+    from calipers.analysis import StoredRun, judge_agreement_line
 
-    kinds = error_views(run, samples)
+    src = samples if isinstance(samples, StoredRun) else StoredRun(run, tuple(samples))
+    kinds = error_views(run, src)
     return [
         replace(
-            _task_view(
-                t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), samples, k
-            ),
+            _task_view(t, str((cards.get(t) or {}).get("version", "?")), summary.get(t), src, k),
             judge=judge_agreement_line(run, t, saved),
             error_types=kinds.get(t, ()) if t in summary else (),  # no scores, no shares
         )

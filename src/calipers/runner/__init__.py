@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from calipers.runner._api import RunResult, aresume, arun, run
     from calipers.runner._cache import ResponseCache, cache_key
     from calipers.runner._episode import EpisodeFailed, run_episode
-    from calipers.runner._finalize import summarize_records
+    from calipers.runner._finalize import summarize_records, summarize_stored
     from calipers.runner._methodology import Methodology, TaskMethodology, comparable_hash
     from calipers.runner._plan import Plan, make_plan
     from calipers.runner._ray import RayExecutor
@@ -40,6 +40,7 @@ __all__ = [
     "run",
     "run_episode",
     "summarize_records",
+    "summarize_stored",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -62,5 +63,6 @@ __getattr__, __dir__ = lazy_exports(
         "run": "_api",
         "run_episode": "_episode",
         "summarize_records": "_finalize",
+        "summarize_stored": "_finalize",
     },
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from calipers.errors import DeadlineError, ResumeError
 from calipers.models import ModelOptions, ModelProvider
 from calipers.runner._config import RunConfig
 from calipers.runner._fallback import fallback_note
-from calipers.runner._finalize import summarize_records
+from calipers.runner._finalize import summarize_stored
 from calipers.runner._methodology import Methodology, comparable_hash
 from calipers.runner._plan import Plan, make_plan
 from calipers.runner._ray import RayExecutor
@@ -61,7 +62,7 @@ class _Deadline:
 
 
 def _deadline_hit(run_id: str, plan: Plan, store: Store, deadline: _Deadline) -> DeadlineError:
-    pending = plan.total - len(store.done_keys(run_id))
+    pending = plan.total - store.count_samples(run_id, done=True)
     message = (
         f"The run reached its deadline ({deadline.text()}) with {pending} of "
         f"{plan.total} samples not done; they are left pending, nothing finished is lost."
@@ -79,8 +80,9 @@ def _deadline_hit(run_id: str, plan: Plan, store: Store, deadline: _Deadline) ->
 def _finalize(run_id: str, plan: Plan, store: Store, started: float) -> RunResult:
     metrics = {pt.task.name: metric_names(pt.task.scorers) for pt in plan.tasks}
     derived = {pt.task.name: pt.task.derived for pt in plan.tasks if pt.task.derived}
-    summary = summarize_records(
-        store.get_samples(run_id),
+    summary = summarize_stored(  # from columns, in chunks: bounded at a million samples
+        store,
+        run_id,
         metrics,
         seed=plan.methodology.seeds.bootstrap,  # the recorded stream: the stored card's on resume
         confidence=plan.config.confidence,
@@ -96,7 +98,7 @@ async def _execute_and_finalize(
     run_id: str,
     plan: Plan,
     store: Store,
-    done: set[tuple[str, str, int]],
+    done: Container[tuple[str, str, int]],
     progress: Progress | None,
     deadline: _Deadline | None,
     executor: RayExecutor | None = None,
@@ -234,7 +236,7 @@ async def aresume(
         rec.id,
         plan,
         store,
-        store.done_keys(rec.id),
+        store.done_index(rec.id),
         progress,
         deadline,
         executor,

@@ -1,4 +1,5 @@
-"""The response cache as the runner uses it: prefetched per task, written in batches.
+"""The response cache as the runner uses it: prefetched per chunk of the plan, written in
+batches.
 
 A key is the model's identity (with its file hash) plus the full request, so any change to
 the prompt, decoding or model is a different entry. Log-likelihoods are always cacheable;
@@ -49,29 +50,36 @@ class ResponseCache:
         self,
         store: CacheStore,
         model_key: str,
-        batch: int = 64,
+        batch: int = 256,
         tool_format: str | None = None,
     ) -> None:
         self._store = store
         self._model_key = model_key
         self._tool_format = tool_format
         self._hits: dict[str, dict[str, Any]] = {}
+        self._older: dict[str, dict[str, Any]] = {}  # the chunk before
         self._asked: set[str] = set()  # keys looked up in the store (found or not)
+        self._asked_older: set[str] = set()
         self._pending: dict[str, dict[str, Any]] = {}
         self._batch = batch
 
     def prefetch(self, requests: Iterable[Request]) -> None:
+        """Fetch the stored responses of the next ``requests`` (a chunk of the plan). The
+        chunk before stays (its last samples may still be starting); older ones are dropped,
+        so the cache holds two chunks, not the run (a dropped key is looked up again)."""
         keys = [cache_key(self._model_key, r, self._tool_format) for r in requests if cacheable(r)]
+        hits: dict[str, dict[str, Any]] = {}
         for i in range(0, len(keys), 500):
-            self._hits.update(self._store.cache_get_many(keys[i : i + 500]))
-        self._asked.update(keys)
+            hits.update(self._store.cache_get_many(keys[i : i + 500]))
+        self._hits, self._older = hits, self._hits
+        self._asked, self._asked_older = set(keys), self._asked
 
     def get(self, request: Request) -> SampleOutput | None:
         if not cacheable(request):
             return None
         key = cache_key(self._model_key, request, self._tool_format)
-        hit = self._hits.get(key) or self._pending.get(key)  # prefetched per task
-        if hit is None and key not in self._asked:
+        hit = self._hits.get(key) or self._older.get(key) or self._pending.get(key)
+        if hit is None and key not in self._asked and key not in self._asked_older:
             # a request no plan could list (an episode's later steps): looked up on its own
             self._asked.add(key)
             hit = self._store.cache_get_many([key]).get(key)

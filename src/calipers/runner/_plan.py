@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from calipers._util.hashing import json_hash
 from calipers.datasets import data_source
@@ -35,7 +36,7 @@ from calipers.types import (
     Sample,
 )
 
-__all__ = ["Plan", "PlannedSample", "PlannedTask", "make_plan"]
+__all__ = ["Plan", "PlannedSample", "PlannedSamples", "PlannedTask", "make_plan"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,42 @@ class PlannedSample:
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
 
 
+class PlannedSamples(Sequence[PlannedSample]):
+    """A large task's planned samples, built as they are iterated (the dataset is read
+    again each time) instead of held: a million planned requests would not fit in memory.
+    ``len`` is known from planning; indexing builds up to the index."""
+
+    def __init__(self, build: Callable[[], Iterator[PlannedSample]], n: int) -> None:
+        self._build = build
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[PlannedSample]:
+        return self._build()
+
+    @overload
+    def __getitem__(self, i: int) -> PlannedSample: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[PlannedSample]: ...
+    def __getitem__(self, i: int | slice) -> PlannedSample | Sequence[PlannedSample]:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return next(islice(self._build(), i % self._n, None))
+
+
+STREAM_ABOVE = 10_000
+"""Items: a task with more is planned lazily (:class:`PlannedSamples`); smaller ones are
+planned up front as before."""
+
+
 @dataclass(frozen=True)
 class PlannedTask:
     task: Task
-    samples: tuple[PlannedSample, ...]
+    samples: Sequence[PlannedSample]  # a tuple, or PlannedSamples for a large task
     methodology: TaskMethodology
 
 
@@ -171,6 +204,16 @@ def _check_epochs(task: Task, config: RunConfig, params: GenerateParams) -> None
         )
 
 
+def _items(task: Task, ctx: LoadContext, limit: int | None) -> tuple[Sequence[Sample], int]:
+    """The task's items (capped at ``limit``) and how many: a list, or for a large task the
+    loader's own sequence, iterated lazily (``islice``) wherever it is read."""
+    loaded = task.load(ctx)
+    n = len(loaded) if limit is None else min(limit, len(loaded))
+    if n <= STREAM_ABOVE:
+        return list(islice(loaded, n)), n
+    return loaded, n
+
+
 def _plan_task(
     task: Task,
     config: RunConfig,
@@ -181,9 +224,7 @@ def _plan_task(
     ctx = LoadContext(
         seed=seeds.items, n=config.limit or task.default_n, data_dir=_data_dir(config)
     )
-    samples = list(task.load(ctx))
-    if config.limit is not None:
-        samples = samples[: config.limit]
+    loaded, n_items = _items(task, ctx, config.limit)
     k = task.default_few_shot if config.few_shot is None else config.few_shot
     shot_seed = task.few_shot_seed if config.few_shot_seed is None else config.few_shot_seed
     pool = list(task.fewshot(ctx)) if (k and task.fewshot) else []
@@ -195,8 +236,8 @@ def _plan_task(
     limits = task.limits
     if config.max_steps is not None:  # --max-steps: the user's limit over the task's
         limits = limits.model_copy(update={"max_steps": config.max_steps})
-    planned = []
-    for i, s in enumerate(samples):
+
+    def one(i: int, s: Sample) -> list[PlannedSample]:
         env: Callable[[], Environment] | None = None
         shots = _draw_shots(pool, s, k, shot_seed, task.few_shot_sampling, task.few_shot_match)
         req: ModelRequest | LoglikelihoodRequest
@@ -224,7 +265,22 @@ def _plan_task(
         ps = PlannedSample(
             task.name, i, s, req, text, seed=seeds.items, environment=env, limits=limits
         )
-        planned.extend(_epochs(ps, config.epochs))
+        return _epochs(ps, config.epochs)
+
+    def each(items: Iterable[Sample]) -> Iterator[PlannedSample]:
+        for i, s in enumerate(items):
+            yield from one(i, s)
+
+    planned: Sequence[PlannedSample]
+    if isinstance(loaded, list) or task.kind == "episode":
+        samples = list(islice(loaded, n_items))
+        planned = tuple(each(samples))
+        hashed, source = data_hash(samples), data_source(samples)
+    else:  # a large task: one pass for the card (same hash), requests built when run
+        if n_items:
+            one(0, next(iter(loaded)))  # a misconfiguration fails now, not mid-run
+        planned = PlannedSamples(lambda: each(islice(loaded, n_items)), n_items * config.epochs)
+        hashed, source = _hash_and_source(islice(loaded, n_items))
     template = task.prompt.card()
     card = TaskMethodology(
         task=task.name,
@@ -233,8 +289,8 @@ def _plan_task(
         source=task.source,
         formulation=task.formulation,
         formulation_fallback=fallback,
-        data_hash=data_hash(samples),
-        n_items=len(samples),
+        data_hash=hashed,
+        n_items=n_items,
         dynamic=task.dynamic,
         limit=config.limit,
         prompt_template=template,
@@ -254,9 +310,25 @@ def _plan_task(
         if config.rag is None or config.rag.is_clean
         else config.rag.model_dump(exclude_defaults=True),
         episode=_episode_card(task, planned, provider, limits),
-        data_source=data_source(samples),
+        data_source=source,
     )
-    return PlannedTask(task, tuple(planned), card)
+    return PlannedTask(task, planned, card)
+
+
+def _hash_and_source(items: Iterable[Sample]) -> tuple[str, str | None]:
+    """:func:`data_hash` and :func:`data_source` of ``items`` in one pass over them."""
+    sources: list[Sample] = []  # one item per distinct hub source, in first-seen order
+    seen: set[str] = set()
+
+    def feed() -> Iterator[Sample]:
+        for s in items:
+            uri = data_source([s])
+            if uri is not None and uri not in seen:
+                seen.add(uri)
+                sources.append(s)
+            yield s
+
+    return data_hash(feed()), data_source(sources)
 
 
 def _episode_request(
@@ -281,7 +353,7 @@ def _episode_request(
 
 
 def _episode_card(
-    task: Task, planned: list[PlannedSample], provider: ModelProvider, limits: EpisodeLimits
+    task: Task, planned: Sequence[PlannedSample], provider: ModelProvider, limits: EpisodeLimits
 ) -> dict[str, Any] | None:
     if task.kind != "episode":
         return None

@@ -30,7 +30,7 @@ import math
 import socket
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +94,7 @@ class RayExecutor:
         plan: Plan,
         store: Store,
         *,
-        done: Iterable[tuple[str, str, int]] = (),
+        done: Container[tuple[str, str, int]] = frozenset(),
         progress: Progress | None = None,
         deadline: float | None = None,
         provider_given: bool = False,
@@ -106,7 +106,7 @@ class RayExecutor:
         owned = _connect(ray, self.address)
         try:
             return await _Driver(self, ray, run_id, plan, store, progress, provider_given).run(
-                set(done), deadline
+                done, deadline
             )
         finally:
             if owned:
@@ -292,7 +292,7 @@ class _Driver:
                 f"(attempt {work.attempt + 2} of {self.opts.shard_retries + 1})."
             )
 
-    async def run(self, done: set[tuple[str, str, int]], deadline: float | None) -> bool:
+    async def run(self, done: Container[tuple[str, str, int]], deadline: float | None) -> bool:
         todo_by_task = {
             pt.task.name: [ps for ps in pt.samples if (ps.task, ps.sample.id, ps.epoch) not in done]
             for pt in self.plan.tasks

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator, Sized
+from itertools import islice
 from typing import Protocol
 
 from calipers.models import Retry
 from calipers.runner._cache import ResponseCache
 from calipers.runner._plan import Plan, PlannedSample, PlannedTask
 from calipers.runner._sample import run_sample
-from calipers.store import SampleRecord, Store
+from calipers.store import SampleKey, SampleRecord, Store
 
 __all__ = ["Progress", "execute"]
 
@@ -36,7 +37,7 @@ class Progress(Protocol):
 class _Writer:
     """Buffers records and flushes them every ``every`` records or ``interval_s`` seconds."""
 
-    def __init__(self, store: Store, every: int = 64, interval_s: float = 0.5) -> None:
+    def __init__(self, store: Store, every: int = 256, interval_s: float = 0.5) -> None:
         self._store = store
         self._buf: list[SampleRecord] = []
         self._every = every
@@ -59,7 +60,7 @@ async def _run_task(
     run_id: str,
     plan: Plan,
     pt: PlannedTask,
-    todo: list[PlannedSample],
+    todo: Iterable[PlannedSample],
     writer: _Writer,
     cache: ResponseCache | None,
     progress: Progress | None,
@@ -78,10 +79,11 @@ async def _run_task(
         if progress:
             progress.advance(pt.task.name, rec)
 
-    # Bounded fan-out: at most ``limit`` coroutines exist at once, in item order.
+    # Bounded fan-out: at most ``limit`` coroutines exist at once, in item order; the plan is
+    # read a chunk at a time (its cached responses fetched per chunk), never held whole.
     pending: set[asyncio.Task[None]] = set()
     try:
-        for ps in todo:
+        for ps in _prefetched(todo, cache):
             if len(pending) >= limit:
                 _done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for d in _done:
@@ -100,8 +102,29 @@ async def _run_task(
             cache.flush()
 
 
-def _todo(pt: PlannedTask, done: set[tuple[str, str, int]]) -> list[PlannedSample]:
-    return [ps for ps in pt.samples if (ps.task, ps.sample.id, ps.epoch) not in done]
+PREFETCH = 1000
+"""Planned samples read ahead at a time: their cached responses are fetched in one query."""
+
+
+def _prefetched(
+    todo: Iterable[PlannedSample], cache: ResponseCache | None
+) -> Iterator[PlannedSample]:
+    it = iter(todo)
+    while chunk := list(islice(it, PREFETCH)):
+        if cache is not None:
+            cache.prefetch(ps.request for ps in chunk)
+        yield from chunk
+
+
+def _todo(pt: PlannedTask, done: Container[SampleKey]) -> Iterator[PlannedSample]:
+    return (ps for ps in pt.samples if (ps.task, ps.sample.id, ps.epoch) not in done)
+
+
+def _n_done(pt: PlannedTask, done: Container[SampleKey]) -> int:
+    """How many of the task's planned samples are in ``done`` (none when it is empty)."""
+    if isinstance(done, Sized) and not len(done):
+        return 0
+    return sum((ps.task, ps.sample.id, ps.epoch) in done for ps in pt.samples)
 
 
 async def execute(
@@ -109,17 +132,18 @@ async def execute(
     plan: Plan,
     store: Store,
     *,
-    done: Iterable[tuple[str, str, int]] = (),
+    done: Container[SampleKey] = frozenset(),
     progress: Progress | None = None,
     deadline: float | None = None,
 ) -> bool:
-    """Run every planned sample not in ``done``; records go to ``store`` as they finish.
+    """Run every planned sample not in ``done`` (a set, or the store's compact
+    :class:`~calipers.store.DoneKeys`); records go to ``store`` as they finish.
     Returns False when ``deadline`` (``time.monotonic()`` seconds) came first."""
     loop = asyncio.get_running_loop()
     when = None if deadline is None else loop.time() + (deadline - time.monotonic())
     try:
         async with asyncio.timeout_at(when) as budget:
-            await _execute(run_id, plan, store, set(done), progress)
+            await _execute(run_id, plan, store, done, progress)
     except TimeoutError:
         if not budget.expired():
             raise  # some other timeout, not the deadline
@@ -131,7 +155,7 @@ async def _execute(
     run_id: str,
     plan: Plan,
     store: Store,
-    done_set: set[tuple[str, str, int]],
+    done_set: Container[SampleKey],
     progress: Progress | None,
 ) -> None:
     cache = (
@@ -142,10 +166,8 @@ async def _execute(
     writer = _Writer(store)
     for pt in plan.tasks:
         todo = _todo(pt, done_set)
-        if cache is not None:
-            cache.prefetch(ps.request for ps in todo)
         if progress:
-            progress.start_task(pt.task.name, len(pt.samples), len(pt.samples) - len(todo))
+            progress.start_task(pt.task.name, len(pt.samples), _n_done(pt, done_set))
         await _run_task(run_id, plan, pt, todo, writer, cache, progress)
         if progress:
             progress.finish_task(pt.task.name)

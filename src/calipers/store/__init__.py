@@ -9,6 +9,7 @@ by URL. SQLAlchemy Core, schema migrations applied on open. See ``docs/store.md`
         samples = store.get_samples(run.id)
 """
 
+from calipers.store._columns import DoneKeys, SampleColumns
 from calipers.store._engine import default_sqlite_path
 from calipers.store._fingerprint import FingerprintLookRecord, LookStatus
 from calipers.store._lease import JobLease, JobLeaseLostError
@@ -69,6 +70,7 @@ __all__ = [
     "TRAFFIC_ROLES",
     "AdjudicationRecord",
     "AssignmentState",
+    "DoneKeys",
     "FingerprintLookRecord",
     "ImportedJudgment",
     "JobLease",
@@ -92,6 +94,7 @@ __all__ = [
     "ReviewSessionRecord",
     "RunRecord",
     "RunStatus",
+    "SampleColumns",
     "SampleKey",
     "SampleRecord",
     "Store",

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from calipers._util.clock import utc_now
 from calipers.errors import RunNotFoundError, StoreError
+from calipers.store._columns import ColumnStore
 from calipers.store._engine import (
     create_engine,
     display_url,
@@ -62,7 +63,7 @@ _LIST_HINT = "`calipers runs` lists stored runs."
 _CHUNK = 500
 
 
-class Store(ReviewStore, ReviewPeopleStore, FingerprintStore, JobLeaseStore):
+class Store(ReviewStore, ReviewPeopleStore, FingerprintStore, JobLeaseStore, ColumnStore):
     """Persistent results. Open with :meth:`Store.open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, engine: Engine) -> None:

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Sequence
+from itertools import islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from pydantic import (
     BaseModel,
@@ -255,18 +257,56 @@ def _target(spec: TaskSpec, value: Any, choices: tuple[str, ...] | None, where: 
     return idx
 
 
-def _read(spec: TaskSpec, data: Path) -> list[Sample]:
-    samples = [
-        _to_sample(spec, row, f"{data}:{line}", i)
-        for i, (line, row) in enumerate(read_records(data))
-    ]
-    if not samples:
+def _each(spec: TaskSpec, data: Path) -> Iterator[Sample]:
+    for i, (line, row) in enumerate(read_records(data)):
+        yield _to_sample(spec, row, f"{data}:{line}", i)
+
+
+KEEP_ITEMS = 10_000
+"""A data file with more items is read again each time its items are iterated (they are
+checked once, when the task loads), instead of being held in memory."""
+
+
+class FileItems(Sequence[Sample]):
+    """A large data file's items, read from the file each time they are iterated."""
+
+    def __init__(self, spec: TaskSpec, data: Path, n: int) -> None:
+        self._spec, self._data, self._n = spec, data, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Sample]:
+        return _each(self._spec, self._data)
+
+    @overload
+    def __getitem__(self, i: int) -> Sample: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Sample]: ...
+    def __getitem__(self, i: int | slice) -> Sample | Sequence[Sample]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return next(islice(self, i % self._n, None))
+
+
+def _read(spec: TaskSpec, data: Path) -> Sequence[Sample]:
+    """Every item, checked (a bad row fails now, with file:line); a list, or for a file of
+    more than ``KEEP_ITEMS`` items a :class:`FileItems` that reads it again when iterated."""
+    kept: list[Sample] = []
+    seen: set[str] = set()
+    n = 0
+    for s in _each(spec, data):
+        if s.id in seen:
+            raise TaskSpecError(f"{data}: duplicate item id {s.id!r}; ids must be unique.")
+        seen.add(s.id)
+        n += 1
+        if n <= KEEP_ITEMS:
+            kept.append(s)
+    if not n:
         raise TaskSpecError(f"{data}: no items.")
-    ids = [s.id for s in samples]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise TaskSpecError(f"{data}: duplicate item id {dup!r}; ids must be unique.")
-    return samples
+    return kept if n <= KEEP_ITEMS else FileItems(spec, data, n)
 
 
 def _build_conversation(spec: TaskSpec, path: Path, data: Path) -> Task:
@@ -320,7 +360,7 @@ def _build(spec: TaskSpec, path: Path) -> Task:
     # fail fast: bad data is reported when the task loads
     eval_samples = read_rag_file(data, spec.rag) if spec.rag else _read(spec, data)
 
-    def load(ctx: LoadContext) -> list[Sample]:
+    def load(ctx: LoadContext) -> Sequence[Sample]:
         return eval_samples
 
     def fewshot(ctx: LoadContext) -> list[Sample]:

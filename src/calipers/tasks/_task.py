@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from calipers._util.hashing import json_hash
+from calipers._util.hashing import canonical_json
 from calipers.scorers import Scorer
 from calipers.tasks._prompt import PromptTemplate
 from calipers.types import Environment, EpisodeLimits, Estimate, GenerateParams, Sample
@@ -99,6 +100,14 @@ class Task:
         return [m for s in self.scorers for m in s.metrics]
 
 
-def data_hash(samples: Sequence[Sample]) -> str:
-    """Content hash of the evaluation items (ids, inputs, targets, choices, fields)."""
-    return json_hash([s.model_dump(mode="json", exclude={"metadata"}) for s in samples], length=32)
+def data_hash(samples: Iterable[Sample]) -> str:
+    """Content hash of the evaluation items (ids, inputs, targets, choices, fields): the
+    hash of their list's canonical JSON, computed one item at a time (a million items are
+    never held at once for it)."""
+    h = hashlib.sha256(b"[")
+    for i, s in enumerate(samples):
+        if i:
+            h.update(b",")
+        h.update(canonical_json(s.model_dump(mode="json", exclude={"metadata"})).encode("utf-8"))
+    h.update(b"]")
+    return h.hexdigest()[:32]
