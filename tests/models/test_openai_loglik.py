@@ -7,7 +7,7 @@ by hand from that rule."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -24,7 +24,7 @@ from tests.models._completions_app import Recorder, ToyBackend, completions_app
 
 def serve(
     *, shifted: bool = False, lists: bool = True, echo: bool = True
-) -> Iterator[tuple[str, Recorder]]:
+) -> Generator[tuple[str, Recorder]]:
     app, seen = completions_app(ToyBackend(), shifted=shifted, lists=lists, echo=echo)
     server = ServerThread(app).start()
     try:
