@@ -17,6 +17,7 @@ import numpy as np
 
 from calipers.monitor._ab_metrics import (
     MetricPath,
+    Transform,
     exceed_p95,
     interleave,
     paired_metric,
@@ -208,7 +209,7 @@ def build_guardrail(
         "n_target": st.n_target,
         "tolerance": g.tolerance,
     }
-    transform = "expm1" if name == "latency_p50" else "identity"
+    transform: Transform = "expm1" if name == "latency_p50" else "identity"
     if g.treated is None:
         return paired_metric(name, g.values, transform=transform, **kw), g.ts
     return two_sample_metric(
