@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from calipers.monitor._scores import FEEDBACK, ScoreIndex
 from calipers.monitor._traffic import Exchange
@@ -42,6 +43,7 @@ __all__ = [
     "Prices",
     "arm_metrics",
     "arm_record",
+    "counted_metrics",
     "is_refusal",
     "metrics_to_dict",
     "record_cost",
@@ -146,6 +148,31 @@ def arm_metrics(
     }
     metrics.update(_scores(recs, scores, rng, confidence))
     return metrics
+
+
+def counted_metrics(
+    calls: int,
+    failed: int,
+    latencies: npt.ArrayLike,
+    *,
+    confidence: float = 0.95,
+    latency_sample: str = "",
+) -> dict[str, Estimate]:
+    """``volume``, the latency quantiles and ``error_rate`` of one arm from what the database
+    counted (``latency_sample``: said in the method when the latencies are a sample)."""
+    lat = {
+        f"latency_p{round(100 * q)}_ms": quantile_interval(latencies, q, confidence)
+        for q in (0.5, 0.95)
+    }
+    if latency_sample:
+        lat = {k: replace(e, method=f"{e.method}; {latency_sample}") for k, e in lat.items()}
+    return {
+        "volume": _count(calls),
+        **lat,
+        "error_rate": wilson(failed, calls, confidence)
+        if calls
+        else Estimate.empty("wilson", confidence),
+    }
 
 
 def metrics_to_dict(metrics: Mapping[str, Estimate]) -> dict[str, Any]:
