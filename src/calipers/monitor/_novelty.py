@@ -167,7 +167,8 @@ def _name(texts: Sequence[str]) -> str:
         for w in {x.lower() for x in _WORD.findall(t)}
         if w not in ENGLISH_STOP_WORDS
     )
-    return " / ".join(w for w, _c in df.most_common(3)) or "(no words)"
+    top = sorted(df.items(), key=lambda wc: (-wc[1], wc[0]))[:3]  # ties: alphabetical
+    return " / ".join(w for w, _c in top) or "(no words)"
 
 
 def _group(x: Floats, link: float, min_cluster: int) -> list[int | None]:

@@ -61,12 +61,12 @@ class MonitorConfig(BaseModel):
     min_cluster: int = Field(3, ge=2)
     n_permutations: int = Field(1000, ge=99)
     seed: int = 0
-    sample: int = Field(200, ge=10)
+    sample: int = Field(150, ge=10)
     """Requests per window read whole (refusals, RAG, cost, online scores, drift, novelty);
     a window with more is summarised by a uniform sample of this many (the report says so)."""
-    reference_sample: int = Field(1000, ge=10)
+    reference_sample: int = Field(500, ge=10)
     """The same for the reference period."""
-    max_latencies: int = Field(5000, ge=100)
+    max_latencies: int = Field(2000, ge=100)
     """Answered calls per window and arm whose latencies are read; beyond, a sample."""
 
 
@@ -140,7 +140,7 @@ def _span(store: Store, c: MonitorConfig, now: datetime) -> tuple[datetime, date
     until = c.until or now
     since = c.since or floor_time(until - timedelta(hours=24), c.window)
     if c.since is None:
-        first = store.traffic_counts(since=since, until=until, modes=c.modes).first
+        first = store.first_traffic(since=since, until=until, modes=c.modes)
         if first is not None:
             since = max(since, floor_time(first, c.window))
     return since, until
@@ -260,7 +260,7 @@ def _reference(store: Store, c: MonitorConfig, windows: list[WindowData]) -> _Re
     if n <= c.reference_sample and not any(w.sampled for w in inside):
         ex = [e for w in inside for e in w.exchanges]
     else:
-        ex = load_span(store, *span, modes=c.modes, sample=c.reference_sample, seed=c.seed)[0]
+        ex = load_span(store, *span, modes=c.modes, sample=c.reference_sample, seed=c.seed, n=n)[0]
     return _Reference(span, ex, end + 1, why, None, n)
 
 

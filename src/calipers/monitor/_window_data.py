@@ -99,10 +99,11 @@ def load_span(
     modes: Sequence[str] | None,
     sample: int,
     seed: int,
+    n: int | None = None,
 ) -> tuple[list[Exchange], int]:
     """The requests of ``[a, b)`` read whole (all, or a uniform sample of ``sample``) and
-    how many there are."""
-    n = store.traffic_counts(since=a, until=b, modes=modes).requests
+    how many there are (``n``: already counted)."""
+    n = store.traffic_counts(since=a, until=b, modes=modes).requests if n is None else n
     return (_exchanges(store, a, b, modes, sample, n, seed) if n else []), n
 
 

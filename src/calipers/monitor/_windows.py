@@ -22,6 +22,7 @@ No data is NaN with n = 0 (or "skipped: reason" in ``method``), never 0.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -73,7 +74,13 @@ def arm_record(ex: Exchange, arm: str) -> TrafficRecord | None:
 
 
 def is_refusal(text: str | None) -> bool:
-    return bool(text) and detect_refusal(text or "", _PATTERNS, REFUSAL_WINDOW) is not None
+    return bool(text) and _refused(text or "")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _refused(text: str) -> bool:
+    """Cached: the window metrics and the drift features ask about the same answers."""
+    return detect_refusal(text, _PATTERNS, REFUSAL_WINDOW) is not None
 
 
 def record_cost(rec: TrafficRecord, price: Prices) -> float:

@@ -120,6 +120,19 @@ class TrafficStatsStore:
                     answered[arm] = answered.get(arm, 0) + int(n_ok or 0)
         return TrafficCounts(n, calls, answered, frozenset(served), first)
 
+    def first_traffic(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        modes: Sequence[str] | None = None,
+    ) -> datetime | None:
+        """The earliest call's ``ts`` in ``[since, until)`` (``None``: no traffic)."""
+        stmt = _where(sa.select(sa.func.min(traffic.c.ts)), since, until, modes)
+        with read_transaction(self._engine) as conn:
+            first: datetime | None = conn.scalar(stmt)
+        return first
+
     def traffic_latencies(
         self,
         *,
@@ -143,13 +156,12 @@ class TrafficStatsStore:
         )
         if answered > limit:
             stmt = stmt.where(_hash(seed) < int(_HASH_MOD * limit / answered))
-        out: dict[str, list[float]] = {arm: [] for arm in ARMS}
         with read_transaction(self._engine) as conn:
-            for role, is_served, ms in conn.execute(stmt):
-                out[role].append(ms)
-                if is_served:
-                    out["served"].append(ms)
-        return {arm: np.asarray(v, dtype=np.float64) for arm, v in out.items()}
+            rows = conn.execute(stmt).all()
+        ms = np.fromiter((r[2] for r in rows), dtype=np.float64, count=len(rows))
+        role = np.fromiter((r[0] == "baseline" for r in rows), dtype=bool, count=len(rows))
+        served = np.fromiter((bool(r[1]) for r in rows), dtype=bool, count=len(rows))
+        return {"served": ms[served], "baseline": ms[role], "candidate": ms[~role]}
 
     def sample_traffic(
         self,
@@ -177,8 +189,15 @@ class TrafficStatsStore:
             )
             pairs = list(conn.scalars(pick.order_by(_hash(seed)).limit(limit)))
             found = []
-            for i in range(0, len(pairs), _CHUNK):
-                part = rows.where(traffic.c.pair_id.in_(pairs[i : i + _CHUNK]))
+            for i in range(0, len(pairs), _CHUNK):  # by the (pair_id, role) index
+                part = sa.select(traffic).where(traffic.c.pair_id.in_(pairs[i : i + _CHUNK]))
                 found += [TrafficRecord.model_validate(r._asdict()) for r in conn.execute(part)]
+        found = [
+            r
+            for r in found
+            if (since is None or r.ts >= since)
+            and (until is None or r.ts < until)
+            and (modes is None or r.mode in modes)
+        ]
         found.sort(key=lambda r: (r.ts, r.id or 0))
         return found
