@@ -148,7 +148,7 @@ def cluster_vectors(x: Floats, *, seed: int, k_max: int = 8) -> npt.NDArray[np.i
     # draws, with their cosine distances computed once for every k.
     rows = np.random.RandomState(seed).permutation(n)[: min(n, 1000)] if n else np.zeros(0, int)
     with threadpool_limits(1):
-        dist = cosine_distances(x[rows]) if hi >= 2 else None
+        dist: Floats = cosine_distances(x[rows]) if hi >= 2 else np.zeros((0, 0))
         for k in range(2, hi + 1):
             labels = KMeans(n_clusters=k, n_init=2, random_state=seed).fit_predict(x)
             if len(set(labels[rows].tolist())) < 2:
