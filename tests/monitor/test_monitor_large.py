@@ -84,7 +84,7 @@ def store(
         url = u.render_as_string(hide_password=False)
     with Store.open(url) as s:
         s.add_traffic(records)
-        yield s, records
+        yield s, records, url
     if schema is not None:
         with engine.begin() as conn:
             conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
@@ -105,7 +105,7 @@ def _window(records: list[TrafficRecord], h: int, role: str) -> list[TrafficReco
 
 @pytest.mark.parametrize("sample", [150, 1000])
 def test_counts_rates_and_quantiles_are_the_planted_ones(store: Any, sample: int) -> None:
-    s, records = store
+    s, records, _url = store
     d = _run(s, sample=sample)
     assert [w["n_requests"] for w in d["windows"]] == [PER_HOUR] * HOURS
     for h, w in enumerate(d["windows"]):
@@ -137,7 +137,7 @@ def test_counts_rates_and_quantiles_are_the_planted_ones(store: Any, sample: int
 
 
 def test_a_sample_is_exactly_k_requests_and_the_same_on_every_look(store: Any) -> None:
-    s, _records = store
+    s, _records, _url = store
     a, b = T0, T0 + timedelta(hours=1)
     draws = [
         s.sample_traffic(since=a, until=b, limit=150, requests=PER_HOUR, seed=0) for _ in range(2)
@@ -152,7 +152,7 @@ def test_a_sample_is_exactly_k_requests_and_the_same_on_every_look(store: Any) -
 
 
 def test_latencies_beyond_the_limit_are_a_sample_said_in_the_method(store: Any) -> None:
-    s, _records = store
+    s, _records, _url = store
     d = _run(s, max_latencies=100)
     m = d["windows"][0]["arms"]["baseline"]["latency_p95_ms"]
     assert "sample of about 100 answered calls" in m["method"] and 50 < m["n"] < 150
@@ -173,3 +173,26 @@ def test_an_outlier_without_words_is_left_out_of_the_clusters() -> None:
 
     x = np.array([[1.0, 0.0], [1.0, 0.0], [0.9, 0.1], [0.0, 0.0]])
     assert _group(x, 0.5, 3) == [0, 0, 0, None]
+
+
+def test_the_page_and_the_cli_say_the_sample(store: Any) -> None:
+    import json
+    from urllib.parse import urlencode
+
+    from click.testing import CliRunner
+    from fastapi.testclient import TestClient
+
+    from calipers.cli import cli
+    from calipers.web import create_app
+
+    _s, _records, url = store
+    since, until = T0.isoformat(), (T0 + timedelta(hours=HOURS)).isoformat()
+    q = urlencode({"since": since, "until": until, "latest": "1", "embeddings": "tfidf"})
+    with TestClient(create_app(url), base_url="http://127.0.0.1") as client:
+        page = client.get(f"/monitor?{q}").text
+    assert f"drift tested on a sample of 150 of {PER_HOUR}" in page
+    args = ["--store", url, "monitor", "--since", since, "--until", until, "--latest"]
+    out = CliRunner().invoke(cli, [*args, "--embeddings", "tfidf", "--sample", "300", "--json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.output)
+    assert "sample" not in d["drift"][0] and not any(n.startswith("sampled") for n in d["notes"])
