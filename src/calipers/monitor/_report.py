@@ -395,6 +395,9 @@ def _settings(c: MonitorConfig, detector: str, embedder: Embedder, n_tested: int
         "n_permutations": c.n_permutations,
         "confidence": c.confidence,
         "seed": c.seed,
+        "sample": c.sample,
+        "reference_sample": c.reference_sample,
+        "max_latencies": c.max_latencies,
         "modes": c.modes,
         "suites": c.suites,
         "prices_per_million_tokens": {
