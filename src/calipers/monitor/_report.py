@@ -296,6 +296,8 @@ def monitor(
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
     rag = rag_note([e for w in windows for e in w.exchanges])
+    if rag is not None and any(w.sampled for w in windows):
+        rag += " (counted in the requests read: windows' samples)"
     notes += [] if rag is None else [rag]
     sampled = sample_note(windows, c.sample, c.max_latencies)
     notes += [] if sampled is None else [sampled]
