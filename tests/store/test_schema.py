@@ -306,7 +306,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
         ],
         "primary_key": "pk_traffic (id)",
         "foreign_keys": [],
-        "indexes": ["ix_traffic_ts (ts)"],
+        "indexes": [
+            "ix_traffic_ts (ts)",
+            "ix_traffic_ts_mode_role_served_status_error_latency_ms_pair_id "
+            "(ts, mode, role, served, status, error, latency_ms, pair_id)",
+        ],
         "unique": ["uq_traffic_pair_id_role (pair_id, role)"],
     },
 }
@@ -383,7 +387,7 @@ def sqlite_engine(tmp_path: Path) -> sa.Engine:
 
 
 def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) -> None:
-    assert migrate(sqlite_engine) == len(MIGRATIONS) == 8
+    assert migrate(sqlite_engine) == len(MIGRATIONS) == 9
     assert describe(sqlite_engine) == EXPECTED
     with sqlite_engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT version, name FROM schema_version").all()
@@ -396,6 +400,7 @@ def test_blank_sqlite_migrates_to_the_pinned_schema(sqlite_engine: sa.Engine) ->
         (6, "m006_review_sessions"),
         (7, "m007_fingerprint_looks"),
         (8, "m008_job_leases"),
+        (9, "m009_monitor_indexes"),
     ]
 
 
@@ -515,7 +520,7 @@ def test_reopening_migrates_nothing_and_keeps_data(tmp_path: Path) -> None:
             assert [r.id for r in store.list_runs()] == ["r1"]
     engine = create_engine(resolve_url(path))
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 8
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version").scalar() == 9
 
 
 def add_note(conn: Connection) -> None:

@@ -99,6 +99,13 @@ def _options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(["shadow", "canary", "off"]),
             help="Keep requests made in these gateway modes. Repeatable.",
         ),
+        click.option(
+            "--sample",
+            type=click.IntRange(min=10),
+            help="Requests per window read whole for refusals, cost, scores, drift and "
+            "novelty; a busier window uses a uniform sample of this many, and says so "
+            "(counts, error rates and latencies use every call) [default: 150].",
+        ),
         click.option("--seed", type=int, help="Seed of the permutations [default: 0]."),
         click.option(
             "--json", "as_json", is_flag=True, default=None, help="Print the report as JSON."
@@ -149,6 +156,7 @@ def _config(o: dict[str, Any]) -> Any:
         "novelty",
         "outlier_quantile",
         "min_cluster",
+        "sample",
         "seed",
     ):
         if o[key] is not None:

@@ -28,6 +28,7 @@ from calipers.monitor._ab_build import (
     Settings,
     build_guardrail,
     build_score_metric,
+    prepare_guardrail,
 )
 from calipers.monitor._ab_metrics import (
     MetricPath,
@@ -409,13 +410,14 @@ def analyze_ab(store: Store, cfg: ABConfig, scoring: Sequence[ScoringReport] = (
     }
     refusals = _scores(store, REFUSAL, exchanges)
     tolerances = DEFAULT_TOLERANCES | cfg.tolerances
-    built = {
-        g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st) for g in GUARDRAILS
+    ready = {
+        g: prepare_guardrail(g, exchanges, refusals, prices, tolerances[g], st) for g in GUARDRAILS
     }
-    k = max(1, sum(not isinstance(b, str) for b in built.values()))
+    k = max(1, sum(not isinstance(r, str) for r in ready.values()))  # the guardrails in use
     st_g = Settings(mode, cfg.alpha / (2 * k), cfg.min_n, st.n_target, st.blocks)
     built = {
-        g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st_g) for g in GUARDRAILS
+        g: build_guardrail(g, exchanges, refusals, prices, tolerances[g], st_g, prepared=ready[g])
+        for g in GUARDRAILS
     }
     rails = [_result(g, b, g, False, tolerances[g], True) for g, b in built.items()]
     keys = (

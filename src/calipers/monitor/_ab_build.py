@@ -17,6 +17,7 @@ import numpy as np
 
 from calipers.monitor._ab_metrics import (
     MetricPath,
+    Transform,
     exceed_p95,
     interleave,
     paired_metric,
@@ -26,7 +27,16 @@ from calipers.monitor._online import PAIRWISE
 from calipers.monitor._traffic import Exchange
 from calipers.store import OnlineScoreRecord, TrafficRecord
 
-__all__ = ["Built", "Prices", "Scores", "Settings", "build_guardrail", "build_score_metric"]
+__all__ = [
+    "Built",
+    "Guardrail",
+    "Prices",
+    "Scores",
+    "Settings",
+    "build_guardrail",
+    "build_score_metric",
+    "prepare_guardrail",
+]
 
 Scores = Mapping[tuple[str, str], OnlineScoreRecord]  # (pair_id, role) -> score
 Prices = Mapping[str, tuple[float, float]]  # role -> USD per million (input, output) tokens
@@ -104,26 +114,35 @@ def _values(
     return np.array([value(r) for r, _ in arms]), np.array([t for _, t in arms], dtype=bool)
 
 
-def build_guardrail(
+@dataclass(frozen=True)
+class Guardrail:
+    """A guardrail's observations, ready to test at any alpha: what
+    :func:`prepare_guardrail` computes once, so that choosing the alpha (which depends on how
+    many guardrails apply) never builds a guardrail twice."""
+
+    name: str
+    values: np.ndarray
+    treated: np.ndarray | None  # None: paired differences (shadow latency and cost)
+    ts: list[datetime]
+    tolerance: float
+    binary: bool = False
+
+
+def prepare_guardrail(
     name: str,
     exchanges: Sequence[Exchange],
     scores: Scores,
     prices: Prices,
     tolerance: float,
     st: Settings,
-) -> Built:
-    """One guardrail over the requests in arrival order (shadow: the mirrored ones)."""
+) -> Guardrail | str:
+    """One guardrail's observations in arrival order (shadow: the mirrored requests), or why
+    it is skipped; nothing here depends on ``st.alpha``."""
     got = _values(name, exchanges, scores, prices)
     if isinstance(got, str):
         return got
     a, b = got
     ts = [e.ts for e in exchanges]
-    kw: dict[str, Any] = {
-        "alpha": st.alpha,
-        "what": WHAT[name],
-        "min_n": st.min_n,
-        "n_target": st.n_target,
-    }
     if st.mode == "shadow":
         keep = ~(np.isnan(a) | np.isnan(b))
         a, b, ts = a[keep], b[keep], [t for t, k in zip(ts, keep, strict=True) if k]
@@ -131,16 +150,9 @@ def build_guardrail(
             return f"no request has a usable value for both arms ({_why(name)})"
         if name in ("latency_p50", "cost"):
             tol = tolerance * float(np.mean(a)) if name == "cost" else tolerance
-            return paired_metric(
-                name,
-                b - a,
-                tolerance=tol,
-                transform="expm1" if name == "latency_p50" else "identity",
-                **kw,
-            ), ts
+            return Guardrail(name, b - a, None, ts, tol)
         values, treated = interleave(a, b)
-        ts2 = [t for t in ts for _ in (0, 1)]
-        return _rate(name, values, treated, ts2, tolerance, st, kw)
+        return _rate(name, values, treated, [t for t in ts for _ in (0, 1)], tolerance, st)
     keep = ~np.isnan(a)
     values, treated = a[keep], b[keep]
     ts = [t for t, k in zip(ts, keep, strict=True) if k]
@@ -148,15 +160,8 @@ def build_guardrail(
         return f"one group has no usable value ({_why(name)})"
     if name in ("latency_p50", "cost"):
         tol = tolerance * float(np.mean(values[~treated])) if name == "cost" else tolerance
-        return two_sample_metric(
-            name,
-            values,
-            treated,
-            tolerance=tol,
-            transform="expm1" if name == "latency_p50" else "identity",
-            **kw,
-        ), ts
-    return _rate(name, values, treated, ts, tolerance, st, kw)
+        return Guardrail(name, values, treated, ts, tol)
+    return _rate(name, values, treated, ts, tolerance, st)
 
 
 def _rate(
@@ -166,8 +171,7 @@ def _rate(
     ts: list[datetime],
     tolerance: float,
     st: Settings,
-    kw: dict[str, Any],
-) -> Built:
+) -> Guardrail | str:
     if name == "latency_p95":
         values, keep = exceed_p95(
             values, treated, warm=min(2 * st.min_n, values.size), blocks=st.blocks
@@ -176,8 +180,41 @@ def _rate(
         ts = [t for t, k in zip(ts, keep, strict=True) if k]
         if values.size == 0:
             return f"fewer than {2 * st.min_n} answers: no baseline p95 to compare with yet"
-    m = two_sample_metric(name, values, treated, binary=True, tolerance=tolerance, **kw)
-    return m, ts
+    return Guardrail(name, values, treated, ts, tolerance, binary=True)
+
+
+def build_guardrail(
+    name: str,
+    exchanges: Sequence[Exchange],
+    scores: Scores,
+    prices: Prices,
+    tolerance: float,
+    st: Settings,
+    *,
+    prepared: Guardrail | str | None = None,
+) -> Built:
+    """One guardrail's sequential test at ``st.alpha`` (``prepared``: its observations from
+    :func:`prepare_guardrail` with the same arguments, not computed again)."""
+    g = (
+        prepared
+        if prepared is not None
+        else prepare_guardrail(name, exchanges, scores, prices, tolerance, st)
+    )
+    if isinstance(g, str):
+        return g
+    kw: dict[str, Any] = {
+        "alpha": st.alpha,
+        "what": WHAT[name],
+        "min_n": st.min_n,
+        "n_target": st.n_target,
+        "tolerance": g.tolerance,
+    }
+    transform: Transform = "expm1" if name == "latency_p50" else "identity"
+    if g.treated is None:
+        return paired_metric(name, g.values, transform=transform, **kw), g.ts
+    return two_sample_metric(
+        name, g.values, g.treated, binary=g.binary, transform=transform, **kw
+    ), g.ts
 
 
 def _why(name: str) -> str:

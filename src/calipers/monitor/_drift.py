@@ -102,6 +102,8 @@ class WindowDrift:
     start: datetime
     end: datetime
     rows: tuple[DriftRow, ...]
+    sample: tuple[int, int] | None = None
+    """``(k, n)``: tested on a uniform sample of ``k`` of the window's ``n`` requests."""
 
     @property
     def alarms(self) -> list[DriftRow]:
@@ -113,6 +115,7 @@ class WindowDrift:
             "end": self.end.isoformat(),
             "drifted": bool(self.alarms),
             "tests": [r.to_dict() for r in self.rows],
+            **({"sample": {"n": self.sample[0], "of": self.sample[1]}} if self.sample else {}),
         }
 
 

@@ -167,23 +167,27 @@ def _name(texts: Sequence[str]) -> str:
         for w in {x.lower() for x in _WORD.findall(t)}
         if w not in ENGLISH_STOP_WORDS
     )
-    return " / ".join(w for w, _c in df.most_common(3)) or "(no words)"
+    top = sorted(df.items(), key=lambda wc: (-wc[1], wc[0]))[:3]  # ties: alphabetical
+    return " / ".join(w for w, _c in top) or "(no words)"
 
 
 def _group(x: Floats, link: float, min_cluster: int) -> list[int | None]:
     """Average-linkage groups of rows whose mean similarity is at least ``link``; groups
     smaller than ``min_cluster`` are None."""
-    if x.shape[0] < max(2, min_cluster):
+    keep = np.flatnonzero(np.linalg.norm(x, axis=1) > 0)  # a text without words has no angle
+    if keep.size < max(2, min_cluster):
         return [None] * x.shape[0]
     from sklearn.cluster import AgglomerativeClustering
 
-    labels = AgglomerativeClustering(
+    found = AgglomerativeClustering(
         n_clusters=None,
         metric="cosine",
         linkage="average",
         distance_threshold=max(1e-9, 1.0 - link),
-    ).fit_predict(x)
-    sizes = Counter(labels.tolist())
+    ).fit_predict(x[keep])
+    labels = np.full(x.shape[0], -1)
+    labels[keep] = found
+    sizes = Counter(lab for lab in labels.tolist() if lab >= 0)
     big = sorted(
         (lab for lab, c in sizes.items() if c >= min_cluster), key=lambda lab: (-sizes[lab], lab)
     )

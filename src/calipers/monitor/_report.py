@@ -5,9 +5,7 @@ reference period, and the recent traffic nothing covers. :func:`monitor` returns
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -23,10 +21,11 @@ from calipers.monitor._novelty import Novelty, find_novelty
 from calipers.monitor._rag import carries_rag, rag_metrics, rag_note
 from calipers.monitor._scores import ScoreIndex, load_scores
 from calipers.monitor._suites import suite_texts
-from calipers.monitor._traffic import Exchange, load_exchanges
+from calipers.monitor._traffic import Exchange
 from calipers.monitor._vectors import Embedder
 from calipers.monitor._when import floor_time, window_edges
-from calipers.monitor._windows import ARMS, Prices, arm_metrics, arm_record, metrics_to_dict
+from calipers.monitor._window_data import WindowData, load_span, load_windows, sample_note
+from calipers.monitor._windows import ARMS, Prices, arm_metrics, counted_metrics, metrics_to_dict
 from calipers.store import Store
 from calipers.types import Estimate
 
@@ -62,6 +61,13 @@ class MonitorConfig(BaseModel):
     min_cluster: int = Field(3, ge=2)
     n_permutations: int = Field(1000, ge=99)
     seed: int = 0
+    sample: int = Field(150, ge=10)
+    """Requests per window read whole (refusals, RAG, cost, online scores, drift, novelty);
+    a window with more is summarised by a uniform sample of this many (the report says so)."""
+    reference_sample: int = Field(500, ge=10)
+    """The same for the reference period."""
+    max_latencies: int = Field(2000, ge=100)
+    """Answered calls per window and arm whose latencies are read; beyond, a sample."""
 
 
 @dataclass(frozen=True)
@@ -128,61 +134,66 @@ class MonitorReport:
         }
 
 
-def _span(
-    store: Store, c: MonitorConfig, now: datetime
-) -> tuple[datetime, datetime, list[Exchange]]:
-    """``since``, ``until`` and the requests between them. Without ``since``: from the first
-    window with traffic in the 24 hours before ``until``, so the view is not mostly empty."""
+def _span(store: Store, c: MonitorConfig, now: datetime) -> tuple[datetime, datetime]:
+    """``since`` and ``until``. Without ``since``: from the first window with traffic in the
+    24 hours before ``until``, so the view is not mostly empty."""
     until = c.until or now
     since = c.since or floor_time(until - timedelta(hours=24), c.window)
-    exchanges = load_exchanges(store, since=since, until=until, modes=c.modes)
-    if c.since is None and exchanges:
-        since = max(since, floor_time(exchanges[0].ts, c.window))
-    return since, until, exchanges
+    if c.since is None:
+        first = store.first_traffic(since=since, until=until, modes=c.modes)
+        if first is not None:
+            since = max(since, floor_time(first, c.window))
+    return since, until
 
 
-def _split(
-    exchanges: Sequence[Exchange], edges: Sequence[tuple[datetime, datetime]]
-) -> list[list[Exchange]]:
-    times = [e.ts for e in exchanges]
-    return [
-        list(exchanges[bisect.bisect_left(times, a) : bisect.bisect_left(times, b)])
-        for a, b in edges
-    ]
-
-
-def _arms(groups: list[list[Exchange]]) -> list[str]:
+def _arms(windows: list[WindowData]) -> list[str]:
     """The arms with any call; ``served`` is left out when one arm served every request
     (shadow mode: it would repeat the baseline's row)."""
-    arms = [a for a in ARMS if any(arm_record(e, a) is not None for g in groups for e in g)]
-    roles = {e.served.role if e.served is not None else None for g in groups for e in g}
-    if len(roles) == 1 and None not in roles and len(arms) > 1:
+    arms = [a for a in ARMS if any(w.counts.calls.get(a, 0) for w in windows)]
+    roles = {r for w in windows for r in w.counts.served_roles}
+    unserved = any(w.counts.calls.get("served", 0) < w.n for w in windows)
+    if len(roles) == 1 and not unserved and len(arms) > 1:
         arms.remove("served")
     return arms or ["served"]
 
 
+def _sampled(metrics: dict[str, Estimate], w: WindowData) -> dict[str, Estimate]:
+    if not w.sampled:
+        return metrics
+    note = f"sample of {len(w.exchanges):,} of {w.n:,} requests"
+    return {k: replace(e, method=f"{e.method}; {note}") for k, e in metrics.items()}
+
+
 def _metrics(
-    groups: list[list[Exchange]],
-    edges: Sequence[tuple[datetime, datetime]],
+    windows: list[WindowData],
     c: MonitorConfig,
     scores: ScoreIndex,
     rng: np.random.Generator,
 ) -> list[WindowMetrics]:
-    arms = _arms(groups)
+    arms = _arms(windows)
     prices = {k: Prices(*v) for k, v in c.prices.items()}
-    rag = any(carries_rag(e) for g in groups for e in g)
+    rag = any(carries_rag(e) for w in windows for e in w.exchanges)
+    lat_note = f"sample of about {c.max_latencies:,} answered calls"
     out = []
-    for (a, b), group in zip(edges, groups, strict=True):
-        per_arm = {
-            arm: {
+    for w in windows:
+        per_arm = {}
+        for arm in arms:
+            read = {
                 **arm_metrics(
-                    group, arm, prices=prices, scores=scores, rng=rng, confidence=c.confidence
+                    w.exchanges, arm, prices=prices, scores=scores, rng=rng, confidence=c.confidence
                 ),
-                **(rag_metrics(group, arm, c.confidence) if rag else {}),
+                **(rag_metrics(w.exchanges, arm, c.confidence) if rag else {}),
             }
-            for arm in arms
-        }
-        out.append(WindowMetrics(a, b, len(group), per_arm))
+            counted = counted_metrics(
+                w.counts.calls.get(arm, 0),
+                w.counts.failed(arm),
+                w.latencies.get(arm, np.zeros(0)),
+                confidence=c.confidence,
+                latency_sample=lat_note if w.latencies_sampled else "",
+            )
+            per_arm[arm] = {**_sampled(read, w), **counted}
+            per_arm[arm] = {k: per_arm[arm][k] for k in read}  # the metrics' order, as read
+        out.append(WindowMetrics(w.start, w.end, w.n, per_arm))
     return out
 
 
@@ -193,20 +204,18 @@ class _Reference:
     first: int  # the first window compared with it
     why: str
     problem: str | None = None  # set when no reference holds traffic: why, and what to do
+    n: int = 0  # its requests (``exchanges`` may be a sample of them)
 
 
-def _reference(
-    store: Store,
-    c: MonitorConfig,
-    groups: list[list[Exchange]],
-    edges: Sequence[tuple[datetime, datetime]],
-) -> _Reference:
+def _reference(store: Store, c: MonitorConfig, windows: list[WindowData]) -> _Reference:
     """The reference period: the one given, else the first windows with traffic until they
     hold ``min_reference`` requests and a quarter of all requests (a reference shared by
     every window should not be one hour's luck), leaving the last window with traffic to
-    be tested."""
+    be tested. Read whole up to ``reference_sample`` requests, else a uniform sample."""
     if c.reference is not None:
-        ex = load_exchanges(store, since=c.reference[0], until=c.reference[1], modes=c.modes)
+        ex, n = load_span(
+            store, *c.reference, modes=c.modes, sample=c.reference_sample, seed=c.seed
+        )
         problem = (
             None
             if ex
@@ -215,17 +224,17 @@ def _reference(
                 "traffic: no drift test ran. Set --reference START..END to a period with traffic."
             )
         )
-        return _Reference(c.reference, ex, 0, "given (--reference)", problem)
-    filled = [i for i, g in enumerate(groups) if g]
+        return _Reference(c.reference, ex, 0, "given (--reference)", problem, n)
+    filled = [i for i, w in enumerate(windows) if w.n]
     if len(filled) < 2:
-        n = sum(map(len, groups))
+        n = sum(w.n for w in windows)
         where = (
-            f"all {n:,} requests fall in one window ({_hm(edges[filled[0]][0])})"
+            f"all {n:,} requests fall in one window ({_hm(windows[filled[0]].start)})"
             if filled
             else "no traffic in this period"
         )
         return _Reference(
-            edges[0],
+            (windows[0].start, windows[0].end),
             [],
             1,
             "none",
@@ -236,18 +245,23 @@ def _reference(
                 "before), or use a narrower --window."
             ),
         )
-    end, n, total = filled[0], 0, sum(map(len, groups))
+    end, n, total = filled[0], 0, sum(w.n for w in windows)
     for i in range(filled[0], filled[-1]):
-        end, n = i, n + len(groups[i])
+        end, n = i, n + windows[i].n
         if n >= c.min_reference and 4 * n >= total:
             break
-    span = (edges[filled[0]][0], edges[end][1])
+    span = (windows[filled[0]].start, windows[end].end)
     why = (
         f"default: the first window{'s' if end > filled[0] else ''} with traffic, until "
         f"{c.min_reference:,} requests and a quarter of all, or the last window with "
         "traffic (set --reference to choose)"
     )
-    return _Reference(span, [e for g in groups[filled[0] : end + 1] for e in g], end + 1, why)
+    inside = windows[filled[0] : end + 1]
+    if n <= c.reference_sample and not any(w.sampled for w in inside):
+        ex = [e for w in inside for e in w.exchanges]
+    else:
+        ex = load_span(store, *span, modes=c.modes, sample=c.reference_sample, seed=c.seed, n=n)[0]
+    return _Reference(span, ex, end + 1, why, None, n)
 
 
 def _hm(t: datetime) -> str:
@@ -260,25 +274,41 @@ def monitor(
     """Metrics per window, drift of each later window (or the latest) against the reference,
     and outliers / new clusters of the recent traffic against the reference and suites."""
     c = config or MonitorConfig()
-    since, until, exchanges = _span(store, c, now or utc_now())
+    since, until = _span(store, c, now or utc_now())
     edges = window_edges(since, until, c.window)
-    groups = _split(exchanges, edges)
+    windows = load_windows(
+        store,
+        edges,
+        modes=c.modes,
+        sample=c.sample,
+        max_latencies=c.max_latencies,
+        seed=c.seed,
+    )
     rng = np.random.default_rng(c.seed)
     scores = load_scores(
         store,
         since=min(since, c.reference[0]) if c.reference else since,
         until=max(until, c.reference[1]) if c.reference else until,
     )
-    windows = _metrics(groups, edges, c, scores, rng)
-    ref = _reference(store, c, groups, edges)
+    metrics = _metrics(windows, c, scores, rng)
+    ref = _reference(store, c, windows)
     detect, detector = language_detector()
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
-    rag = rag_note(exchanges)
+    rag = rag_note([e for w in windows for e in w.exchanges])
+    if rag is not None and any(w.sampled for w in windows):
+        rag += " (counted in the requests read: windows' samples)"
     notes += [] if rag is None else [rag]
-    drift = _drift(ref, groups, edges, c, scores, detect, embedder, rng, notes)
-    later = [g for g in groups[ref.first :] if g]
-    recent = [e for g in (later if c.novelty == "all" else later[-1:]) for e in g]
+    sampled = sample_note(windows, c.sample, c.max_latencies)
+    notes += [] if sampled is None else [sampled]
+    if len(ref.exchanges) < ref.n:
+        notes.append(
+            f"sampled: the reference's drift and novelty features use a uniform sample of "
+            f"{len(ref.exchanges):,} of its {ref.n:,} requests"
+        )
+    drift = _drift(ref, windows, c, scores, detect, embedder, rng, notes)
+    later = [w for w in windows[ref.first :] if w.n]
+    recent = [e for w in (later if c.novelty == "all" else later[-1:]) for e in w.exchanges]
     texts, suite_notes = suite_texts(c.suites)
     novelty = find_novelty(
         ref.exchanges,
@@ -290,6 +320,12 @@ def monitor(
         quantile=c.outlier_quantile,
         min_cluster=c.min_cluster,
     )
+    n_recent = sum(w.n for w in (later if c.novelty == "all" else later[-1:]))
+    if len(recent) < n_recent:
+        novelty.notes.append(
+            f"sampled: outliers searched among a uniform sample of {len(recent):,} of the "
+            f"{n_recent:,} recent requests"
+        )
     notes += suite_notes
     settings = _settings(c, detector, embedder, len(drift))
     return MonitorReport(
@@ -297,8 +333,8 @@ def monitor(
         until,
         c.window,
         c.alpha,
-        (*ref.span, len(ref.exchanges)),
-        windows,
+        (*ref.span, ref.n),
+        metrics,
         drift,
         novelty,
         settings,
@@ -311,8 +347,7 @@ def monitor(
 
 def _drift(
     ref: _Reference,
-    groups: list[list[Exchange]],
-    edges: Sequence[tuple[datetime, datetime]],
+    windows: list[WindowData],
     c: MonitorConfig,
     scores: ScoreIndex,
     detect: Any,
@@ -326,22 +361,26 @@ def _drift(
         alpha=c.alpha, embedding_test=c.embedding_test, n_permutations=c.n_permutations
     )
     features = extract_features(ref.exchanges, scores, detect)
-    todo = range(len(groups) - 1, len(groups)) if c.latest_only else range(ref.first, len(groups))
+    todo = (
+        range(len(windows) - 1, len(windows)) if c.latest_only else range(ref.first, len(windows))
+    )
     out, inside = [], 0
     for i in todo:
-        if not groups[i]:
+        w = windows[i]
+        if not w.n:
             continue
-        if edges[i][0] < ref.span[1] and edges[i][1] > ref.span[0]:
+        if w.start < ref.span[1] and w.end > ref.span[0]:
             inside += 1  # its requests are (part of) the reference: no test against itself
             continue
         rows = drift_tests(
             features,
-            extract_features(groups[i], scores, detect),
+            extract_features(w.exchanges, scores, detect),
             embedder=embedder,
             rng=rng,
             options=options,
         )
-        out.append(WindowDrift(edges[i][0], edges[i][1], tuple(rows)))
+        sample = (len(w.exchanges), w.n) if w.sampled else None
+        out.append(WindowDrift(w.start, w.end, tuple(rows), sample))
     if inside:
         notes.append(
             f"{inside} window(s) overlapping the reference period not tested for "
@@ -358,6 +397,9 @@ def _settings(c: MonitorConfig, detector: str, embedder: Embedder, n_tested: int
         "n_permutations": c.n_permutations,
         "confidence": c.confidence,
         "seed": c.seed,
+        "sample": c.sample,
+        "reference_sample": c.reference_sample,
+        "max_latencies": c.max_latencies,
         "modes": c.modes,
         "suites": c.suites,
         "prices_per_million_tokens": {

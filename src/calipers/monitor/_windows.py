@@ -22,13 +22,15 @@ No data is NaN with n = 0 (or "skipped: reason" in ``method``), never 0.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from calipers.monitor._scores import FEEDBACK, ScoreIndex
 from calipers.monitor._traffic import Exchange
@@ -42,6 +44,7 @@ __all__ = [
     "Prices",
     "arm_metrics",
     "arm_record",
+    "counted_metrics",
     "is_refusal",
     "metrics_to_dict",
     "record_cost",
@@ -71,7 +74,13 @@ def arm_record(ex: Exchange, arm: str) -> TrafficRecord | None:
 
 
 def is_refusal(text: str | None) -> bool:
-    return bool(text) and detect_refusal(text or "", _PATTERNS, REFUSAL_WINDOW) is not None
+    return bool(text) and _refused(text or "")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _refused(text: str) -> bool:
+    """Cached: the window metrics and the drift features ask about the same answers."""
+    return detect_refusal(text, _PATTERNS, REFUSAL_WINDOW) is not None
 
 
 def record_cost(rec: TrafficRecord, price: Prices) -> float:
@@ -146,6 +155,31 @@ def arm_metrics(
     }
     metrics.update(_scores(recs, scores, rng, confidence))
     return metrics
+
+
+def counted_metrics(
+    calls: int,
+    failed: int,
+    latencies: npt.ArrayLike,
+    *,
+    confidence: float = 0.95,
+    latency_sample: str = "",
+) -> dict[str, Estimate]:
+    """``volume``, the latency quantiles and ``error_rate`` of one arm from what the database
+    counted (``latency_sample``: said in the method when the latencies are a sample)."""
+    lat = {
+        f"latency_p{round(100 * q)}_ms": quantile_interval(latencies, q, confidence)
+        for q in (0.5, 0.95)
+    }
+    if latency_sample:
+        lat = {k: replace(e, method=f"{e.method}; {latency_sample}") for k, e in lat.items()}
+    return {
+        "volume": _count(calls),
+        **lat,
+        "error_rate": wilson(failed, calls, confidence)
+        if calls
+        else Estimate.empty("wilson", confidence),
+    }
 
 
 def metrics_to_dict(metrics: Mapping[str, Estimate]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from calipers.store._review import (
     ReviewNotFoundError,
 )
 from calipers.store._store import Store
+from calipers.store._traffic_stats import TrafficCounts
 
 __all__ = [
     "ASSIGNMENT_STATES",
@@ -98,6 +99,7 @@ __all__ = [
     "SampleKey",
     "SampleRecord",
     "Store",
+    "TrafficCounts",
     "TrafficPassage",
     "TrafficRecord",
     "TrafficRole",

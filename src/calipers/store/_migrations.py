@@ -338,6 +338,23 @@ def m008_job_leases(conn: Connection) -> None:
     md.create_all(conn, checkfirst=False)
 
 
+# The monitor's reads (``calipers.store._traffic_stats``): by window of ``ts``, the columns it
+# counts and the latencies it reads, so a window is read from the index alone.
+MONITOR_INDEX_COLUMNS = ("ts", "mode", "role", "served", "status", "error", "latency_ms", "pair_id")
+
+
+def m009_monitor_indexes(conn: Connection) -> None:
+    """Monitor indexes: a covering index of ``traffic`` by ``ts`` with the columns the
+    monitor's window counts and latencies read, so a window is read from the index alone."""
+    md = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    table = sa.Table(
+        "traffic",
+        md,
+        *(sa.Column(c, sa.Text) for c in MONITOR_INDEX_COLUMNS),
+    )
+    sa.Index(None, *(table.c[c] for c in MONITOR_INDEX_COLUMNS)).create(conn)
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_traffic,
@@ -347,6 +364,7 @@ MIGRATIONS: list[Migration] = [
     m006_review_sessions,
     m007_fingerprint_looks,
     m008_job_leases,
+    m009_monitor_indexes,
 ]
 
 

@@ -140,6 +140,8 @@ traffic = sa.Table(
     # One row per arm of a request: a retried write cannot duplicate it.
     sa.UniqueConstraint("pair_id", "role"),
     sa.Index(None, "ts"),
+    # migration 9 (monitor indexes): a window's counts and latencies from the index alone
+    sa.Index(None, "ts", "mode", "role", "served", "status", "error", "latency_ms", "pair_id"),
 )
 
 online_scores = sa.Table(

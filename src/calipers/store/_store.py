@@ -55,6 +55,7 @@ from calipers.store._sql import (
     upsert_samples,
 )
 from calipers.store._summary import write_summary
+from calipers.store._traffic_stats import TrafficStatsStore
 from calipers.types import RunSummary
 
 __all__ = ["Store"]
@@ -63,7 +64,9 @@ _LIST_HINT = "`calipers runs` lists stored runs."
 _CHUNK = 500
 
 
-class Store(ReviewStore, ReviewPeopleStore, FingerprintStore, JobLeaseStore, ColumnStore):
+class Store(
+    ReviewStore, ReviewPeopleStore, FingerprintStore, JobLeaseStore, ColumnStore, TrafficStatsStore
+):
     """Persistent results. Open with :meth:`Store.open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, engine: Engine) -> None:

@@ -5,7 +5,7 @@ Query parameters follow the CLI's options: ``since``, ``until`` (ISO, or back fr
 (``START..END``), ``alpha`` (per window), ``price`` (``[ARM=]IN/OUT``, repeatable),
 ``embeddings`` (**default ``tfidf`` here**, so a page load never loads a neural model; ``auto``
 or ``sentence-transformers`` on request), ``embedding-test``, ``mode``, ``suite``, ``latest``,
-``novelty``, ``outlier-quantile``, ``min-cluster``, ``seed``. Nothing is scored: online
+``novelty``, ``outlier-quantile``, ``min-cluster``, ``sample``, ``seed``. Nothing is scored: online
 scores and feedback are read as stored.
 """
 
@@ -108,6 +108,7 @@ def monitor_config(params: Mapping[str, str], now: datetime) -> MonitorConfig:
         ),
         "min_cluster": number(params, "min-cluster", int, low=2),
         "seed": number(params, "seed", int),
+        "sample": number(params, "sample", int, low=10),
     }
     try:
         return MonitorConfig(

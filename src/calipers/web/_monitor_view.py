@@ -183,6 +183,11 @@ def window_rows(report: MonitorReport) -> list[dict[str, Any]]:
                 "n": w.n_requests,
                 "tests": status,
                 "alarms": _features(d) if d else [],
+                "sample": (
+                    f"drift tested on a sample of {d.sample[0]:,} of {d.sample[1]:,}"
+                    if d and d.sample
+                    else ""
+                ),
             }
         )
     return out
@@ -221,6 +226,7 @@ def export_args(report: MonitorReport, c: MonitorConfig) -> list[str]:
     args += ["--novelty", c.novelty] if c.novelty != "latest" else []
     args += ["--outlier-quantile", f"{c.outlier_quantile:g}"] if c.outlier_quantile != 0.01 else []
     args += ["--min-cluster", str(c.min_cluster)] if c.min_cluster != 3 else []
+    args += ["--sample", str(c.sample)] if c.sample != MonitorConfig().sample else []
     args += ["--seed", str(c.seed)] if c.seed != 0 else []
     return args
 
