@@ -86,12 +86,10 @@ async def _run_task(
         for ps in _prefetched(todo, cache):
             if len(pending) >= limit:
                 _done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for d in _done:
-                    d.result()
+                _raise_first(_done)
             pending.add(asyncio.create_task(one(ps)))
         if pending:
-            for d in (await asyncio.wait(pending))[0]:
-                d.result()
+            _raise_first((await asyncio.wait(pending))[0])
     finally:
         for t in pending:
             t.cancel()
@@ -100,6 +98,14 @@ async def _run_task(
         writer.flush()
         if cache is not None:
             cache.flush()
+
+
+def _raise_first(done: set[asyncio.Task[None]]) -> None:
+    """Raise the first failure among finished tasks, after reading every one's exception (a
+    failure left unread is logged as "Task exception was never retrieved")."""
+    failures = [e for d in done if (e := d.exception()) is not None]
+    if failures:
+        raise failures[0]
 
 
 PREFETCH = 1000
