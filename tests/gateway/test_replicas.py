@@ -253,9 +253,16 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
 
     # -- feedback through another replica finds the row, even before it was written --------
     assert len(feedback) >= 10
+    # a request whose row died with the killed replica has nothing to attach feedback to:
+    # that replica's lost rows are refused (404), every other is stored on the arm that served
+    kept = [(got, status, answer) for got, status, answer in feedback if got.pair_id in served]
+    assert len(feedback) - len(kept) <= len(lost)
     for got, status, answer in feedback:
-        assert (status, answer["role"], answer["stored"]) == (200, got.arm, True), answer
-    assert sorted(scores) == sorted((got.pair_id, got.arm) for got, _, _ in feedback)
+        if got.pair_id not in served:
+            assert status == 404, answer
+    for got, status, answer in kept:
+        assert (status, answer.get("role"), answer.get("stored")) == (200, got.arm, True), answer
+    assert sorted(scores) == sorted((got.pair_id, got.arm) for got, _, _ in kept)
 
     # -- canary users are sticky across replicas ---------------------------------------------
     arms: dict[str, set[tuple[str, int]]] = {}
