@@ -155,3 +155,23 @@ def test_response_cache_many_at_once(store: Store) -> None:
         "x": {"text": "x"},
     }
     assert store.cache_get_many([]) == {}
+
+
+def test_a_nul_character_in_a_model_answer_is_stored(store: Store, run_id: str) -> None:
+    """PostgreSQL refuses NUL in text (and \\u0000 in JSON): a model that emits one must not
+    lose its batch. NUL becomes U+FFFD in every text the record carries, on every store."""
+    rec = sample_record(
+        run_id,
+        0,
+        prompt={"prompt": "say \x00", "params": {}},
+        response="a\x00b",
+        answer="\x00",
+        error=None,
+        score_details={"exact_match": {"note": "x\x00y"}},
+    )
+    assert store.add_samples([rec, sample_record(run_id, 1)]) == 2
+    (got, other) = store.get_samples(run_id)
+    assert (got.response, got.answer) == ("a\ufffdb", "\ufffd")
+    assert got.prompt["prompt"] == "say \ufffd"
+    assert got.score_details == {"exact_match": {"note": "x\ufffdy"}}
+    assert other.response == "answer 1"

@@ -64,6 +64,19 @@ _LIST_HINT = "`calipers runs` lists stored runs."
 _CHUNK = 500
 
 
+def _no_nul(value: Any) -> Any:
+    """``value`` with every NUL character in its strings (dict keys too) made U+FFFD.
+    PostgreSQL refuses NUL in text, so one model answer holding it would lose its whole batch;
+    the same rule on every store keeps them alike (the gateway's log does the same)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_no_nul(v) for v in value)
+    return value
+
+
 class Store(
     ReviewStore, ReviewPeopleStore, FingerprintStore, JobLeaseStore, ColumnStore, TrafficStatsStore
 ):
@@ -230,7 +243,7 @@ class Store(
                 chosen[(rec.run_id, *rec.key)] = rec
         if not chosen:
             return 0
-        rows = [rec.model_dump(exclude={"id"}) for rec in chosen.values()]
+        rows = [_no_nul(rec.model_dump(exclude={"id"})) for rec in chosen.values()]
         try:
             with write_transaction(self._engine) as conn:
                 result = conn.execute(upsert_samples(conn), rows)
