@@ -272,9 +272,7 @@ def _raw_chunks(conn: Connection, stmt: sa.Select[Any]) -> Iterator[Sequence[Any
     compiled = stmt.compile(dialect=conn.dialect)
     params = compiled.construct_params()
     args: Any = (
-        tuple(params[k] for k in compiled.positiontup or ())
-        if conn.dialect.positional
-        else params
+        tuple(params[k] for k in compiled.positiontup or ()) if conn.dialect.positional else params
     )
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None
