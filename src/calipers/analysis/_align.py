@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -156,3 +157,26 @@ def pair(a: StoredRun, b: StoredRun, task: str, metric: str) -> Paired:
         errors_a=int((~ca.ok).sum()),
         errors_b=int((~cb.ok).sum()),
     )
+
+
+def last_rows(ids: npt.NDArray[np.object_], keep: npt.NDArray[np.bool_]) -> tuple[Any, Any]:
+    """The distinct ids among the ``keep`` rows, sorted (a numpy string array), and for each
+    the index of its last kept row (a later epoch replaces an earlier one, as in a dict
+    filled in row order)."""
+    rows = np.flatnonzero(keep)[::-1]
+    uniq, first = np.unique(ids[rows].astype(str), return_index=True)
+    return uniq, rows[first]
+
+
+def common_ids(per_run: Sequence[tuple[Any, Any]]) -> Any:
+    """The ids every run has (sorted), given each run's :func:`last_rows`."""
+    common = per_run[0][0]
+    for uniq, _rows in per_run[1:]:
+        common = np.intersect1d(common, uniq, assume_unique=True)
+    return common
+
+
+def rows_of(common: Any, uniq: Any, rows: Any) -> npt.NDArray[np.intp]:
+    """The row index of each id of ``common`` in a run whose :func:`last_rows` are
+    ``(uniq, rows)`` (every id of ``common`` is among ``uniq``)."""
+    return np.asarray(rows[np.searchsorted(uniq, common)], dtype=np.intp)

@@ -19,9 +19,15 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from calipers._util.seeding import derived_rng
-from calipers.analysis._align import StoredRun, methodology_differences
+from calipers.analysis._align import (
+    StoredRun,
+    common_ids,
+    last_rows,
+    methodology_differences,
+    rows_of,
+)
 from calipers.analysis._floors import Floor, floor_flag, study_references
-from calipers.analysis._saturation import saturation
+from calipers.analysis._saturation import saturation_flags
 from calipers.errors import CalipersError
 from calipers.runner import comparable_hash
 from calipers.stats import rank_models
@@ -74,20 +80,20 @@ def _scores(
     runs: Sequence[StoredRun], task: str, metric: str
 ) -> tuple[list[str], dict[str, npt.NDArray[np.float64]]]:
     """Labels and per-item scores on the items every run scored (errors excluded)."""
-    per_run: list[dict[str, float]] = []
+    per_run = []
     for r in runs:  # from the columns: a run's records are not read
         cols = r.columns(task)
-        if metric not in cols.scores:
-            per_run.append({})
-            continue
-        rows = np.flatnonzero(cols.ok & cols.has_score[metric])
-        values = cols.scores[metric]
-        per_run.append({cols.sample_id[i]: float(values[i]) for i in rows})
-    common = sorted(set.intersection(*(set(d) for d in per_run)))
+        keep = np.zeros(len(cols), dtype=bool)
+        if metric in cols.scores:
+            keep = cols.ok & cols.has_score[metric]
+        per_run.append((cols, last_rows(cols.sample_id, keep)))
+    common = common_ids([lr for _c, lr in per_run])
     labels = [f"{r.record.model_name} ({r.record.id})" for r in runs]
     return labels, {
-        lab: np.array([d[i] for i in common], dtype=float)
-        for lab, d in zip(labels, per_run, strict=True)
+        lab: (
+            cols.scores[metric][rows_of(common, *lr)] if common.size else np.array([], dtype=float)
+        )
+        for lab, (cols, lr) in zip(labels, per_run, strict=True)
     }
 
 
@@ -161,7 +167,7 @@ def _task_flags(group: list[StoredRun], task: str, metric: str, lb: Any) -> list
     if len(group) < 2:
         return []
     try:
-        return list(saturation(group, task, metric=metric, ranking=lb).flags)
+        return saturation_flags(group, task, metric=metric, ranking=lb)
     except CalipersError:
         return []
 

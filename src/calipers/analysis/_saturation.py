@@ -21,7 +21,13 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from calipers._util.seeding import derived_rng
-from calipers.analysis._align import StoredRun, methodology_differences
+from calipers.analysis._align import (
+    StoredRun,
+    common_ids,
+    last_rows,
+    methodology_differences,
+    rows_of,
+)
 from calipers.errors import ConfigError, DataError
 from calipers.runner import comparable_hash
 from calipers.stats import (
@@ -128,22 +134,24 @@ def common_matrix(
 ) -> tuple[list[str], list[str | None], npt.NDArray[np.float64]]:
     """Item ids, categories and the (runs x items) score matrix on the items every run scored
     (errors and NaN excluded), in the first run's item order."""
-    per_run: list[dict[str, int]] = []  # item id -> its row in the run's columns
     cols = [r.columns(task) for r in runs]
+    per_run = []
     for c in cols:
         v = c.scores.get(metric)
         keep = np.zeros(len(c), dtype=bool) if v is None else c.ok & c.has_score[metric]
         if v is not None:
             keep &= ~np.isnan(v)
-        per_run.append({c.sample_id[k]: int(k) for k in np.flatnonzero(keep)})
-    common = set.intersection(*(set(d) for d in per_run))
-    first, c0 = per_run[0], cols[0]
-    ids = sorted(common, key=lambda i: (int(c0.position[first[i]]), int(c0.epoch[first[i]]), i))
-    x = np.array(
-        [[c.scores[metric][d[i]] for i in ids] for c, d in zip(cols, per_run, strict=True)],
-        dtype=np.float64,
-    ).reshape(len(runs), len(ids))
-    return ids, [c0.category[first[i]] for i in ids], x
+        per_run.append(last_rows(c.sample_id, keep))
+    common = common_ids(per_run)
+    if not common.size:
+        return [], [], np.empty((len(runs), 0), dtype=np.float64)
+    c0, first = cols[0], rows_of(common, *per_run[0])
+    order = np.lexsort((common, c0.epoch[first], c0.position[first]))
+    common, first = common[order], first[order]
+    x = np.vstack(
+        [c.scores[metric][rows_of(common, *lr)] for c, lr in zip(cols, per_run, strict=True)]
+    ).astype(np.float64)
+    return common.tolist(), c0.category[first].tolist(), x
 
 
 def _estimates(x: npt.NDArray[np.float64], c: float) -> dict[str, Estimate]:
@@ -301,7 +309,51 @@ def saturation(
     _check_comparable(runs, task)
     matrix = common_matrix(runs, task, metric)
     stats = _item_stats(runs, task, metric, matrix, confidence)
-    x = matrix[2]
+    rep = _verdict(
+        runs,
+        task,
+        metric,
+        matrix[2],
+        {"same": stats.same, "all_right": stats.all_right, "all_wrong": stats.all_wrong},
+        seed=seed,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        ranking=ranking,
+        thresholds=(headroom_margin, same_share, wrong_share),
+    )
+    return SaturationReport(**rep, items=stats)
+
+
+def saturation_flags(
+    runs: Sequence[StoredRun], task: str, *, metric: str, ranking: Leaderboard
+) -> list[str]:
+    """:func:`saturation`'s flags with its default thresholds, from the score matrix alone
+    (no per-item rows are built: what a leaderboard of a million items needs)."""
+    metric = task_metric(runs, task, metric)
+    _check_comparable(runs, task)
+    ids, _cats, x = common_matrix(runs, task, metric)
+    if not ids:
+        raise DataError(f"No item of task {task!r} was scored ({metric}) by every run.")
+    rep = _verdict(
+        runs, task, metric, x, _estimates(x, 0.95), 0, 1000, 0.95, ranking, (0.05, 0.5, 0.25)
+    )
+    return list(rep["flags"])
+
+
+def _verdict(
+    runs: Sequence[StoredRun],
+    task: str,
+    metric: str,
+    x: npt.NDArray[np.float64],
+    ests: dict[str, Estimate],
+    seed: int,
+    n_resamples: int,
+    confidence: float,
+    ranking: Leaderboard | None,
+    thresholds: tuple[float, float, float],
+) -> dict[str, Any]:
+    """The fields of a :class:`SaturationReport` but its items."""
+    headroom_margin, same_share, wrong_share = thresholds
     if ranking is None:
         rng = derived_rng(seed, task)
         ranking = rank_models(
@@ -317,7 +369,7 @@ def saturation(
     rep: dict[str, Any] = dict(
         task=task,
         metric=metric,
-        n_items=stats.n_items,
+        n_items=int(x.shape[1]),
         n_models=len(runs),
         best_model=best.name,
         best=best.score,
@@ -326,8 +378,7 @@ def saturation(
         n_tie_groups=len({m.tie_group for m in live}),
     )
     rep["separates"] = rep["n_tie_groups"] >= 2
-    ests = {"same": stats.same, "all_right": stats.all_right, "all_wrong": stats.all_wrong}
     shares = {k: 0.0 if e.is_empty else e.value for k, e in ests.items()}  # no item: 0
     at_ceiling = headroom is not None and headroom <= headroom_margin
-    saturated, flags = _flags(rep, at_ceiling, shares, (same_share, wrong_share))
-    return SaturationReport(**rep, saturated=saturated, flags=flags, items=stats)
+    rep["saturated"], rep["flags"] = _flags(rep, at_ceiling, shares, (same_share, wrong_share))
+    return rep

@@ -215,9 +215,14 @@ class AllFail:
         return len(self.items) if self.n_items < 0 else self.n_items
 
 
-def _keys(cols: SampleColumns) -> npt.NDArray[np.str_]:
-    """Each row's item key (``sample_id`` and epoch) as one string, for set operations."""
-    return np.array([f"{s}\x1f{e}" for s, e in zip(cols.sample_id, cols.epoch, strict=True)])
+def _keys(cols: Sequence[SampleColumns]) -> list[npt.NDArray[np.int64]]:
+    """Each row's item key (``sample_id`` and epoch) as one integer, the same integer for the
+    same item in every run (for set operations on integers, not strings)."""
+    codes: dict[str, int] = {}
+    code = codes.setdefault
+    ids = [np.array([code(s, len(codes)) for s in c.sample_id], dtype=np.int64) for c in cols]
+    span = 1 + max((int(c.epoch.max()) for c in cols if len(c)), default=0)
+    return [i * span + c.epoch for i, c in zip(ids, cols, strict=True)]
 
 
 def all_failing(runs: Sequence[StoredRun], task: str, metric: str) -> AllFail:
@@ -225,7 +230,7 @@ def all_failing(runs: Sequence[StoredRun], task: str, metric: str) -> AllFail:
     errored in any run was not scored wrong there, so it is not one of them. Computed on
     the runs' columns; only the first ``MAX_FAILED`` items' records are read."""
     cols = [r.columns(task) for r in runs]
-    keys = [_keys(c) for c in cols]
+    keys = _keys(cols)
     failing = [k[failing_mask(c, metric)] for k, c in zip(keys, cols, strict=True)]
     scored = [k[scored_mask(c, metric)] for k, c in zip(keys, cols, strict=True)]
     errored = [k[~c.ok] for k, c in zip(keys, cols, strict=True)]

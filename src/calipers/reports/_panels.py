@@ -156,8 +156,15 @@ def _panel(runs: Sequence[StoredRun], task: str) -> TaskPanel:
 
 
 def task_panels(runs: Sequence[StoredRun]) -> list[TaskPanel]:
-    """One panel per task of any run, in the order first seen."""
-    return [_panel(runs, t) for t in task_names(runs)]
+    """One panel per task of any run, in the order first seen. Computed once per list of
+    runs (the HTML and Markdown reports both ask), kept on the first run."""
+    if not runs:
+        return []
+    cache: dict[tuple[str, ...], list[TaskPanel]] = runs[0].__dict__.setdefault("_panels", {})
+    key = tuple(r.record.id for r in runs)
+    if key not in cache:
+        cache[key] = [_panel(runs, t) for t in task_names(runs)]
+    return cache[key]
 
 
 @dataclass(frozen=True, slots=True)

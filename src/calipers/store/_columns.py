@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from calipers.store._engine import read_transaction
 from calipers.store._records import SampleRecord
@@ -89,7 +89,7 @@ class SampleColumns:
                 r.category,
                 r.cluster,
                 r.error,
-                r.scores,
+                None if r.scores is None else json.dumps(r.scores),
                 r.latency_s,
                 r.input_tokens,
                 r.output_tokens,
@@ -111,39 +111,44 @@ def _has_marks(details: dict[str, Any] | None) -> bool:
 
 
 class _Accumulator:
-    """Collects rows chunk by chunk into growing arrays (no per-row Python objects kept
-    beyond the ids, categories, clusters and errors)."""
+    """Collects rows chunk by chunk into numpy arrays, one list of chunk arrays per column (no
+    per-row Python objects kept beyond the ids, categories, clusters and errors).
+
+    Rows are raw tuples as the database driver gives them: the scores as their JSON text, the
+    details as JSON text (or already decoded), ``cached`` as 0/1 or a bool. The scores are
+    parsed once per distinct text in a chunk (a binary metric has a handful of distinct texts
+    in a million rows) and spread over the rows by index arrays.
+    """
 
     def __init__(self, task: str) -> None:
         self.task = task
         self.n = 0
         self.ids: list[Any] = []
-        self.pos: list[int] = []
-        self.epoch: list[int] = []
+        self.pos: list[IntArray] = []
+        self.epoch: list[IntArray] = []
         self.cat: list[Any] = []
         self.cluster: list[Any] = []
         self.error: list[Any] = []
-        self.lat: list[float] = []
-        self.tin: list[int] = []
-        self.tout: list[int] = []
-        self.cached: list[bool] = []
-        self.scores: dict[str, list[float]] = {}
-        self.present: dict[str, list[bool]] = {}
+        self.lat: list[FloatArray] = []
+        self.tin: list[IntArray] = []
+        self.tout: list[IntArray] = []
+        self.cached: list[BoolArray] = []
+        self.scores: dict[str, list[FloatArray]] = {}
+        self.present: dict[str, list[BoolArray]] = {}
         self.first: tuple[str, ...] | None = None
         self.details: dict[int, dict[str, Any]] = {}
         self._intern: dict[str, str] = {}
-        self._memo: dict[str, dict[str, float]] = {}
+        self._memo: dict[str, dict[str, float] | None] = {}
 
     def _interned(self, xs: Sequence[str | None]) -> list[str | None]:
         """One string object per distinct category/cluster/error text."""
         keep = self._intern.setdefault
         return [None if x is None else keep(x, x) for x in xs]
 
-    def _parsed(self, x: Any) -> dict[str, float] | None:
-        """A row's scores: a dict as given, or its JSON text parsed (equal texts once: a
-        binary metric has a handful of distinct texts in a million rows)."""
-        if x is None or isinstance(x, dict):
-            return x
+    def _parsed(self, x: str | None) -> dict[str, float] | None:
+        """A distinct scores text parsed (kept for later chunks, up to 100,000 texts)."""
+        if x is None:
+            return None
         d = self._memo.get(x)
         if d is None:
             d = json.loads(x)
@@ -157,34 +162,45 @@ class _Accumulator:
         if not chunk:
             return
         sid, pos, ep, cat, cl, err, sc, lat, tin, tout, cached, det = zip(*chunk, strict=True)
-        i0 = self.n
+        i0, k = self.n, len(chunk)
         self.ids.extend(sid)
-        self.pos.extend(pos)
-        self.epoch.extend(ep)
+        self.pos.append(np.array(pos, dtype=np.int64))
+        self.epoch.append(np.array(ep, dtype=np.int64))
         self.cat.extend(self._interned(cat))
         self.cluster.extend(self._interned(cl))
-        self.error.extend(self._interned(err))
-        self.lat.extend([np.nan if x is None else x for x in lat])
-        self.tin.extend([x or 0 for x in tin])
-        self.tout.extend([x or 0 for x in tout])
-        self.cached.extend([bool(x) for x in cached])
-        parsed = [self._parsed(x) for x in sc]
+        errors = self._interned(err)
+        self.error.extend(errors)
+        self.lat.append(np.array(lat, dtype=np.float64))  # None -> NaN
+        self.tin.append(np.array([x or 0 for x in tin], dtype=np.int64))
+        self.tout.append(np.array([x or 0 for x in tout], dtype=np.int64))
+        self.cached.append(np.array([bool(x) for x in cached], dtype=bool))
+        local: dict[str | None, int] = {}
+        code = local.setdefault
+        codes = np.array([code(x, len(local)) for x in sc], dtype=np.intp)
+        parsed = [self._parsed(t) for t in local]  # distinct texts, in order of appearance
         if self.first is None:
-            self.first = next(
-                (tuple(d) for d, e in zip(parsed, err, strict=True) if d and e is None), None
-            )
-        for d in {id(d): d for d in parsed if d}.values():  # metrics first seen here
-            for m in d:
-                if m not in self.scores:  # earlier rows have no value for it
-                    self.scores[m] = [np.nan] * i0
-                    self.present[m] = [False] * i0
+            truthy = np.array([bool(d) for d in parsed], dtype=bool)[codes]
+            hit = np.flatnonzero(truthy & np.array([e is None for e in err], dtype=bool))
+            if hit.size:
+                d = parsed[int(codes[hit[0]])]
+                self.first = tuple(d or ())
+        for d in parsed:  # metrics first seen here: earlier rows have no value for them
+            for m in d or ():
+                if m not in self.scores:
+                    self.scores[m] = [np.full(i0, np.nan)]
+                    self.present[m] = [np.zeros(i0, dtype=bool)]
         for m, col in self.scores.items():
-            col.extend([d[m] if d and m in d else np.nan for d in parsed])
-            self.present[m].extend([d is not None and m in d for d in parsed])
-        for j, d in enumerate(det):
+            vals = np.array([d[m] if d and m in d else np.nan for d in parsed], dtype=np.float64)
+            has = np.array([d is not None and m in d for d in parsed], dtype=bool)
+            col.append(vals[codes])
+            self.present[m].append(has[codes])
+        for j, x in enumerate(det):
+            if x is None:
+                continue
+            d = json.loads(x) if isinstance(x, str) else x
             if d is not None and _has_marks(d):
                 self.details[i0 + j] = d
-        self.n += len(chunk)
+        self.n += k
 
     def finish(self) -> SampleColumns:
         def obj(xs: list[Any]) -> ObjArray:
@@ -192,20 +208,23 @@ class _Accumulator:
             a[:] = xs
             return a
 
+        def cat(parts: list[Any], dtype: Any) -> Any:
+            return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
         return SampleColumns(
             task=self.task,
             sample_id=obj(self.ids),
-            position=np.array(self.pos, dtype=np.int64),
-            epoch=np.array(self.epoch, dtype=np.int64),
+            position=cat(self.pos, np.int64),
+            epoch=cat(self.epoch, np.int64),
             category=obj(self.cat),
             cluster=obj(self.cluster),
             error=obj(self.error),
-            scores={m: np.array(v, dtype=np.float64) for m, v in self.scores.items()},
-            has_score={m: np.array(v, dtype=bool) for m, v in self.present.items()},
-            latency_s=np.array(self.lat, dtype=np.float64),
-            input_tokens=np.array(self.tin, dtype=np.int64),
-            output_tokens=np.array(self.tout, dtype=np.int64),
-            cached=np.array(self.cached, dtype=bool),
+            scores={m: cat(v, np.float64) for m, v in self.scores.items()},
+            has_score={m: cat(v, bool) for m, v in self.present.items()},
+            latency_s=cat(self.lat, np.float64),
+            input_tokens=cat(self.tin, np.int64),
+            output_tokens=cat(self.tout, np.int64),
+            cached=cat(self.cached, bool),
             first_metrics=self.first or (),
             details=self.details,
         )
@@ -222,8 +241,8 @@ def _ordered(stmt: sa.Select[Any]) -> sa.Select[Any]:
 
 
 def read_columns(engine: Engine, run_id: str, task: str) -> SampleColumns:
-    """``task``'s samples of ``run_id`` as columns, read ``CHUNK`` rows at a time."""
-    details = sa.type_coerce(_details_if_marked(), samples.c.score_details.type)
+    """``task``'s samples of ``run_id`` as columns, read ``CHUNK`` rows at a time from the
+    driver's cursor itself (plain tuples: no result rows built, no JSON decoded per row)."""
     stmt = _ordered(
         sa.select(
             samples.c.sample_id,
@@ -232,20 +251,39 @@ def read_columns(engine: Engine, run_id: str, task: str) -> SampleColumns:
             samples.c.category,
             samples.c.cluster,
             samples.c.error,
-            sa.type_coerce(samples.c.scores, sa.Text),  # parsed by the reader, memoised
+            sa.type_coerce(samples.c.scores, sa.Text),  # parsed by the reader, per text
             samples.c.latency_s,
             samples.c.input_tokens,
             samples.c.output_tokens,
             samples.c.cached,
-            details,
+            sa.type_coerce(_details_if_marked(), sa.Text),
         ).where(samples.c.run_id == run_id, samples.c.task == task)
     )
     acc = _Accumulator(task)
     with read_transaction(engine) as conn:
-        result = conn.execution_options(yield_per=CHUNK).execute(stmt)
-        for part in result.partitions():
+        for part in _raw_chunks(conn, stmt):
             acc.add(part)
     return acc.finish()
+
+
+def _raw_chunks(conn: Connection, stmt: sa.Select[Any]) -> Iterator[Sequence[Any]]:
+    """``stmt``'s rows as the driver gives them (plain tuples, no type processing),
+    ``CHUNK`` at a time; a server-side cursor on PostgreSQL, so rows stay in the server."""
+    compiled = stmt.compile(dialect=conn.dialect)
+    params = compiled.construct_params()
+    args: Any = (
+        tuple(params[k] for k in compiled.positiontup or ()) if conn.dialect.positional else params
+    )
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    named = conn.dialect.name == "postgresql"
+    cursor = dbapi.cursor(name="calipers_columns") if named else dbapi.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        while part := cursor.fetchmany(CHUNK):
+            yield part
+    finally:
+        cursor.close()
 
 
 def read_records(
