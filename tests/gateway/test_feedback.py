@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Container
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.testclient import TestClient
 
+from calipers.errors import StoreError
 from calipers.gateway import in_canary
+from calipers.gateway._feedback import ServedArms, record_feedback
 from calipers.store import Store
 from tests.gateway.conftest import chat_body, send_many
 
@@ -74,3 +83,55 @@ def test_a_boolean_is_not_a_score(rig_factory: Any) -> None:
     rig.stop()
     with Store.open(str(rig.store_path)) as store:
         assert [s.value for s in store.get_online_scores(scorer="feedback")] == [1.0]
+
+
+class _FlakyStore:
+    """A store whose calls numbered in ``failing`` (from 1) fail as an unreachable database's do."""
+
+    def __init__(self, failing: Container[int]) -> None:
+        self.failing = failing
+        self.calls = 0
+        self.stored: list[Any] = []
+
+    def _maybe_fail(self) -> None:
+        self.calls += 1
+        if self.calls in self.failing:
+            raise StoreError("The store pg cannot be used right now: connection reset.")
+
+    def get_traffic(self, *, pair_id: str) -> list[Any]:
+        self._maybe_fail()
+        return [SimpleNamespace(served=True, role="candidate")]
+
+    def add_online_scores(self, records: list[Any]) -> int:
+        self._maybe_fail()
+        self.stored.extend(records)
+        return len(records)
+
+
+def _feedback_app(store: _FlakyStore, store_wait_s: float) -> TestClient:
+    async def route(request: Request) -> Response:
+        return await record_feedback(
+            request,
+            cast(Store, store),
+            ServedArms(),
+            lambda s: s,
+            store_wait_s=store_wait_s,
+        )
+
+    return TestClient(Starlette(routes=[Route("/f", route, methods=["POST"])]))
+
+
+def test_feedback_waits_out_a_short_store_outage() -> None:
+    store = _FlakyStore(failing={1, 2, 4})  # the lookup fails twice, then the write once
+    r = _feedback_app(store, store_wait_s=5.0).post("/f", json={"request_id": "a" * 32, "score": 1})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"request_id": "a" * 32, "role": "candidate", "stored": True}
+    assert store.calls == 5 and [s.value for s in store.stored] == [1.0]
+
+
+def test_feedback_is_refused_with_503_while_the_store_stays_down() -> None:
+    store = _FlakyStore(failing=range(1, 10**6))
+    r = _feedback_app(store, store_wait_s=0.3).post("/f", json={"request_id": "a" * 32, "score": 1})
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert r.json()["error"]["type"] == "store_unavailable"
+    assert "connection reset" in r.json()["error"]["message"] and store.stored == []

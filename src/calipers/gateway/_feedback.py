@@ -6,7 +6,9 @@ Feedback is its own request, never on the user path of a completion; it is writt
 (one row), not batched. Behind a load balancer, feedback may reach another replica than the
 one that served the answer, before that replica's log writer has stored the row: a request
 id of the gateway's form that is found nowhere yet is looked up again for a little while
-(``wait_s``) before it is refused.
+(``wait_s``) before it is refused. A store that cannot be reached for a moment (a database
+restart, a cut connection) is retried for up to ``store_wait_s``; after that the answer is
+503, which a client may retry.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import math
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from calipers.errors import StoreError
 from calipers.gateway._redact_hook import Redact
 from calipers.store import OnlineScoreRecord, Store, TrafficRole
 
@@ -28,6 +33,7 @@ __all__ = ["FEEDBACK_SCORER", "Feedback", "ServedArms", "record_feedback"]
 
 FEEDBACK_SCORER = "feedback"
 _GATEWAY_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex, as the gateway makes them
+_T = TypeVar("_T")
 
 
 class Feedback(BaseModel):
@@ -80,7 +86,23 @@ def _stored_arm(store: Store, pair_id: str) -> TrafficRole | None:
     return served[0].role if served else None
 
 
-async def _arm(store: Store, arms: ServedArms, pair_id: str, wait_s: float) -> TrafficRole | None:
+async def _in_store(call: Callable[[], _T], wait_s: float) -> _T:
+    """``call()`` in a worker thread, retried while the store cannot be reached, for up to
+    ``wait_s``; then its :class:`StoreError` is raised."""
+    give_up, delay = time.monotonic() + wait_s, 0.1
+    while True:
+        try:
+            return await asyncio.to_thread(call)
+        except StoreError:
+            if time.monotonic() + delay > give_up:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+async def _arm(
+    store: Store, arms: ServedArms, pair_id: str, wait_s: float, store_wait_s: float
+) -> TrafficRole | None:
     """The arm that served ``pair_id``: this replica's memory, else the store, asked again
     for up to ``wait_s`` (another replica may not have written its row yet)."""
     role = arms.get(pair_id)
@@ -89,7 +111,7 @@ async def _arm(store: Store, arms: ServedArms, pair_id: str, wait_s: float) -> T
     give_up = time.monotonic() + (wait_s if _GATEWAY_ID.fullmatch(pair_id) else 0.0)
     delay = 0.05
     while True:
-        role = await asyncio.to_thread(_stored_arm, store, pair_id)
+        role = await _in_store(lambda: _stored_arm(store, pair_id), store_wait_s)
         if role is not None or time.monotonic() + delay > give_up:
             return role
         await asyncio.sleep(delay)
@@ -101,7 +123,13 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def record_feedback(
-    request: Request, store: Store, arms: ServedArms, redact: Redact, *, wait_s: float = 0.0
+    request: Request,
+    store: Store,
+    arms: ServedArms,
+    redact: Redact,
+    *,
+    wait_s: float = 0.0,
+    store_wait_s: float = 5.0,
 ) -> JSONResponse:
     try:
         fb = Feedback.model_validate_json(await request.body())
@@ -114,7 +142,20 @@ async def record_feedback(
             f"Bad feedback ({where}). Send JSON like "
             '{"request_id": "<x-calipers-request-id>", "score": 1}.',
         )
-    role = await _arm(store, arms, fb.request_id, wait_s)
+    try:
+        return await _store_feedback(fb, store, arms, redact, wait_s, store_wait_s)
+    except StoreError as e:
+        return JSONResponse(
+            {"error": {"message": f"The feedback was not stored: {e.message} Retry it.",
+                       "type": "store_unavailable"}},
+            503, headers={"retry-after": "1"},
+        )  # fmt: skip
+
+
+async def _store_feedback(
+    fb: Feedback, store: Store, arms: ServedArms, redact: Redact, wait_s: float, store_wait_s: float
+) -> JSONResponse:
+    role = await _arm(store, arms, fb.request_id, wait_s, store_wait_s)
     if role is None:
         return _error(
             404,
@@ -125,5 +166,5 @@ async def record_feedback(
     record = OnlineScoreRecord(
         pair_id=fb.request_id, role=role, scorer=FEEDBACK_SCORER, value=fb.score, details=details
     )
-    stored = await asyncio.to_thread(store.add_online_scores, [record])
+    stored = await _in_store(lambda: store.add_online_scores([record]), store_wait_s)
     return JSONResponse({"request_id": fb.request_id, "role": role, "stored": stored == 1})
