@@ -178,7 +178,8 @@ def _text_tests(
     rows = []
     if o.topics:
         labels = cluster_vectors(x, seed=embedder.seed).tolist()
-        first = {lab: (a + b)[i] for i, lab in reversed(list(enumerate(labels)))}
+        both = a + b
+        first = {lab: both[i] for i, lab in reversed(list(enumerate(labels)))}
         names: dict[Hashable, str] = {k: f"topic {k} (e.g. {v[:40]!r})" for k, v in first.items()}
         test = chi2_drift(
             labels[: len(a)],

@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from calipers._util.clock import utc_now
+from calipers._util.parallel import parallel_map
 from calipers.monitor._drift import DriftOptions, WindowDrift, drift_tests
 from calipers.monitor._features import extract_features
 from calipers.monitor._fingerprint import FingerprintCanaryStatus, fingerprint_canaries
@@ -285,13 +286,10 @@ def monitor(
         seed=c.seed,
     )
     rng = np.random.default_rng(c.seed)
-    scores = load_scores(
-        store,
-        since=min(since, c.reference[0]) if c.reference else since,
-        until=max(until, c.reference[1]) if c.reference else until,
-    )
-    metrics = _metrics(windows, c, scores, rng)
     ref = _reference(store, c, windows)
+    read = [e.pair_id for w in windows for e in w.exchanges] + [e.pair_id for e in ref.exchanges]
+    scores = load_scores(store, pair_ids=read)
+    metrics = _metrics(windows, c, scores, rng)
     detect, detector = language_detector()
     embedder = Embedder(c.embeddings, seed=c.seed)
     notes = [] if scores.note is None else [f"online scores: {scores.note}"]
@@ -306,7 +304,7 @@ def monitor(
             f"sampled: the reference's drift and novelty features use a uniform sample of "
             f"{len(ref.exchanges):,} of its {ref.n:,} requests"
         )
-    drift = _drift(ref, windows, c, scores, detect, embedder, rng, notes)
+    drift = _drift(ref, windows, c, scores, detect, embedder, notes)
     later = [w for w in windows[ref.first :] if w.n]
     recent = [e for w in (later if c.novelty == "all" else later[-1:]) for e in w.exchanges]
     texts, suite_notes = suite_texts(c.suites)
@@ -345,6 +343,13 @@ def monitor(
     )
 
 
+def _window_rng(seed: int, w: WindowData) -> np.random.Generator:
+    """The generator of one window's drift tests: from the seed and the window's start, so a
+    window's tests draw the same permutations whichever span is shown, and windows can be
+    tested at once."""
+    return np.random.default_rng([seed, int(w.start.timestamp()) % 2**63])
+
+
 def _drift(
     ref: _Reference,
     windows: list[WindowData],
@@ -352,7 +357,6 @@ def _drift(
     scores: ScoreIndex,
     detect: Any,
     embedder: Embedder,
-    rng: np.random.Generator,
     notes: list[str],
 ) -> list[WindowDrift]:
     if not ref.exchanges:
@@ -364,7 +368,7 @@ def _drift(
     todo = (
         range(len(windows) - 1, len(windows)) if c.latest_only else range(ref.first, len(windows))
     )
-    out, inside = [], 0
+    tested, inside = [], 0
     for i in todo:
         w = windows[i]
         if not w.n:
@@ -372,15 +376,20 @@ def _drift(
         if w.start < ref.span[1] and w.end > ref.span[0]:
             inside += 1  # its requests are (part of) the reference: no test against itself
             continue
+        tested.append(w)
+
+    def test(w: WindowData) -> WindowDrift:
         rows = drift_tests(
             features,
             extract_features(w.exchanges, scores, detect),
             embedder=embedder,
-            rng=rng,
+            rng=_window_rng(c.seed, w),
             options=options,
         )
         sample = (len(w.exchanges), w.n) if w.sampled else None
-        out.append(WindowDrift(w.start, w.end, tuple(rows), sample))
+        return WindowDrift(w.start, w.end, tuple(rows), sample)
+
+    out = parallel_map(test, tested, one_blas_thread=True)
     if inside:
         notes.append(
             f"{inside} window(s) overlapping the reference period not tested for "

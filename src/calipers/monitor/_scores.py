@@ -1,17 +1,16 @@
 """Online scores (and user feedback) logged against gateway traffic, read back by request.
 
 ``calipers ab`` writes them with ``Store.add_online_scores``; monitoring only reads them through
-``Store.get_online_scores(since=, until=)`` (records with ``pair_id``,
-``role``, ``scorer``, ``value``; NaN = unscorable). A store without that method (an older
-calipers) has no online scores: the metrics say so instead of showing zero.
+``Store.get_online_scores(pair_ids=)``, for the requests it reads whole (records with
+``pair_id``, ``role``, ``scorer``, ``value``; NaN = unscorable). A store without that method
+(an older calipers) has no online scores: the metrics say so instead of showing zero.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 __all__ = ["FEEDBACK", "ScoreIndex", "load_scores"]
@@ -44,12 +43,14 @@ class ScoreIndex:
         return out
 
 
-def load_scores(store: Any, *, since: datetime | None, until: datetime | None) -> ScoreIndex:
-    """The online scores of the requests that arrived in ``[since, until)``, by ``pair_id``."""
+def load_scores(store: Any, *, pair_ids: Sequence[str]) -> ScoreIndex:
+    """The online scores of the requests ``pair_ids`` (those the monitor reads whole: all of
+    a window's, or its sample), by ``pair_id``. Looked up by request, not by time: the cost
+    is that of the requests read, however much traffic the period holds."""
     get = getattr(store, "get_online_scores", None)
     if get is None:
         return ScoreIndex(note="this store has no online scores (no get_online_scores)")
-    index = ScoreIndex.from_rows(get(since=since, until=until))
+    index = ScoreIndex.from_rows(get(pair_ids=pair_ids) if pair_ids else [])
     if not index.values:
         index.note = "no online scores or feedback logged for this traffic"
     return index

@@ -21,6 +21,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from calipers._util.parallel import parallel_map
 from calipers.monitor._traffic import Exchange, pair_records
 from calipers.store import Store, TrafficCounts
 
@@ -75,20 +76,23 @@ def load_windows(
     max_latencies: int,
     seed: int,
 ) -> list[WindowData]:
-    out = []
-    for a, b in edges:
+    """Each window of ``edges``, read a few windows at a time (the database works on one
+    while the next is asked for)."""
+
+    def one(edge: tuple[datetime, datetime]) -> WindowData:
+        a, b = edge
         counts = store.traffic_counts(since=a, until=b, modes=modes)
         if counts.requests == 0:
             empty = {arm: np.zeros(0) for arm in ("served", "baseline", "candidate")}
-            out.append(WindowData(a, b, counts, [], empty))
-            continue
+            return WindowData(a, b, counts, [], empty)
         busiest = max(counts.answered.values(), default=0)
         latencies = store.traffic_latencies(
             since=a, until=b, modes=modes, limit=max_latencies, answered=busiest, seed=seed
         )
         exchanges = _exchanges(store, a, b, modes, sample, counts.requests, seed)
-        out.append(WindowData(a, b, counts, exchanges, latencies, busiest > max_latencies))
-    return out
+        return WindowData(a, b, counts, exchanges, latencies, busiest > max_latencies)
+
+    return parallel_map(one, edges)
 
 
 def load_span(

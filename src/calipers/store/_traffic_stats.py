@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from calipers.store._engine import read_transaction
-from calipers.store._records import TrafficRecord
+from calipers.store._records import TrafficRecord, TrafficRole
 from calipers.store._schema import traffic
 
 __all__ = ["TrafficCounts", "TrafficStatsStore"]
@@ -38,6 +38,7 @@ __all__ = ["TrafficCounts", "TrafficStatsStore"]
 _HASH_MULT, _HASH_MOD = 2654435761, 1 << 32
 _CHUNK = 500
 ARMS = ("served", "baseline", "candidate")
+ROLES: tuple[TrafficRole, ...] = get_args(TrafficRole)
 
 
 @dataclass(frozen=True)
@@ -88,37 +89,44 @@ class TrafficStatsStore:
         until: datetime | None = None,
         modes: Sequence[str] | None = None,
     ) -> TrafficCounts:
-        """Requests and calls of ``[since, until)`` (``modes``: of those gateway modes)."""
-        ok = sa.case((_ok(), 1), else_=0)
+        """Requests and calls of ``[since, until)`` (``modes``: of those gateway modes), in
+        one pass over the window's index entries (sums of conditions, no grouping)."""
+        ok = _ok()
+        cells = [
+            (role, served, answered, sa.and_(*conds))
+            for role in ROLES
+            for served in (False, True)
+            for answered in (False, True)
+            for conds in [
+                [traffic.c.role == role]
+                + ([traffic.c.served.is_(True)] if served else [])
+                + ([ok] if answered else [])
+            ]
+        ]
         stmt = _where(
             sa.select(
-                traffic.c.role,
-                traffic.c.served,
-                sa.func.count(),
-                sa.func.sum(ok),
+                sa.func.count(sa.distinct(traffic.c.pair_id)),
                 sa.func.min(traffic.c.ts),
-            ).group_by(traffic.c.role, traffic.c.served),
+                *(sa.func.sum(sa.case((cond, 1), else_=0)) for *_, cond in cells),
+            ),
             since,
             until,
             modes,
         )
-        requests = _where(
-            sa.select(sa.func.count(sa.distinct(traffic.c.pair_id))), since, until, modes
-        )
+        with read_transaction(self._engine) as conn:
+            n, first, *sums = conn.execute(stmt).one()
         calls: dict[str, int] = {}
         answered: dict[str, int] = {}
         served: set[str] = set()
-        first: datetime | None = None
-        with read_transaction(self._engine) as conn:
-            n = int(conn.scalar(requests) or 0)
-            for role, is_served, count, n_ok, ts in conn.execute(stmt):
-                first = ts if first is None else min(first, ts)
-                arms = (role, "served") if is_served else (role,)
-                served |= {role} if is_served else set()
-                for arm in arms:
-                    calls[arm] = calls.get(arm, 0) + int(count)
-                    answered[arm] = answered.get(arm, 0) + int(n_ok or 0)
-        return TrafficCounts(n, calls, answered, frozenset(served), first)
+        for (role, is_served, is_ok, _), total in zip(cells, sums, strict=True):
+            if not total:
+                continue
+            into = answered if is_ok else calls
+            arm = "served" if is_served else role
+            into[arm] = into.get(arm, 0) + int(total)
+            if is_served:
+                served.add(role)
+        return TrafficCounts(int(n or 0), calls, answered, frozenset(served), first)
 
     def first_traffic(
         self,
