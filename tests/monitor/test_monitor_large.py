@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -191,6 +192,13 @@ def test_the_page_and_the_cli_say_the_sample(store: Any) -> None:
     with TestClient(create_app(url), base_url="http://127.0.0.1") as client:
         page = client.get(f"/monitor?{q}").text
     assert f"drift tested on a sample of 150 of {PER_HOUR}" in page
+    # a skipped metric says why once, not once per sampled window and arm
+    assert "cost per request (USD)</strong>: skipped: no prices (add price=" in page
+    # counts are drawn from 0 in whole numbers: 200 calls in every window is not a cliff
+    volume = re.search(r'<svg class="plot timeseries"[^>]*aria-label="volume.*?</svg>', page, re.S)
+    assert volume is not None
+    ticks = re.findall(r"<text[^>]*>([^<]*)</text>", volume.group(0))
+    assert ticks[:5] == ["0", "50", "100", "150", "200"]
     args = ["--store", url, "monitor", "--since", since, "--until", until, "--latest"]
     out = CliRunner().invoke(cli, [*args, "--embeddings", "tfidf", "--sample", "300", "--json"])
     assert out.exit_code == 0, out.output

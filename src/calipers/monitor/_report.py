@@ -162,7 +162,10 @@ def _sampled(metrics: dict[str, Estimate], w: WindowData) -> dict[str, Estimate]
     if not w.sampled:
         return metrics
     note = f"sample of {len(w.exchanges):,} of {w.n:,} requests"
-    return {k: replace(e, method=f"{e.method}; {note}") for k, e in metrics.items()}
+    return {  # a metric skipped (no prices, no scores) says only why
+        k: e if e.method.startswith("skipped") else replace(e, method=f"{e.method}; {note}")
+        for k, e in metrics.items()
+    }
 
 
 def _metrics(
