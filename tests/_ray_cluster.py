@@ -41,6 +41,7 @@ def _ray_bin() -> str:
 class RayCluster:
     address: str
     temp_dir: Path
+    client_address: str = ""  # ray://127.0.0.1:PORT: the head's Ray Client server
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def processes(self) -> dict[int, str]:
@@ -74,7 +75,8 @@ class RayCluster:
         for pid in started & alive:  # workers left behind, by their own pids
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if not os.environ.get("CALIPERS_KEEP_RAY_LOGS"):  # set it to read the nodes' logs after
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _process_table() -> dict[int, tuple[int, str]]:
@@ -116,17 +118,19 @@ def _wait_started(proc: subprocess.Popen[bytes], log: Path, timeout: float = 120
 
 
 def start_cluster(head_cpus: int = 2, node_cpus: int = 1) -> RayCluster:
-    """A head (``head_cpus``) and a second node (``node_cpus``), 200 MB object stores each."""
+    """A head (``head_cpus``, with a Ray Client server) and a second node (``node_cpus``),
+    200 MB object stores each."""
     env = {**os.environ, **RAY_ENV}
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # Ray's socket paths must be short
-    port = free_port()
-    cluster = RayCluster(f"127.0.0.1:{port}", temp)
+    port, client_port = free_port(), free_port()
+    cluster = RayCluster(f"127.0.0.1:{port}", temp, f"ray://127.0.0.1:{client_port}")
     common = ["--node-ip-address", "127.0.0.1", "--object-store-memory", str(200 * 2**20)]
     try:
         head = _start_node(
             [
                 "--head",
                 f"--port={port}",
+                f"--ray-client-server-port={client_port}",
                 f"--num-cpus={head_cpus}",
                 f"--temp-dir={temp}",
                 "--include-dashboard=false",

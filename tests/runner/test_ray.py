@@ -76,3 +76,46 @@ def test_a_bad_address_fails_fast_and_stores_nothing(tmp_path: Path) -> None:
 def test_ray_options_need_the_ray_executor() -> None:
     res = CliRunner().invoke(cli, ["run", "-m", "fake:echo", "-n", "2", "--workers", "3"])
     assert res.exit_code == 2 and "--workers apply only to the Ray executor" in res.output
+
+
+class _FlakyRay:
+    """``ray.init`` whose first ``fail`` calls fail with ``message``, as Ray Client does when
+    the head cannot start the client's server process."""
+
+    def __init__(self, fail: int, message: str) -> None:
+        self.fail, self.message, self.inits, self.shutdowns = fail, message, 0, 0
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **kwargs: object) -> None:
+        self.inits += 1
+        if self.inits <= self.fail:
+            raise ConnectionError(self.message)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_ray_client_retries_a_client_server_that_failed_to_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from calipers.runner import _ray
+
+    monkeypatch.setattr(_ray, "_check_reachable", lambda address: None)
+    monkeypatch.setattr("calipers.runner._ray.time.sleep", lambda s: None)
+    failed = "Initialization failure from server: Starting Ray client server failed. See ..."
+    ray = _FlakyRay(2, failed)
+    assert _ray._connect(ray, "ray://127.0.0.1:10001") is True and ray.inits == 3
+    ray = _FlakyRay(5, failed)  # still failing after three tries: the user is told
+    with pytest.raises(ExecutorError, match="Cannot join a Ray cluster at ray://"):
+        _ray._connect(ray, "ray://127.0.0.1:10001")
+    assert ray.inits == 3
+    ray = _FlakyRay(1, "Connection refused")  # any other failure is not retried
+    with pytest.raises(ExecutorError, match="Connection refused"):
+        _ray._connect(ray, "ray://127.0.0.1:10001")
+    assert ray.inits == 1
+    ray = _FlakyRay(1, failed)  # nor is a head's GCS address (no client server there)
+    with pytest.raises(ExecutorError):
+        _ray._connect(ray, "127.0.0.1:6379")
+    assert ray.inits == 1

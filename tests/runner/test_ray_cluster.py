@@ -9,6 +9,7 @@ worker every time spends its retries.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -202,6 +203,24 @@ def test_a_killed_driver_resumes_with_another_worker_count(
     assert _counts(db, run_id) == (n, n, 0)  # exactly the missing samples were added
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT status FROM runs").fetchone()[0] == "finished"
+
+
+def test_a_run_through_ray_client(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    """``--address ray://HOST:PORT``: the driver joins through the head's Ray Client server
+    (what a laptop outside the cluster does) and stores every sample once."""
+    db = tmp_path / "client.db"
+    n = 20
+    done = subprocess.run(
+        _calipers(
+            "--store", f"sqlite:///{db}", "run", "-m", "fake:sample=1|2|3,delay=0.05",
+            "-t", "dyn_arithmetic", "-n", str(n), "--executor", "ray",
+            "--address", ray_cluster.client_address, "--workers", "2", "--no-report", "--json",
+        ),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    run_id = json.loads(done.stdout)["run_id"]
+    assert _counts(db, run_id) == (n, n, 0)
 
 
 def _last_message(request: object) -> str:

@@ -133,6 +133,10 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
+_CLIENT_TRIES = 3
+_CLIENT_START_FAILED = "Starting Ray client server failed"
+
+
 def _connect(ray: Any, address: str | None) -> bool:
     """Join (or start) the cluster; True when this call started the connection, so the
     executor shuts it down after the run."""
@@ -149,14 +153,25 @@ def _connect(ray: Any, address: str | None) -> bool:
     )
     if address is None:
         kwargs["include_dashboard"] = False
-    try:
-        ray.init(**kwargs)
-    except ConnectionError as e:
-        raise ExecutorError(
-            f"Cannot join a Ray cluster at {address or 'this machine'}: {e}",
-            hint="Start one with `ray start --head`, or drop --address to start one in-process.",
-        ) from None
-    return True
+    # Ray Client: the head starts a server process for each client, which can fail to come
+    # up while the head is busy; a new connection asks for a new one.
+    tries = _CLIENT_TRIES if (address or "").startswith("ray://") else 1
+    for attempt in range(1, tries + 1):
+        try:
+            ray.init(**kwargs)
+            return True
+        except ConnectionError as e:
+            if attempt < tries and _CLIENT_START_FAILED in str(e):
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                time.sleep(2.0 * attempt)
+                continue
+            raise ExecutorError(
+                f"Cannot join a Ray cluster at {address or 'this machine'}: {e}",
+                hint="Start one with `ray start --head`, or drop --address to start one "
+                "in-process.",
+            ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _length(ps: PlannedSample) -> int:
