@@ -19,7 +19,7 @@ from calipers.analysis import ComparisonSet, StoredRun, compare, load_runs
 from calipers.cli import cli
 from calipers.models import FakeModel
 from calipers.reports import write_multi_report
-from calipers.reports._axis import FAR, diff_axis, score_axis
+from calipers.reports._axis import FAR, count_axis, diff_axis, score_axis
 from calipers.reports._svg import L, R
 from calipers.runner import RunConfig, arun
 from calipers.store import Store
@@ -418,3 +418,17 @@ def test_cli_report_json(two: list[StoredRun], calipers_home: Path) -> None:
     plain = CliRunner().invoke(cli, ["report", a, b, "--no-compare"], catch_exceptions=False)
     assert plain.exit_code == 0 and "Report: " in plain.stdout
     assert 'id="comparison"' not in Path(paths["html"]).read_text("utf-8")
+
+
+def test_a_count_axis_starts_at_0_in_whole_numbers() -> None:
+    def count(n: int) -> Estimate:
+        return Estimate(float(n), float(n), float(n), n, "count")
+
+    axis = count_axis([count(20_833), count(20_834)])  # one request apart: not a cliff
+    assert (axis.lo, axis.hi, axis.ticks) == (
+        0.0,
+        25_000.0,
+        (0, 5_000, 10_000, 15_000, 20_000, 25_000),
+    )
+    assert count_axis([count(3)]).ticks == (0.0, 1.0, 2.0, 3.0)  # whole numbers, never 0.5
+    assert count_axis([]).ticks == (0.0, 1.0)

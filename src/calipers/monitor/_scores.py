@@ -52,5 +52,5 @@ def load_scores(store: Any, *, pair_ids: Sequence[str]) -> ScoreIndex:
         return ScoreIndex(note="this store has no online scores (no get_online_scores)")
     index = ScoreIndex.from_rows(get(pair_ids=pair_ids) if pair_ids else [])
     if not index.values:
-        index.note = "no online scores or feedback logged for this traffic"
+        index.note = "no online scores or feedback logged for the requests read"
     return index

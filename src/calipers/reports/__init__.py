@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING
 from calipers._util.home import make_folder
 from calipers._util.lazy import lazy_exports
 from calipers._util.private import write_private_text
-from calipers.reports._axis import Axis, diff_axis, nice_step, score_axis, unit_scale
+from calipers.reports._axis import (
+    Axis,
+    count_axis,
+    diff_axis,
+    nice_step,
+    score_axis,
+    unit_scale,
+)
 from calipers.reports._html import clip, render_html, when
 from calipers.reports._markdown import render_markdown
 from calipers.reports._steps import StepView, episode_steps, episode_text
@@ -64,6 +71,7 @@ __all__ = [
     "TaskView",
     "calls_text",
     "clip",
+    "count_axis",
     "diff_axis",
     "diff_panels",
     "diff_text",

@@ -7,6 +7,7 @@
   empty); then the axis covers the data with a margin and says that it does not start at 0.
 - Differences get an axis symmetric around 0 that covers every interval, so better and worse
   look alike and the zero line sits in the middle.
+- Counts get an axis from 0 in whole numbers: 20,833 against 20,834 requests is not a cliff.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from typing import Literal
 
 from calipers.types import Estimate
 
-__all__ = ["FAR", "Axis", "diff_axis", "ends", "nice_step", "score_axis", "unit_scale"]
+__all__ = [
+    "FAR",
+    "Axis",
+    "count_axis",
+    "diff_axis",
+    "ends",
+    "nice_step",
+    "score_axis",
+    "unit_scale",
+]
 
 FAR = 3.0
 """A non-negative score axis leaves out 0 only when the lowest interval end exceeds FAR times
@@ -111,6 +121,14 @@ def score_axis(estimates: Sequence[Estimate]) -> Axis:
     if a == b:
         a, b, step = -1.0, 1.0, 0.5
     return Axis(a, b, _ticks(a, b, step), "raw", "axis includes 0")
+
+
+def count_axis(estimates: Sequence[Estimate]) -> Axis:
+    """An axis from 0 to above the largest count, with whole-number ticks."""
+    hi = max(ends(estimates), default=1.0)
+    step = max(1.0, nice_step(hi))
+    top = math.ceil(hi / step - 1e-9) * step or step
+    return Axis(0.0, top, _ticks(0.0, top, step), "raw", "counts, from 0")
 
 
 def diff_axis(estimates: Sequence[Estimate], *, points: bool) -> Axis:

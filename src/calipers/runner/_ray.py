@@ -156,22 +156,22 @@ def _connect(ray: Any, address: str | None) -> bool:
     # Ray Client: the head starts a server process for each client, which can fail to come
     # up while the head is busy; a new connection asks for a new one.
     tries = _CLIENT_TRIES if (address or "").startswith("ray://") else 1
-    for attempt in range(1, tries + 1):
+    attempt = 1
+    while True:
         try:
             ray.init(**kwargs)
             return True
         except ConnectionError as e:
-            if attempt < tries and _CLIENT_START_FAILED in str(e):
-                with contextlib.suppress(Exception):
-                    ray.shutdown()
-                time.sleep(2.0 * attempt)
-                continue
-            raise ExecutorError(
-                f"Cannot join a Ray cluster at {address or 'this machine'}: {e}",
-                hint="Start one with `ray start --head`, or drop --address to start one "
-                "in-process.",
-            ) from None
-    raise AssertionError("unreachable")  # pragma: no cover
+            if attempt >= tries or _CLIENT_START_FAILED not in str(e):
+                raise ExecutorError(
+                    f"Cannot join a Ray cluster at {address or 'this machine'}: {e}",
+                    hint="Start one with `ray start --head`, or drop --address to start one "
+                    "in-process.",
+                ) from None
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            time.sleep(2.0 * attempt)
+            attempt += 1
 
 
 def _length(ps: PlannedSample) -> int:

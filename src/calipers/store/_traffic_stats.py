@@ -61,6 +61,14 @@ def _ok() -> Any:
     return sa.and_(traffic.c.error.is_(None), traffic.c.status >= 200, traffic.c.status < 300)
 
 
+def _cell(role: str, served: bool, answered: bool) -> Any:
+    """The calls of ``role``; only those users got (``served``); only the answered ones."""
+    cond = traffic.c.role == role
+    if served:
+        cond = sa.and_(cond, traffic.c.served.is_(True))
+    return sa.and_(cond, _ok()) if answered else cond
+
+
 def _hash(seed: int) -> Any:
     return ((traffic.c.id + seed) * _HASH_MULT) % _HASH_MOD
 
@@ -91,23 +99,12 @@ class TrafficStatsStore:
     ) -> TrafficCounts:
         """Requests and calls of ``[since, until)`` (``modes``: of those gateway modes), in
         one pass over the window's index entries (sums of conditions, no grouping)."""
-        ok = _ok()
-        cells = [
-            (role, served, answered, sa.and_(*conds))
-            for role in ROLES
-            for served in (False, True)
-            for answered in (False, True)
-            for conds in [
-                [traffic.c.role == role]
-                + ([traffic.c.served.is_(True)] if served else [])
-                + ([ok] if answered else [])
-            ]
-        ]
+        cells = [(r, s, a) for r in ROLES for s in (False, True) for a in (False, True)]
         stmt = _where(
             sa.select(
                 sa.func.count(sa.distinct(traffic.c.pair_id)),
                 sa.func.min(traffic.c.ts),
-                *(sa.func.sum(sa.case((cond, 1), else_=0)) for *_, cond in cells),
+                *(sa.func.sum(sa.case((_cell(*c), 1), else_=0)) for c in cells),
             ),
             since,
             until,
@@ -118,7 +115,7 @@ class TrafficStatsStore:
         calls: dict[str, int] = {}
         answered: dict[str, int] = {}
         served: set[str] = set()
-        for (role, is_served, is_ok, _), total in zip(cells, sums, strict=True):
+        for (role, is_served, is_ok), total in zip(cells, sums, strict=True):
             if not total:
                 continue
             into = answered if is_ok else calls

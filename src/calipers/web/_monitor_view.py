@@ -13,7 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from calipers.monitor import RAG_METRICS, MonitorConfig, MonitorReport, WindowDrift
-from calipers.reports import Axis, clip, nice_step
+from calipers.reports import clip, count_axis
 from calipers.types import Estimate
 from calipers.web._charts import Marker, Series, TimePoint, time_series_svg
 from calipers.web._params import command, iso
@@ -79,14 +79,6 @@ def _metric_names(report: MonitorReport) -> list[str]:
     return [*BUILTIN_METRICS, *extra]
 
 
-def _count_axis(ests: Sequence[Estimate]) -> Axis:
-    """Counts from 0 (a window with one request fewer is not a cliff), in whole numbers."""
-    hi = max((e.high for e in ests if not e.is_empty and math.isfinite(e.high)), default=1.0)
-    step = max(1.0, nice_step(hi))
-    top = math.ceil(hi / step) * step or step
-    return Axis(0.0, top, tuple(i * step for i in range(round(top / step) + 1)), "raw", "from 0")
-
-
 def _skip_note(ests: Sequence[Estimate]) -> str:
     reasons = sorted(
         {e.method.removeprefix("skipped: ") for e in ests if e.method.startswith("skipped")}
@@ -139,7 +131,7 @@ def charts(report: MonitorReport) -> list[ChartView]:
                     title=f"{title} per window{conf}",
                     markers=markers,
                     x_range=(report.since, report.until),
-                    y_axis=_count_axis(ests) if metric == "volume" else None,
+                    y_axis=count_axis(ests) if metric == "volume" else None,
                 ),
             )
         )
