@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from calipers._util.clock import utc_now
 from calipers.errors import StoreError
 from calipers.gateway import _logwriter
 from calipers.gateway._calls import Call, to_record
-from calipers.gateway._logwriter import LogWriter
+from calipers.gateway._logwriter import LogWriter, WriteRows
 from calipers.store import TrafficRecord
 
 
@@ -121,7 +122,7 @@ class FlakyStore:
         return len(new)
 
 
-def _write_all(store: FlakyStore, n: int, **kw: Any) -> LogWriter:
+def _write_all(store: WriteRows, n: int, **kw: Any) -> LogWriter:
     async def go() -> LogWriter:
         w = writer(store, batch_max_rows=100, **kw)
         w.start()
@@ -194,3 +195,56 @@ def test_a_nul_character_in_an_answer_does_not_cost_the_row() -> None:
     record = to_record(c, str)
     assert (record.response, record.model) == ("a\ufffdb", "m\ufffd")
     assert record.request["messages"][0]["content"] == "x\u0000y"  # JSON escapes it
+
+
+class CutOnce:
+    """A store whose first write meets a connection the database cut (the pool replaces it)."""
+
+    def __init__(self) -> None:
+        self.rows: list[str] = []
+        self.attempts = 0
+
+    def __call__(self, rows: Sequence[TrafficRecord]) -> int:
+        self.attempts += 1
+        if self.attempts == 1:
+            raise StoreError("terminating connection due to administrator command")
+        self.rows += [r.pair_id for r in rows]
+        return len(rows)
+
+
+def test_a_cut_connection_is_retried_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a database restart the first retry gets a new connection: waiting before it
+    only keeps more rows in memory, where a crash would lose them."""
+    monkeypatch.setattr(_logwriter, "_FIRST_DELAY_S", 5.0)
+    store = CutOnce()
+    t0 = time.monotonic()
+    w = _write_all(store, 10, retry_s=30.0)
+    assert time.monotonic() - t0 < 2.0  # not the 5 s pause
+    assert store.rows == [f"p{i}" for i in range(10)]
+    assert (w.written, w.write_errors, w.lost) == (10, 1, 0)
+
+
+def test_the_log_does_not_wait_for_busy_worker_threads() -> None:
+    """Feedback look-ups and the canary use asyncio's worker threads; with all of them busy
+    the log is still written."""
+    release = threading.Event()
+
+    async def go() -> tuple[LogWriter, bool]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(2))
+        busy = [asyncio.create_task(asyncio.to_thread(release.wait, 10)) for _ in range(2)]
+        sink = Sink()
+        w = writer(sink, batch_window_s=0.01)
+        w.start()
+        w.submit(call(0))
+        deadline = loop.time() + 3
+        while not sink.batches and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        written_while_busy = sink.batches == [["p0"]]
+        release.set()
+        await asyncio.gather(*busy)
+        await w.close()
+        return w, written_while_busy
+
+    w, written_while_busy = asyncio.run(go())
+    assert written_while_busy and w.written == 1

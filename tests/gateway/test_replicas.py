@@ -154,6 +154,22 @@ def _leader(replicas: list[Replica]) -> Replica:
         time.sleep(0.1)
 
 
+def _written_up_to_now(r: Replica) -> tuple[float, dict[str, int]]:
+    """Wait until ``r``'s log writer has stored every row it had accepted when this was
+    called (just after a database cut it may still be catching up, and what a crash loses
+    then is more than its last batch window, as the docs say); the time of the call and the
+    writer's counts then."""
+    t0 = time.monotonic()
+    target = r.stats()["log"]["accepted"]
+    deadline = t0 + 30
+    while True:
+        log = r.stats()["log"]
+        if log["written"] + log["lost"] >= target or time.monotonic() > deadline:
+            assert log["written"] + log["lost"] >= target, (target, log)
+            return t0, log
+        time.sleep(0.02)
+
+
 def _look_times(engine: sa.Engine) -> list[datetime]:
     with engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT ts FROM fingerprint_looks ORDER BY ts")).all()
@@ -190,7 +206,10 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
         cut: list[set[str]] = []
         killed_at: list[float] = []
 
+        synced: list[tuple[float, dict[str, int]]] = []
+
         def kill_leader() -> None:
+            synced.append(_written_up_to_now(leader))
             killed_at.append(time.monotonic())
             leader.kill()
             killed_at.append(datetime.now(UTC).timestamp())
@@ -244,8 +263,12 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
             assert served.get(s.pair_id) == s.arm, s  # logged, as the arm that answered
     from_killed = [s for s in answered if s.replica == killed]
     lost = [s for s in from_killed if s.pair_id not in served]
-    # SIGKILL loses only what waited in memory: rows of the last batch window before the kill
-    assert all(s.done > t_kill - 1.0 for s in lost), (len(lost), len(from_killed))
+    # SIGKILL loses only what waited in memory: every request answered before the leader's
+    # writer was seen caught up is stored, what it lost came after, in its last second
+    ((t_synced, log_stats),) = synced
+    why = (len(lost), len(from_killed), log_stats, sorted(round(t_kill - s.done, 3) for s in lost))
+    assert all(s.done > t_synced for s in lost), why
+    assert all(s.done > t_kill - 1.0 for s in lost), why
     assert len(from_killed) > 20
     # a served row no client got: only requests the killed replica was answering at its death
     unanswered = set(served) - {s.pair_id for s in answered}
@@ -304,7 +327,7 @@ def test_three_replicas_share_one_database(store_url: str, tmp_path: Path) -> No
     report = json.loads(out.stdout)
     by_role = Counter(r.role for r in rows if r.served)
     windows = report["windows"]
-    assert sum(w["n_requests"] for w in windows) == len(served) >= N_REQUESTS - 12
+    assert sum(w["n_requests"] for w in windows) == len(served)
     for arm in ("baseline", "candidate"):
         assert sum(w["arms"][arm]["volume"]["n"] for w in windows) == by_role[arm] > 0
     (canary,) = report["fingerprint_canaries"]  # one canary, whichever replica looked

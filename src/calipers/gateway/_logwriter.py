@@ -2,9 +2,12 @@
 background task that writes them to the store in batches.
 
 A batch is written when ``batch_window_s`` has passed since its first call arrived, or at once
-when ``batch_max_rows`` are waiting. Parsing, redaction and the database write run in a worker
-thread, so the event loop keeps serving users meanwhile. When the queue is full the call is
-dropped and counted; the user never waits for the log. A failed write is retried twice, then
+when ``batch_max_rows`` are waiting. Parsing, redaction and the database write run in the
+writer's own thread, so the event loop keeps serving users meanwhile and the log never waits
+behind other work (feedback look-ups, the fingerprint canary) for a worker thread. When the
+queue is full the call is dropped and counted; the user never waits for the log. A write the
+store could not take (unreachable, a cut connection) is retried at once, since the connection
+pool replaces a cut connection, and then with growing pauses for up to ``retry_s``; after that
 its rows are counted as lost. :meth:`LogWriter.close` writes everything accepted before it.
 """
 
@@ -12,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from calipers.errors import StoreError
 from calipers.gateway._calls import Call
@@ -29,6 +34,7 @@ _FIRST_DELAY_S = 0.25
 _MAX_DELAY_S = 5.0
 _CHUNK_ROWS = 25
 
+_T = TypeVar("_T")
 WriteRows = Callable[[Sequence[TrafficRecord]], int]
 ToRecord = Callable[[Call], TrafficRecord]
 
@@ -52,6 +58,7 @@ class LogWriter:
         self._retry_s = retry_s
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._thread: ThreadPoolExecutor | None = None
         self.accepted = 0
         self.dropped = 0
         self.written = 0
@@ -63,6 +70,7 @@ class LogWriter:
         return self._queue.qsize()
 
     def start(self) -> None:
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="calipers-log-writer")
         self._task = asyncio.create_task(self._run(), name="calipers-log-writer")
 
     def submit(self, call: Call) -> bool:
@@ -86,6 +94,14 @@ class LogWriter:
         await self._queue.put(_STOP)
         await self._task
         self._task = None
+        if self._thread is not None:
+            self._thread.shutdown(wait=False)
+            self._thread = None
+
+    async def _in_thread(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on the writer's own thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, functools.partial(fn, *args))
 
     async def _run(self) -> None:
         while True:
@@ -108,7 +124,7 @@ class LogWriter:
                 return
 
     async def _write_batch(self, batch: list[Call]) -> None:
-        records, refused = await asyncio.to_thread(self._convert, batch)
+        records, refused = await self._in_thread(self._convert, batch)
         if refused:
             self._lose(refused, "the call could not be turned into a log row")
         for i in range(0, len(records), _CHUNK_ROWS):
@@ -116,11 +132,12 @@ class LogWriter:
 
     async def _write_chunk(self, chunk: list[TrafficRecord]) -> None:
         """Write one chunk (one transaction): wait out an unreachable store for up to
-        ``retry_s``; split a chunk the database refuses into single rows."""
-        delay, give_up = _FIRST_DELAY_S, time.monotonic() + self._retry_s
+        ``retry_s`` (the first retry at once: a cut connection is replaced by the pool); split a
+        chunk the database refuses into single rows."""
+        delay, give_up = 0.0, time.monotonic() + self._retry_s
         while True:
             try:
-                self.written += await asyncio.to_thread(self._write, chunk)
+                self.written += await self._in_thread(self._write, chunk)
                 return
             except StoreError as e:  # unreachable: the rows wait, the queue fills meanwhile
                 self.write_errors += 1
@@ -131,7 +148,7 @@ class LogWriter:
                     return
                 _log.warning("writing %d gateway log rows failed, retrying: %s", len(chunk), e)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, _MAX_DELAY_S)
+                delay = min(max(delay * 2, _FIRST_DELAY_S), _MAX_DELAY_S)
             except Exception as e:  # the database refused something: find the row
                 self.write_errors += 1
                 if len(chunk) == 1:
